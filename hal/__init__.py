@@ -1,0 +1,1 @@
+"""Hardware abstraction layer: ports (abstract devices) and their backends."""

@@ -1,0 +1,1 @@
+"""Kivy seat display. Observes the runtime; never decides a game rule."""
