@@ -1,0 +1,130 @@
+"""Card-shoe protocol messages and the host's pure interpretation of them.
+
+See ``docs/protocols/card-shoe.md``. :class:`ShoeTracker` turns decoded messages into
+``hal`` events and notices cards that went out unseen (the shoe's counter jumped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hal.events import RANKS, SUITS, CardDrawn, HalEvent, ShoeSignal, ShoeSignalKind
+from hal.protocol.common import (HEARTBEAT, HELLO, Hello, MessageError, need, u16)
+from hal.protocol.framing import Frame
+
+CARD = 0x10
+EVENT = 0x11
+
+EVENT_CODES: dict[int, ShoeSignalKind] = {
+    0x01: ShoeSignalKind.SHUFFLED,
+    0x02: ShoeSignalKind.CUT_CARD,
+    0x03: ShoeSignalKind.MISREAD,
+    0x04: ShoeSignalKind.JAM,
+    0x05: ShoeSignalKind.JAM_CLEARED,
+    0x06: ShoeSignalKind.DOOR_OPENED,
+    0x07: ShoeSignalKind.DOOR_CLOSED,
+}
+CODE_OF = {kind: code for code, kind in EVENT_CODES.items()}
+
+FLAG_JAMMED = 0x01
+FLAG_DOOR_OPEN = 0x02
+
+
+@dataclass(frozen=True, slots=True)
+class Card:
+    counter: int
+    rank: str
+    suit: str
+
+    def payload(self) -> bytes:
+        return self.counter.to_bytes(2, "big") + (self.rank + self.suit).encode("ascii")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    kind: ShoeSignalKind
+    counter: int
+
+    def payload(self) -> bytes:
+        return bytes((CODE_OF[self.kind],)) + self.counter.to_bytes(2, "big")
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    counter: int
+    flags: int = 0
+
+    def payload(self) -> bytes:
+        return self.counter.to_bytes(2, "big") + bytes((self.flags,))
+
+
+ShoeMessage = Hello | Heartbeat | Card | Event
+TYPE_OF = {Hello: HELLO, Heartbeat: HEARTBEAT, Card: CARD, Event: EVENT}
+
+
+def encode(message: ShoeMessage) -> tuple[int, bytes]:
+    return TYPE_OF[type(message)], message.payload()
+
+
+def decode(frame: Frame) -> ShoeMessage:
+    """Frame -> message; :class:`MessageError` if the content is invalid."""
+    p = frame.payload
+    if frame.type == CARD:
+        need(p, 4, "CARD")
+        rank, suit = chr(p[2]), chr(p[3])
+        if rank not in RANKS or suit not in SUITS:
+            raise MessageError(f"CARD with invalid card {p[2:4]!r}")
+        return Card(u16(p, 0), rank, suit)
+    if frame.type == EVENT:
+        need(p, 3, "EVENT")
+        if p[0] not in EVENT_CODES:
+            raise MessageError(f"EVENT with unknown code 0x{p[0]:02X}")
+        return Event(EVENT_CODES[p[0]], u16(p, 1))
+    if frame.type == HEARTBEAT:
+        need(p, 3, "HEARTBEAT")
+        return Heartbeat(u16(p, 0), p[2])
+    if frame.type == HELLO:
+        return Hello.parse(p)
+    raise MessageError(f"unknown shoe message type 0x{frame.type:02X}")
+
+
+class ShoeTracker:
+    """Host-side meaning of the shoe's messages: events out, gaps detected.
+
+    The shoe's counter counts every card that left since the last shuffle, read or not.
+    If it runs ahead of what we saw, a :attr:`ShoeSignalKind.CARD_GAP` is raised before
+    the card, so the round can be stopped rather than dealt on with a missing card.
+    """
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.counter: int | None = None  # last counter we know of; None = unknown
+
+    def handle(self, message: ShoeMessage) -> list[HalEvent]:
+        out: list[HalEvent] = []
+        if isinstance(message, Card):
+            out += self._gap(message.counter - 1)
+            self.counter = message.counter
+            out.append(CardDrawn(device=self.device, rank=message.rank, suit=message.suit,
+                                 counter=message.counter))
+        elif isinstance(message, Event):
+            if message.kind is ShoeSignalKind.SHUFFLED:
+                self.counter = message.counter
+            else:
+                expected = message.counter - 1 if message.kind is ShoeSignalKind.MISREAD \
+                    else message.counter
+                out += self._gap(expected)
+                self.counter = message.counter
+            out.append(ShoeSignal(device=self.device, kind=message.kind,
+                                  counter=message.counter))
+        elif isinstance(message, Heartbeat):
+            out += self._gap(message.counter)
+            self.counter = message.counter
+        return out
+
+    def _gap(self, counter_before: int) -> list[HalEvent]:
+        """Cards were missed if the shoe's counter is beyond ours."""
+        if self.counter is not None and counter_before > self.counter:
+            return [ShoeSignal(device=self.device, kind=ShoeSignalKind.CARD_GAP,
+                               counter=counter_before)]
+        return []

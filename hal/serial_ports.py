@@ -1,0 +1,146 @@
+"""Serial backend: the card shoe and the RFID reader over their framed protocols.
+
+Each device owns a :class:`SerialLink` (reader thread; events are delivered to the sink
+from that thread). Bytes go through the pure :class:`Parser`, then the message decoder,
+then a pure tracker (:class:`ShoeTracker` / :class:`InventoryAssembler`) that makes events.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+from hal.events import HalEvent
+from hal.ports import CardShoe, ChipReader, Port
+from hal.protocol import rfid, shoe
+from hal.protocol.common import PROTOCOL_VERSION, Hello, MessageError, HELLO
+from hal.protocol.framing import Frame, Parser, Sequencer, SequenceCheck
+from hal.serial_link import SerialLink
+
+DEFAULT_BAUDRATE = 115200
+
+
+class _Endpoint:
+    """The protocol plumbing shared by both serial devices (composition, not a base)."""
+
+    def __init__(self, port: Port, path: str, baudrate: int,
+                 decode: Callable[[Frame], Any], handle: Callable[[Any], list[HalEvent]],
+                 on_reset: Callable[[], None], silence_timeout: float,
+                 backoff_max: float) -> None:
+        self._port, self._decode, self._handle, self._on_reset = port, decode, handle, on_reset
+        self.parser = Parser()
+        self.sequence = SequenceCheck()
+        self.bad_messages = 0
+        self.silence_timeout = silence_timeout
+        self.device_id = ""
+        self._sender = Sequencer()
+        self._last_frame = time.monotonic()
+        self._rx_lock = threading.Lock()
+        self.link = SerialLink(path, baudrate, on_bytes=self._bytes, on_idle=self._idle,
+                               on_up=self._up, on_down=self._down, backoff_max=backoff_max,
+                               thread_name=f"hal-{port.name}")
+
+    def stats(self) -> dict[str, int]:
+        s = self.parser.stats
+        return {"frames": s.frames, "bad_header": s.bad_header, "bad_crc": s.bad_crc,
+                "truncated": s.truncated, "skipped_bytes": s.skipped_bytes,
+                "bad_messages": self.bad_messages, "lost_frames": self.sequence.lost,
+                "duplicate_frames": self.sequence.duplicates,
+                "reconnects": self.link.reconnects}
+
+    def _up(self) -> None:
+        self._last_frame = time.monotonic()
+        self.link.write(self._sender.frame(HELLO, Hello(PROTOCOL_VERSION).payload()))
+
+    def _down(self, reason: str) -> None:
+        self.sequence.reset()
+        self.parser = Parser(stats=self.parser.stats)
+        self._on_reset()
+        self._port._link_lost(reason)
+
+    def _bytes(self, data: bytes) -> None:
+        self._frames(self.parser.feed(data))
+        self._check_silence()
+
+    def _idle(self) -> None:
+        self._frames(self.parser.idle())
+        self._check_silence()
+
+    def _check_silence(self) -> None:
+        silent = time.monotonic() - self._last_frame
+        if self._port.connected and silent > self.silence_timeout:
+            self._port._link_lost(f"no frame for {silent:.1f} s")
+
+    def _frames(self, frames: list[Frame]) -> None:
+        for frame in frames:
+            try:
+                message = self._decode(frame)
+            except MessageError:
+                self.bad_messages += 1
+                continue
+            if isinstance(message, Hello):
+                self.sequence.reset()  # the device (re)started its numbering
+                self.device_id = message.device_id
+            if not self.sequence.accept(frame.seq):
+                continue
+            self._last_frame = time.monotonic()
+            self._port._link_restored()
+            for event in self._handle(message):
+                self._port._emit(event)
+
+
+def _check_baudrate(baudrate: int) -> int:
+    if baudrate not in (9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600):
+        raise ValueError(f"unsupported baud rate {baudrate}")
+    return baudrate
+
+
+class SerialCardShoe(CardShoe):
+    """A card shoe on a serial port speaking ``docs/protocols/card-shoe.md``."""
+
+    def __init__(self, name: str, port: str, baudrate: int = DEFAULT_BAUDRATE,
+                 silence_timeout: float = 3.0, backoff_max: float = 2.0) -> None:
+        super().__init__(name)
+        self.tracker = shoe.ShoeTracker(name)
+        self._endpoint = _Endpoint(self, port, _check_baudrate(baudrate), shoe.decode,
+                                   self.tracker.handle, lambda: None, silence_timeout,
+                                   backoff_max)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return self._endpoint.stats()
+
+    def _start(self) -> None:
+        self._endpoint.link.open()
+
+    def _close(self) -> None:
+        self._endpoint.link.close()
+
+
+class SerialChipReader(ChipReader):
+    """An RFID reader on a serial port speaking ``docs/protocols/rfid-reader.md``.
+
+    ``spots[i]`` is the spot above antenna ``i``.
+    """
+
+    def __init__(self, name: str, spots: Sequence[str], port: str,
+                 baudrate: int = DEFAULT_BAUDRATE, silence_timeout: float = 3.0,
+                 backoff_max: float = 2.0) -> None:
+        super().__init__(name, spots)
+        self.assembler = rfid.InventoryAssembler(name, self.spots)
+        self._endpoint = _Endpoint(self, port, _check_baudrate(baudrate), rfid.decode,
+                                   self.assembler.handle, self.assembler.reset,
+                                   silence_timeout, backoff_max)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        s = self._endpoint.stats()
+        s["incomplete_cycles"] = self.assembler.incomplete
+        return s
+
+    def _start(self) -> None:
+        self._endpoint.link.open()
+
+    def _close(self) -> None:
+        self._endpoint.link.close()
