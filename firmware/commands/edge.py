@@ -1,0 +1,143 @@
+"""``betbox edge``: the exact house edge of a profile's side bets and progressive.
+
+For technicians and regulators checking a pay table against a rule document, e.g. the UK
+poster's published edges (``uk-blackjack-4-deck-poster`` "A PLAYERS GUIDE TO THE HOUSE
+EDGE"). The main game's basic-strategy edge is not a side bet and is not computed here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from fractions import Fraction
+from typing import Any
+
+from firmware.engine.cards import ShoeComposition
+from firmware.engine.money import format_amount, parse_amount, to_json_number
+from firmware.engine.odds import ProfileOdds, ProgressiveOdds, SideBetOdds, profile_odds
+from firmware.engine.profile import Award, ProfileError, load_profile
+
+
+class EdgeError(ValueError):
+    """A request ``betbox edge`` cannot answer, with the reason."""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "edge",
+        help="exact odds and house edge of a profile's side bets and progressive",
+        description="Exact odds of each side bet and progressive category a profile offers, by "
+                    "enumerating every deal from a full shoe, and each bet's house edge.",
+    )
+    parser.add_argument("--profile", required=True, help="shipped profile name or path to a .toml profile")
+    parser.add_argument("--decks", type=int, help="decks in the shoe (default: the profile's default_decks)")
+    parser.add_argument("--meter", help="progressive meter amount, to value a share-of-meter award")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        odds = compute(args.profile, args.decks, args.meter)
+    except (EdgeError, ProfileError) as exc:
+        print(f"betbox edge: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        json.dump(to_json(odds), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(to_text(odds))
+    return 0
+
+
+def compute(profile_name: str, decks: int | None, meter_text: str | None) -> ProfileOdds:
+    profile = load_profile(profile_name)
+    low, high = profile.decks
+    if decks is None:
+        decks = profile.default_decks
+    elif not low <= decks <= high:
+        allowed = f"{low}" if low == high else f"{low} to {high}"
+        raise EdgeError(f"--decks {decks}: profile {profile.name!r} is played with {allowed} decks")
+    meter: Fraction | None = None
+    if meter_text is not None:
+        if profile.progressive is None:
+            raise EdgeError(f"--meter: profile {profile.name!r} has no progressive")
+        try:
+            meter = parse_amount(meter_text)
+        except ValueError as exc:
+            raise EdgeError(f"--meter: {exc}") from None
+        if meter < 0:
+            raise EdgeError(f"--meter {meter_text}: a meter cannot be negative")
+    return profile_odds(profile, ShoeComposition.of_decks(decks), meter=meter, decks=decks)
+
+
+def _award_json(award: Award | None) -> int | float | str | None:
+    if award is None:
+        return None
+    if award.amount is not None:
+        return to_json_number(award.amount)
+    return f"{format_amount(award.meter_share * 100)}%"
+
+
+def _side_bet_json(bet: SideBetOdds) -> dict[str, Any]:
+    return {
+        "clause": bet.clause,
+        "house_edge": float(bet.house_edge),
+        "outcomes": {o.category: {"probability": float(o.probability),
+                                  "pays": None if o.pays is None else to_json_number(o.pays)}
+                     for o in bet.outcomes},
+        "lose_probability": float(bet.lose),
+    }
+
+
+def _progressive_json(prog: ProgressiveOdds, meter: Fraction | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "hand": prog.hand,
+        "clause": prog.clause,
+        "wager": to_json_number(prog.wager),
+        "outcomes": {o.category: {"probability": float(o.probability), "pays": _award_json(o.award)}
+                     for o in prog.outcomes},
+        "lose_probability": float(prog.lose),
+    }
+    if prog.return_ is not None:
+        out["return"] = float(prog.return_)
+        out["house_edge"] = float(1 - prog.return_)
+    return out
+
+
+def to_json(odds: ProfileOdds) -> dict[str, Any]:
+    bets: dict[str, Any] = {bet.bet: _side_bet_json(bet) for bet in odds.side_bets}
+    if odds.progressive is not None:
+        bets["progressive"] = _progressive_json(odds.progressive, None)
+    return {"profile": odds.profile, "decks": odds.decks, "bets": bets}
+
+
+def _pct(x: Fraction) -> str:
+    return f"{float(x) * 100:.4f}%"
+
+
+def to_text(odds: ProfileOdds) -> str:
+    rows = [("bet", "category", "pays", "probability", "house edge")]
+    for bet in odds.side_bets:
+        for i, o in enumerate(bet.outcomes):
+            rows.append((bet.bet if i == 0 else "", o.category,
+                         "-" if o.pays is None else f"{format_amount(o.pays)}:1",
+                         _pct(o.probability), f"{float(bet.house_edge) * 100:.2f}%" if i == 0 else ""))
+    prog = odds.progressive
+    if prog is not None:
+        for i, o in enumerate(prog.outcomes):
+            edge = ""
+            if i == 0:
+                edge = "needs --meter" if prog.return_ is None else f"{float(1 - prog.return_) * 100:.2f}%"
+            pays = "-" if o.award is None else str(_award_json(o.award))
+            rows.append((f"progressive ({prog.hand}, wager {format_amount(prog.wager)})" if i == 0 else "",
+                         o.category, pays, _pct(o.probability), edge))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = [f"{odds.profile}: {odds.decks} decks"]
+    if len(rows) == 1:
+        lines.append("no side bets and no progressive in this profile")
+    else:
+        for r in rows:
+            lines.append("  ".join((c.ljust(w) if i < 2 else c.rjust(w)) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    return "\n".join(lines) + "\n"
