@@ -1,0 +1,40 @@
+"""Errors the engine raises. Each says what was refused, why, and under which clause.
+
+They subclass :class:`ValueError` (python-chess / pokerkit style) so callers that only care
+that input was bad can catch that.
+"""
+
+from __future__ import annotations
+
+
+class RuleError(ValueError):
+    """An event the rules do not allow now."""
+
+    def __init__(self, message: str, clause: str | None = None):
+        self.reason = message
+        self.clause = clause
+        super().__init__(f"{message} ({clause})" if clause else message)
+
+
+class IllegalWager(RuleError):
+    """A wager the table must refuse at "no more bets"."""
+
+
+class IllegalDecision(RuleError):
+    """A player decision the rules do not allow for this hand now."""
+
+
+class NotYourTurn(IllegalDecision):
+    """A turn decision for a box whose hand is not in play."""
+
+
+class UnexpectedCard(RuleError):
+    """A card drawn when the round is waiting for something else."""
+
+
+class RoundOver(RuleError):
+    """An event after the round was settled or voided."""
+
+
+class BettingOpen(RuleError):
+    """A play event before bets were closed."""

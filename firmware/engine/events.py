@@ -1,0 +1,125 @@
+"""The events a round is fed: frozen records, appended to the round's history.
+
+Every event round-trips through :func:`event_to_dict` / :func:`event_from_dict` so a round
+can be journalled and replayed exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from fractions import Fraction
+from typing import Any, Mapping
+
+from .cards import Card, parse_card
+from .money import parse_amount, to_json_number
+
+
+class Action(StrEnum):
+    HIT = "hit"
+    STAND = "stand"
+    DOUBLE = "double"
+    SPLIT = "split"
+    SURRENDER = "surrender"
+    SWITCH = "switch"
+    INSURANCE = "insurance"
+    EVEN_MONEY = "even_money"
+
+
+#: Decisions that belong to the hand in play (the others may come during the offer window).
+TURN_ACTIONS = frozenset({Action.HIT, Action.STAND, Action.DOUBLE, Action.SPLIT, Action.SWITCH})
+
+Wagers = tuple[tuple[int, tuple[tuple[str, Fraction], ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BetsClosed:
+    """ "No more bets" (§3.10, §5.8) with each box's wagers, bet name -> amount."""
+
+    wagers: Wagers
+
+    @classmethod
+    def of(cls, wagers: Mapping[int, Mapping[str, Any]]) -> "BetsClosed":
+        return cls(tuple(
+            (int(box), tuple((str(name), parse_amount(amount)) for name, amount in bets.items()))
+            for box, bets in sorted(wagers.items(), key=lambda kv: int(kv[0]))
+        ))
+
+    def as_dict(self) -> dict[int, dict[str, Fraction]]:
+        return {box: dict(bets) for box, bets in self.wagers}
+
+
+@dataclass(frozen=True, slots=True)
+class CardDrawn:
+    """A card from the shoe; who receives it follows from the dealing procedure."""
+
+    card: Card
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A player's decision for a box. ``hand`` (1-based) names a hand where it matters:
+    insurance or surrender on either hand in Blackjack Switch."""
+
+    box: int
+    action: Action
+    amount: Fraction | None = None
+    hand: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WalkedAway:
+    """The only player on a box walked away: the House draws for the hand (§5.3)."""
+
+    box: int
+
+
+@dataclass(frozen=True, slots=True)
+class VoidRound:
+    """The round is voided and every bet returned (§5.5, §5.17). ``reason`` is a clause key
+    of the profile (``interruption``, ``foreign_card``, ``insufficient_cards``, ...) or free text."""
+
+    reason: str
+
+
+Event = BetsClosed | CardDrawn | Decision | WalkedAway | VoidRound
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    if isinstance(event, BetsClosed):
+        return {"type": "bets_closed", "wagers": {str(box): {n: to_json_number(a) for n, a in bets}
+                                                  for box, bets in event.wagers}}
+    if isinstance(event, CardDrawn):
+        return {"type": "card", "card": str(event.card)}
+    if isinstance(event, Decision):
+        out: dict[str, Any] = {"type": "decision", "box": event.box, "action": str(event.action)}
+        if event.amount is not None:
+            out["amount"] = to_json_number(event.amount)
+        if event.hand is not None:
+            out["hand"] = event.hand
+        return out
+    if isinstance(event, WalkedAway):
+        return {"type": "walked_away", "box": event.box}
+    if isinstance(event, VoidRound):
+        return {"type": "void", "reason": event.reason}
+    raise TypeError(f"not an event: {event!r}")
+
+
+def event_from_dict(data: Mapping[str, Any]) -> Event:
+    kind = data.get("type")
+    try:
+        if kind == "bets_closed":
+            return BetsClosed.of({int(b): bets for b, bets in data["wagers"].items()})
+        if kind == "card":
+            return CardDrawn(parse_card(data["card"]))
+        if kind == "decision":
+            amount = data.get("amount")
+            return Decision(int(data["box"]), Action(data["action"]),
+                            None if amount is None else parse_amount(amount), data.get("hand"))
+        if kind == "walked_away":
+            return WalkedAway(int(data["box"]))
+        if kind == "void":
+            return VoidRound(str(data["reason"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"malformed {kind} event {dict(data)!r}: {exc}") from None
+    raise ValueError(f"unknown event type {kind!r}")

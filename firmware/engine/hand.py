@@ -1,0 +1,36 @@
+"""Point totals (``rws-blackjack-v5 §3.2``, §1.11 hard, §1.28 soft)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .cards import Card
+
+
+def hand_total(cards: Sequence[Card]) -> tuple[int, bool]:
+    """The best total and whether it is soft (an Ace counted as 11, §1.28).
+
+    At most one Ace can count 11 without busting, which is also the UK poster's "the
+    Dealer's first ace counts as 11 unless it busts the hand; subsequent aces count as one".
+    """
+    total = 0
+    has_ace = False
+    for card in cards:
+        total += card.value
+        if card.rank == "A":
+            has_ace = True
+    if has_ace and total + 10 <= 21:
+        return total + 10, True
+    return total, False
+
+
+def is_two_card_21(cards: Sequence[Card]) -> bool:
+    """An Ace and a ten-value card. Whether it is a *Blackjack* also depends on how the hand
+    was formed (not from a split or a switch: §1.2, §3.21.2, Switch §1)."""
+    return len(cards) == 2 and hand_total(cards)[0] == 21
+
+
+def describe(cards: Sequence[Card]) -> str:
+    total, soft = hand_total(cards)
+    kind = "soft " if soft else ""
+    return f"{' '.join(str(c) for c in cards)} ({kind}{total})"

@@ -1,0 +1,81 @@
+"""Exact money: amounts are :class:`fractions.Fraction`, never floats.
+
+3:2 on 25 is 37.5 exactly. Amounts come in as integers, decimal strings or floats written
+as decimals (``12.5``) and go out as the shortest exact decimal.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from typing import Any
+
+#: Pro-rated stakes are rounded down to this unit so settlements stay exact decimals.
+CENT = Fraction(1, 100)
+
+
+def parse_amount(value: Any) -> Fraction:
+    """An amount of money from JSON/TOML; raises ValueError naming what is wrong."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not an amount")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, (float, str, Decimal)):
+        try:
+            d = Decimal(str(value).strip())
+        except InvalidOperation:
+            raise ValueError(f"{value!r} is not an amount") from None
+        if not d.is_finite():
+            raise ValueError(f"{value!r} is not an amount")
+        return Fraction(d)
+    raise ValueError(f"{value!r} is not an amount")
+
+
+def parse_odds(value: Any) -> Fraction:
+    """Odds to one: ``"3:2"``, ``"3 to 2"``, ``25`` or ``1.5``."""
+    if isinstance(value, str) and (":" in value or " to " in value):
+        left, _, right = value.replace(" to ", ":").partition(":")
+        try:
+            num, den = Fraction(left.strip()), Fraction(right.strip())
+        except ValueError:
+            raise ValueError(f"cannot read odds {value!r} (write e.g. \"3:2\")") from None
+        if den <= 0 or num <= 0:
+            raise ValueError(f"odds {value!r} must be positive")
+        return num / den
+    try:
+        odds = parse_amount(value)
+    except ValueError:
+        raise ValueError(f"cannot read odds {value!r} (write e.g. \"3:2\" or 25)") from None
+    if odds <= 0:
+        raise ValueError(f"odds {value!r} must be positive")
+    return odds
+
+
+def to_json_number(amount: Fraction) -> int | float | str:
+    """The exact decimal for JSON: an int when whole, else a float whose repr is exact.
+
+    Amounts here are sums of cents and halves, so they always have a short exact decimal;
+    anything that does not (it cannot arise from settlement) is written as a string
+    fraction rather than rounded silently.
+    """
+    if amount.denominator == 1:
+        return int(amount)
+    d = Decimal(amount.numerator) / Decimal(amount.denominator)
+    if Fraction(d) == amount:
+        f = float(d)
+        if Fraction(repr(f)) == amount:
+            return f
+        return str(d)
+    return f"{amount.numerator}/{amount.denominator}"
+
+
+def format_amount(amount: Fraction) -> str:
+    """For people: ``37.5``, ``-10``, ``1234.56``."""
+    value = to_json_number(amount)
+    return str(value)
+
+
+def round_down_to_cent(amount: Fraction) -> Fraction:
+    return Fraction(int(amount / CENT)) * CENT if amount >= 0 else -round_down_to_cent(-amount)

@@ -1,0 +1,978 @@
+"""A round of play as a pure state machine: ``round.apply(event) -> (new_round, outcomes)``.
+
+No I/O, no clock, no randomness, no threads. The round that ``apply`` is called on is left
+unchanged, so any point of a round can be kept, compared and replayed. Who receives the
+next card follows from the dealing procedure (``rws-blackjack-v5 §3.11``), the hand in play
+and the decisions taken; :meth:`Round.expecting` says what the round waits for, and
+:meth:`Round.why_not` says why a decision would be refused.
+
+Clause references below are to ``rws-blackjack-v5`` unless named; at run time every error
+and outcome quotes the clause of the round's own profile (:meth:`Profile.clause`).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from enum import StrEnum
+from fractions import Fraction
+from typing import Iterable, Mapping, Sequence
+
+from .cards import Card, ShoeComposition
+from .errors import (BettingOpen, IllegalDecision, IllegalWager, NotYourTurn, RoundOver,
+                     RuleError, UnexpectedCard)
+from .events import (Action, BetsClosed, CardDrawn, Decision, Event, TURN_ACTIONS, VoidRound,
+                     WalkedAway)
+from .hand import describe, hand_total
+from .money import round_down_to_cent
+from .outcomes import (BetReturned, EnvyBonus, HandSettled, InsuranceSettled, Outcome,
+                       ProgressiveHit, RoundComplete, RoundVoided, SideBetSettled, WagerFlagged)
+from .profile import Profile
+from .progressive import PROGRESSIVE_HANDS
+from .sidebets import SIDE_BETS
+
+ZERO = Fraction(0)
+DEALER = "dealer"
+
+
+class Phase(StrEnum):
+    BETTING = "betting"
+    INITIAL_DEAL = "initial_deal"
+    PLAY = "play"
+    DEALER = "dealer"
+    COMPLETE = "complete"
+    VOID = "void"
+
+
+@dataclass
+class Hand:
+    """One hand of a box. ``family`` is the initial hand it descends from (0, or 0/1 in
+    Blackjack Switch); split hands share their family's initial bet."""
+
+    family: int
+    stake: Fraction
+    cards: list[Card] = field(default_factory=list)
+    doubled: Fraction = ZERO
+    from_split: bool = False
+    split_aces: bool = False
+    switched: bool = False
+    wants_card: bool = False
+    done: bool = False
+    decided: bool = False          # any decision taken on this hand
+    status: str = "play"           # play | stood | bust | twenty_one | doubled | blackjack | surrendered | even_money
+    result: str | None = None      # set when settled
+    net: Fraction | None = None
+
+    @property
+    def total(self) -> int:
+        return hand_total(self.cards)[0]
+
+    @property
+    def soft(self) -> bool:
+        return hand_total(self.cards)[1]
+
+    @property
+    def is_blackjack(self) -> bool:
+        """§1.2 / Switch §1: two initial cards Ace + ten, not from a split or a switch."""
+        return (len(self.cards) == 2 and not self.from_split and not self.switched
+                and self.total == 21)
+
+    @property
+    def settled(self) -> bool:
+        return self.net is not None
+
+    @property
+    def at_risk(self) -> Fraction:
+        return self.stake + self.doubled
+
+
+@dataclass
+class Box:
+    number: int
+    wagers: dict[str, Fraction]            # as placed
+    stakes: dict[str, Fraction]            # as counted (after pro rata, returns)
+    hands: list[Hand] = field(default_factory=list)
+    insurance: dict[int, Fraction] = field(default_factory=dict)   # family -> stake
+    insurance_settled: set[int] = field(default_factory=set)
+    walked_away: bool = False
+    switched: bool = False
+    acted: bool = False
+    ledger: dict[str, Fraction] = field(default_factory=dict)
+    side_results: dict[str, str | None] = field(default_factory=dict)
+    flags: list[WagerFlagged] = field(default_factory=list)
+    returned: list[BetReturned] = field(default_factory=list)
+    progressive_hand: str | None = None
+    progressive_award: Fraction | None = None
+    progressive_share: Fraction | None = None
+    progressive_pending: bool = False
+    envy_from: list[int] = field(default_factory=list)
+
+    @property
+    def dealt(self) -> bool:
+        return "main" in self.stakes
+
+    def book(self, bet: str, amount: Fraction) -> None:
+        self.ledger[bet] = self.ledger.get(bet, ZERO) + amount
+
+    def initial_cards(self) -> list[Card]:
+        """The box's initial cards: two, or four in Blackjack Switch (before any switch)."""
+        cards: list[Card] = []
+        for family in sorted({h.family for h in self.hands}):
+            first = next(h for h in self.hands if h.family == family)
+            cards.extend(first.cards[:2])
+        return cards
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the round waits for next."""
+
+    kind: str                      # "bets" | "card" | "decision" | "nothing"
+    box: int | None = None
+    hand: int | None = None        # 1-based index into the box's hands
+    to_dealer: bool = False
+
+    def __str__(self) -> str:
+        if self.kind == "card":
+            return "a card for the dealer" if self.to_dealer else f"a card for box {self.box} hand {self.hand}"
+        if self.kind == "decision":
+            return f"a decision for box {self.box} hand {self.hand}"
+        return {"bets": "bets to be closed", "nothing": "nothing: the round is over"}[self.kind]
+
+
+class Round:
+    """The state of one round at one table. Create with :meth:`Round.new`."""
+
+    profile: Profile
+    decks: int
+    limits: Mapping[str, tuple[Fraction, Fraction]]
+    meter: Fraction | None
+
+    def __init__(self) -> None:  # use Round.new
+        self.phase = Phase.BETTING
+        self.boxes: list[Box] = []
+        self.dealer: list[Card] = []
+        self.deal_order: list[tuple[int, int] | str] = []   # (box index, hand index) | DEALER
+        self.deal_pos = 0
+        self.cursor: tuple[int, int] | None = None
+        self.subsequent_deal = False    # a card has been dealt after the initial deal
+        self.second_card_seen = False   # the dealer's second card has settled insurance & waiting Blackjacks
+        self.shoe: ShoeComposition
+        self.history: list[Event] = []
+        self.void_reason: str | None = None
+        self.void_clause: str | None = None
+
+    # --- construction and the functional interface ------------------------------------
+
+    @classmethod
+    def new(cls, profile: Profile, decks: int | None = None,
+            limits: Mapping[str, Sequence[object]] | None = None,
+            meter: Fraction | int | None = None,
+            shoe: ShoeComposition | None = None) -> "Round":
+        """A round about to close bets. ``shoe`` is what is left in the shoe (default: a
+        fresh shoe of ``decks``); ``limits`` are the table's, per bet name ``(min, max)``."""
+        decks = profile.default_decks if decks is None else decks
+        lo, hi = profile.decks
+        if not lo <= decks <= hi:
+            raise ValueError(f"{profile.name} is played with {lo} to {hi} decks, not {decks}")
+        r = cls()
+        r.profile = profile
+        r.decks = decks
+        r.limits = _read_limits(profile, limits or {})
+        r.meter = None if meter is None else Fraction(meter)
+        if r.meter is not None and r.meter < 0:
+            raise ValueError(f"the meter cannot be negative ({meter})")
+        r.shoe = shoe if shoe is not None else ShoeComposition.of_decks(decks)
+        return r
+
+    def apply(self, event: Event) -> tuple["Round", list[Outcome]]:
+        """The round after ``event`` and what it produced; ``self`` is unchanged.
+        An illegal event raises a :class:`RuleError` that explains itself."""
+        new = self._clone()
+        outcomes: list[Outcome] = []
+        new._apply(event, outcomes)
+        new.history.append(event)
+        return new, outcomes
+
+    def _clone(self) -> "Round":
+        new = copy.copy(self)
+        new.boxes = [_clone_box(b) for b in self.boxes]
+        new.dealer = list(self.dealer)
+        new.history = list(self.history)
+        return new
+
+    # --- queries ----------------------------------------------------------------------
+
+    @property
+    def is_over(self) -> bool:
+        return self.phase in (Phase.COMPLETE, Phase.VOID)
+
+    def box(self, number: int) -> Box:
+        for b in self.boxes:
+            if b.number == number:
+                return b
+        raise IllegalDecision(f"box {number} has no bets in this round")
+
+    def expecting(self) -> Expect:
+        if self.phase == Phase.BETTING:
+            return Expect("bets")
+        if self.is_over:
+            return Expect("nothing")
+        if self.phase == Phase.INITIAL_DEAL:
+            target = self.deal_order[self.deal_pos]
+            if target == DEALER:
+                return Expect("card", to_dealer=True)
+            bi, hi = target
+            return Expect("card", self.boxes[bi].number, hi + 1)
+        if self.phase == Phase.DEALER:
+            return Expect("card", to_dealer=True)
+        bi, hi = self.cursor
+        box = self.boxes[bi]
+        kind = "card" if box.hands[hi].wants_card else "decision"
+        return Expect(kind, box.number, hi + 1)
+
+    def hand_in_play(self) -> tuple[Box, Hand] | None:
+        if self.phase != Phase.PLAY or self.cursor is None:
+            return None
+        bi, hi = self.cursor
+        return self.boxes[bi], self.boxes[bi].hands[hi]
+
+    def why_not(self, decision: Decision) -> str | None:
+        """None when ``decision`` is legal now, else the reason (with its clause)."""
+        try:
+            self._check(decision)
+        except RuleError as exc:
+            return str(exc)
+        return None
+
+    def legal_decisions(self, box: int) -> dict[Action, str | None]:
+        """Every decision for ``box`` with None (legal now) or the reason it is not.
+        Insurance is asked about at its largest amount, half the initial bet."""
+        result: dict[Action, str | None] = {}
+        for action in Action:
+            amount = None
+            if action == Action.INSURANCE:
+                b = next((b for b in self.boxes if b.number == box and b.dealt), None)
+                amount = b.hands[0].stake / 2 if b is not None else None
+            result[action] = self.why_not(Decision(box, action, amount))
+        return result
+
+    def outcome_established(self) -> bool:
+        """§5.4: has any bet conclusively won or lost? (Decides void vs. continue after a
+        technical interruption.)"""
+        for box in self.boxes:
+            if box.side_results or box.insurance_settled or box.progressive_hand:
+                return True
+            if any(h.settled for h in box.hands):
+                return True
+        return False
+
+    def dealer_total(self) -> int | None:
+        return hand_total(self.dealer)[0] if self.dealer else None
+
+    @property
+    def dealer_blackjack(self) -> bool:
+        return len(self.dealer) == 2 and hand_total(self.dealer)[0] == 21
+
+    def cards_dealt(self) -> list[Card]:
+        """Every card of the round in the order it was drawn."""
+        return [e.card for e in self.history if isinstance(e, CardDrawn)]
+
+    # --- the state machine ------------------------------------------------------------
+
+    def _apply(self, event: Event, out: list[Outcome]) -> None:
+        if self.is_over:
+            raise RoundOver(f"the round is {self.phase.value}; it takes no more events")
+        if isinstance(event, VoidRound):
+            self._void(event.reason, out)
+            return
+        if isinstance(event, BetsClosed):
+            if self.phase != Phase.BETTING:
+                raise IllegalWager("bets are already closed", self.profile.clause("bets_closed"))
+            self._close_bets(event, out)
+        elif self.phase == Phase.BETTING:
+            raise BettingOpen("bets are still open: close them before any card or decision",
+                              self.profile.clause("bets_closed"))
+        elif isinstance(event, CardDrawn):
+            self._card(event.card, out)
+        elif isinstance(event, Decision):
+            self._check(event)
+            self._decide(event, out)
+        elif isinstance(event, WalkedAway):
+            self._walked_away(event.box, out)
+        else:
+            raise TypeError(f"not an event: {event!r}")
+        self._advance(out)
+
+    # bets ------------------------------------------------------------------------------
+
+    def _close_bets(self, event: BetsClosed, out: list[Outcome]) -> None:
+        p = self.profile
+        known = set(p.bet_names())
+        seen: set[int] = set()
+        for number, bets in event.wagers:
+            if number < 1:
+                raise IllegalWager(f"box {number}: boxes are numbered from 1 at the dealer's left",
+                                   p.clause("deal"))
+            if number in seen:
+                raise IllegalWager(f"box {number} is listed twice")
+            seen.add(number)
+            placed: dict[str, Fraction] = {}
+            for name, amount in bets:
+                if name not in known:
+                    raise IllegalWager(f"box {number}: {name!r} is not a bet at {p.name} "
+                                       f"(bets: {', '.join(sorted(known))})")
+                if name in placed:
+                    raise IllegalWager(f"box {number}: {name} is listed twice")
+                if amount < 0:
+                    raise IllegalWager(f"box {number}: {name} wager {amount} is negative")
+                if amount > 0:
+                    placed[name] = amount
+            if placed:
+                self.boxes.append(self._box_for(number, placed, out))
+        self.boxes.sort(key=lambda b: b.number)
+        # §3.11: first card to each box with a bet from the dealer's left, one to the
+        # dealer, then the second card to each box. Switch §3.3/§3.6: a position's two
+        # boxes are dealt as two boxes.
+        firsts = [(bi, hi) for bi, b in enumerate(self.boxes) if b.dealt for hi in range(len(b.hands))]
+        self.deal_order = [*firsts, DEALER, *firsts]
+        self.phase = Phase.INITIAL_DEAL if firsts else Phase.COMPLETE
+        if not firsts:
+            out.append(RoundComplete(None))
+
+    def _box_for(self, number: int, placed: dict[str, Fraction], out: list[Outcome]) -> Box:
+        p = self.profile
+        box = Box(number=number, wagers=dict(placed), stakes={})
+        main = placed.get("main")
+        if main is not None:
+            box.stakes["main"] = self._within_limits(box, "main", main, out)
+        for name, amount in placed.items():
+            if name == "main":
+                continue
+            if main is None:
+                # §5.15: a side bet on a box with no initial bet is removed and returned
+                self._return(box, name, amount, "no_initial_bet",
+                             p.clause("no_initial_bet" if name != "progressive" else "initial_bets"), out)
+                continue
+            if name == "progressive":
+                if amount != p.progressive.wager:
+                    raise IllegalWager(f"box {number}: the progressive wager is fixed at "
+                                       f"{p.progressive.wager}, not {amount}", p.clause("initial_bets"))
+                box.stakes[name] = amount
+                continue
+            table = p.side_bets[name]
+            if table.requires is not None and table.requires not in placed:
+                # UK poster, TOP 3: "to play this bet, a player must have a 21 + 3 wager"
+                self._return(box, name, amount, f"requires_{table.requires}", p.clause(name), out)
+                continue
+            if table.max_of_initial_bet is not None and amount > table.max_of_initial_bet * placed["main"]:
+                raise IllegalWager(f"box {number}: {name} {amount} is above the initial bet {placed['main']}",
+                                   p.clause("side_bet_limit"))
+            box.stakes[name] = self._within_limits(box, name, amount, out)
+        if box.dealt:
+            box.hands = [Hand(family=f, stake=box.stakes["main"]) for f in range(p.hands_per_box)]
+        return box
+
+    def _within_limits(self, box: Box, name: str, amount: Fraction, out: list[Outcome]) -> Fraction:
+        limit = self.limits.get(name)
+        if limit is None:
+            return amount
+        lo, hi = limit
+        r = self.profile.rules
+        if amount > hi:
+            if r.over_maximum == "refuse":
+                raise IllegalWager(f"box {box.number}: {name} {amount} is over the maximum {hi}",
+                                   self.profile.clause("over_maximum"))
+            # §5.1.1: not rejected, so won or lost pro rata on the permissible maximum
+            flag = WagerFlagged(box.number, name, "over_maximum", amount, hi, self.profile.clause("over_maximum"))
+            box.flags.append(flag)
+            out.append(flag)
+            return hi
+        if amount < lo:
+            if r.under_minimum == "refuse":
+                raise IllegalWager(f"box {box.number}: {name} {amount} is under the minimum {lo}",
+                                   self.profile.clause("under_minimum"))
+            # §5.2.1: not noticed in time, so won or lost as placed
+            flag = WagerFlagged(box.number, name, "under_minimum", amount, amount, self.profile.clause("under_minimum"))
+            box.flags.append(flag)
+            out.append(flag)
+        return amount
+
+    def _return(self, box: Box, name: str, amount: Fraction, reason: str, clause: str,
+                out: list[Outcome]) -> None:
+        ret = BetReturned(box.number, name, amount, reason, clause)
+        box.returned.append(ret)
+        box.book(name, ZERO)
+        out.append(ret)
+
+    # cards -----------------------------------------------------------------------------
+
+    def _card(self, card: Card, out: list[Outcome]) -> None:
+        if not self.shoe.can_draw(card):
+            # §5.5.1 / §5.5.2: a card that does not form part of the set of cards
+            self._void("foreign_card", out, detail=f"{card} cannot be in this {self.decks}-deck shoe")
+            return
+        if self.phase == Phase.INITIAL_DEAL:
+            target = self.deal_order[self.deal_pos]
+            self.deal_pos += 1
+            if target == DEALER:
+                self.dealer.append(card)
+            else:
+                bi, hi = target
+                self.boxes[bi].hands[hi].cards.append(card)
+        elif self.phase == Phase.DEALER:
+            self.dealer.append(card)
+            self.subsequent_deal = True
+        elif self.phase == Phase.PLAY:
+            box, hand = self.hand_in_play()
+            if not hand.wants_card:
+                raise UnexpectedCard(f"box {box.number} hand {self.cursor[1] + 1} ({describe(hand.cards)}) "
+                                     f"is waiting for a decision, not a card", self.profile.clause("deal"))
+            hand.cards.append(card)
+            hand.wants_card = False
+            self.subsequent_deal = True
+        self.shoe = self.shoe.draw(card)
+
+    def _advance(self, out: list[Outcome]) -> None:
+        """Move the round on until it needs an event from outside."""
+        if self.phase == Phase.INITIAL_DEAL and self.deal_pos == len(self.deal_order):
+            self._interim_settlement(out)
+            self.phase = Phase.PLAY
+            self.cursor = self._first_open_hand(0, 0)
+        while self.phase == Phase.PLAY:
+            if self.cursor is None:
+                self.phase = Phase.DEALER
+                break
+            box, hand = self.hand_in_play()
+            if self._settle_hand_flow(box, hand, out):
+                bi, hi = self.cursor
+                self.cursor = self._first_open_hand(bi, hi + 1)
+                continue
+            break
+        if self.phase == Phase.DEALER:
+            self._dealer_flow(out)
+
+    def _first_open_hand(self, bi: int, hi: int) -> tuple[int, int] | None:
+        while bi < len(self.boxes):
+            box = self.boxes[bi]
+            while hi < len(box.hands):
+                if not box.hands[hi].done:
+                    return bi, hi
+                hi += 1
+            bi, hi = bi + 1, 0
+        return None
+
+    def _settle_hand_flow(self, box: Box, hand: Hand, out: list[Outcome]) -> bool:
+        """Complete what the rules do by themselves for the hand in play; True when it is done."""
+        r = self.profile.rules
+        if hand.done:
+            return True
+        if hand.wants_card:
+            return False
+        if len(hand.cards) < 2:
+            # §3.21.2: a split hand receives its second card when the hand before it is complete
+            hand.wants_card = True
+            return False
+        total = hand.total
+        if total > 21:
+            hand.status = "bust"
+            hand.done = True
+            # §3.18: a Player who Busts loses his Bets
+            self._settle(box, hand, "bust", -hand.at_risk, "bust", out)
+            return True
+        if total == 21:
+            # §3.17: no drawing on a Blackjack or 21
+            hand.status = "twenty_one"
+            hand.done = True
+            return True
+        if hand.doubled and len(hand.cards) >= 3:
+            hand.status = "doubled"   # §3.22: exactly one card after a double
+            hand.done = True
+            return True
+        if hand.split_aces:
+            # §3.21.2: split Aces draw one card each; a new pair of Aces may be split again
+            # only where the rules allow it.
+            if not (r.resplit_aces and self._can_split_count(box, hand)
+                    and hand.cards[0].rank == hand.cards[1].rank == "A"):
+                hand.status = "stood"
+                hand.done = True
+                return True
+        if box.walked_away:
+            # §5.3: the House draws for the player until the hand reaches 12 or more
+            if total < r.walked_away_draw_to:
+                hand.wants_card = True
+                return False
+            hand.status = "stood"
+            hand.done = True
+            return True
+        return False
+
+    # interim settlement -----------------------------------------------------------------
+
+    def _interim_settlement(self, out: list[Outcome]) -> None:
+        """§1.17, §3.13: side bets and (where due) Blackjacks settle after the initial deal,
+        before any further card; Switch §3.7 progressive hands likewise (100% at the end)."""
+        p = self.profile
+        up = self.dealer[0]
+        for box in self.boxes:
+            if not box.dealt:
+                continue
+            for name, stake in box.stakes.items():
+                if name in ("main", "progressive"):
+                    continue
+                rule = SIDE_BETS[name]
+                category = rule.evaluate(tuple(box.hands[0].cards[:2]), up)
+                odds = p.side_bets[name].pays.get(category) if category else None
+                net = stake * odds if odds is not None else -stake
+                box.side_results[name] = category if odds is not None else None
+                box.book(name, net)
+                out.append(SideBetSettled(box.number, name, category if odds is not None else None,
+                                          odds, stake, net, p.clause(name) if name in p.clauses else p.clause("side_bets")))
+            for hi, hand in enumerate(box.hands):
+                if hand.is_blackjack:
+                    hand.status = "blackjack"
+                    hand.done = True
+                    if p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value):
+                        # §3.15 (and Switch §3.8: immediately, kept whatever the dealer draws)
+                        self._settle(box, hand, "blackjack", hand.stake * p.rules.blackjack_pays,
+                                     "blackjack_settlement", out)
+        self._progressive(out)
+
+    def _progressive(self, out: list[Outcome]) -> None:
+        p = self.profile
+        table = p.progressive
+        if table is None:
+            return
+        evaluator = PROGRESSIVE_HANDS[table.hand]
+        clause = p.clause("progressive")
+        hits: dict[int, str | None] = {}
+        for box in self.boxes:
+            if not box.dealt:
+                continue
+            cards = box.initial_cards()
+            if evaluator.cards == 3:
+                cards = [*box.hands[0].cards[:2], self.dealer[0]]
+            hits[box.number] = evaluator.evaluate(tuple(cards))
+        for box in self.boxes:
+            if "progressive" not in box.stakes:
+                continue
+            box.book("progressive", -box.stakes["progressive"])
+            category = hits.get(box.number)
+            award = table.pays.get(category) if category else None
+            if award is not None:
+                box.progressive_hand = category
+                box.progressive_share = award.meter_share
+                box.progressive_award = award.value(self.meter)
+                if award.meter_share is not None:
+                    box.progressive_pending = True      # §3.7: 100% wins settle at the end
+                elif box.progressive_award is not None:
+                    box.book("progressive", box.progressive_award)
+                out.append(ProgressiveHit(box.number, category, box.progressive_award,
+                                          award.meter_share, clause))
+            # §3.7.2: every *other* progressive player gets an envy bonus for each
+            # player with initial wagers who has the envy hand.
+            if table.envy_bonus is not None:
+                box.envy_from = [n for n, c in hits.items() if c == table.envy_category and n != box.number]
+
+    # decisions -------------------------------------------------------------------------
+
+    def _check(self, d: Decision) -> None:
+        """Raise the reason ``d`` is illegal now; return when it is legal."""
+        p = self.profile
+        r = p.rules
+        if self.is_over:
+            raise RoundOver(f"the round is {self.phase.value}; it takes no more decisions")
+        if self.phase == Phase.BETTING:
+            raise BettingOpen("bets are still open", p.clause("bets_closed"))
+        if self.phase == Phase.INITIAL_DEAL:
+            raise IllegalDecision("the initial deal is not complete: decisions come after the second card "
+                                  "to each box", p.clause("deal"))
+        box = self.box(d.box)
+        if not box.dealt:
+            raise IllegalDecision(f"box {d.box} has no initial bet and is not dealt", p.clause("no_initial_bet"))
+        if box.walked_away:
+            raise IllegalDecision(f"the player at box {d.box} walked away: the House draws for the hand",
+                                  p.clause("walked_away"))
+        if d.amount is not None and d.action not in (Action.DOUBLE, Action.INSURANCE):
+            raise IllegalDecision(f"{d.action} takes no amount")
+        up = self.dealer[0]
+        if d.action in TURN_ACTIONS:
+            cur = self.hand_in_play()
+            if cur is None:
+                raise NotYourTurn(f"no hand is in play: the dealer is drawing", p.clause("dealer"))
+            cbox, chand = cur
+            if cbox.number != d.box:
+                raise NotYourTurn(f"box {cbox.number} is in play, not box {d.box}", p.clause("deal"))
+            if d.hand is not None and d.hand != self.cursor[1] + 1:
+                raise NotYourTurn(f"box {d.box} hand {self.cursor[1] + 1} is in play, not hand {d.hand}")
+            if chand.wants_card:
+                raise IllegalDecision(f"box {d.box} hand {self.cursor[1] + 1} is waiting for its card",
+                                      p.clause("deal"))
+            getattr(self, f"_check_{d.action.value}")(box, chand, d)
+            return
+        if d.action == Action.INSURANCE:
+            if not r.insurance:
+                raise IllegalDecision(f"insurance is not offered at {p.name}", p.document)
+            if not up.is_ace:
+                raise IllegalDecision(f"insurance is offered only when the dealer's first card is an Ace "
+                                      f"(it is {up})", p.clause("insurance"))
+            if self.subsequent_deal:
+                raise IllegalDecision("insurance must be placed before any additional card is dealt",
+                                      p.clause("insurance"))
+            family = self._family(box, d)
+            hand = self._family_hand(box, family)
+            if family in box.insurance:
+                raise IllegalDecision(f"box {d.box} hand {family + 1} is already insured", p.clause("insurance"))
+            if hand.status == "even_money":
+                raise IllegalDecision(f"box {d.box} took even money; its hand is settled", p.clause("even_money"))
+            if d.amount is None or d.amount <= 0:
+                raise IllegalDecision("insurance needs an amount above zero", p.clause("insurance"))
+            if d.amount > hand.stake / 2:
+                raise IllegalDecision(f"insurance {d.amount} is more than half the initial bet {hand.stake}",
+                                      p.clause("insurance"))
+            return
+        if d.action == Action.EVEN_MONEY:
+            if not r.even_money:
+                raise IllegalDecision(f"even money is not offered at {p.name}", p.document)
+            if not up.is_ace:
+                raise IllegalDecision(f"even money is offered only when the dealer's first card is an Ace "
+                                      f"(it is {up})", p.clause("even_money"))
+            if self.subsequent_deal:
+                raise IllegalDecision("even money must be asked for before the dealer draws a third card "
+                                      "for any player", p.clause("even_money"))
+            hand = box.hands[0]
+            if not hand.is_blackjack or hand.settled:
+                raise IllegalDecision(f"box {d.box} has no unsettled Blackjack ({describe(hand.cards)})",
+                                      p.clause("even_money"))
+            if box.insurance:
+                raise IllegalDecision(f"box {d.box} is insured; even money is instead of insurance",
+                                      p.clause("even_money"))
+            return
+        if d.action == Action.SURRENDER:
+            if not r.surrender:
+                raise IllegalDecision(f"surrender is not offered at {p.name}", p.document)
+            if up.is_ace:
+                raise IllegalDecision("surrender is not allowed when the dealer's first card is an Ace",
+                                      p.clause("surrender"))
+            family = self._family(box, d)
+            hand = self._family_hand(box, family)
+            if r.surrender_window == "before_any_draw" and self.subsequent_deal:
+                raise IllegalDecision("surrender must be decided before any additional card is dealt to any player",
+                                      p.clause("surrender"))
+            if box.switched:
+                raise IllegalDecision(f"box {d.box} has switched; a switched hand cannot be surrendered",
+                                      p.clause("surrender"))
+            if len([h for h in box.hands if h.family == family]) > 1 or hand.from_split:
+                raise IllegalDecision("a split hand cannot be surrendered", p.clause("split"))
+            if hand.decided or len(hand.cards) != 2 or (r.surrender_window == "own_first_decision" and box.acted):
+                raise IllegalDecision(f"box {d.box} hand {family + 1} has already been played; surrender comes "
+                                      "immediately after the initial two cards", p.clause("surrender"))
+            if hand.is_blackjack:
+                raise IllegalDecision("a Blackjack takes no further decisions", p.clause("no_draw_on_21"))
+            if hand.status == "surrendered":
+                raise IllegalDecision(f"box {d.box} hand {family + 1} is already surrendered", p.clause("surrender"))
+            return
+        raise IllegalDecision(f"unknown decision {d.action!r}")
+
+    def _family(self, box: Box, d: Decision) -> int:
+        n = 1 if d.hand is None else d.hand
+        if not 1 <= n <= self.profile.hands_per_box:
+            raise IllegalDecision(f"box {box.number} has {self.profile.hands_per_box} initial hand(s), not hand {n}")
+        return n - 1
+
+    @staticmethod
+    def _family_hand(box: Box, family: int) -> Hand:
+        return next(h for h in box.hands if h.family == family)
+
+    def _check_hit(self, box: Box, hand: Hand, d: Decision) -> None:
+        p = self.profile
+        if hand.split_aces:
+            raise IllegalDecision("split Aces receive one card each", p.clause("split_aces"))
+        if hand.total >= 21:
+            raise IllegalDecision(f"a hand of {hand.total} draws no more cards", p.clause("no_draw_on_21"))
+
+    def _check_stand(self, box: Box, hand: Hand, d: Decision) -> None:
+        p = self.profile
+        floor = p.rules.must_draw_below
+        if floor and hand.total < floor and not hand.split_aces:
+            raise IllegalDecision(f"{describe(hand.cards)} is below {floor}: the hand must draw",
+                                  p.clause("must_draw"))
+
+    def _check_double(self, box: Box, hand: Hand, d: Decision) -> None:
+        p = self.profile
+        r = p.rules
+        if len(hand.cards) != 2 or hand.decided:
+            raise IllegalDecision("a double is only on the first two cards of a hand", p.clause("double"))
+        if hand.split_aces:
+            raise IllegalDecision("split Aces cannot be doubled", p.clause("double"))
+        if hand.from_split and not r.double_after_split:
+            raise IllegalDecision("no double after a split", p.clause("double"))
+        if hand.total == 21:
+            raise IllegalDecision("no double on a Blackjack or a 21", p.clause("double"))
+        if r.double_totals and hand.total not in r.double_totals:
+            raise IllegalDecision(f"a double needs a total of {', '.join(map(str, r.double_totals))}, "
+                                  f"not {hand.total}", p.clause("double"))
+        if not r.double_with_ace and any(c.is_ace for c in hand.cards):
+            raise IllegalDecision("a double is not allowed when the cards include an Ace", p.clause("double"))
+        amount = hand.stake if d.amount is None else d.amount
+        if amount <= 0:
+            raise IllegalDecision("a double needs an amount above zero", p.clause("double"))
+        if r.double_amount == "equal" and amount != hand.stake:
+            raise IllegalDecision(f"the double must equal the initial bet {hand.stake}, not {amount}",
+                                  p.clause("double"))
+        if amount > hand.stake:
+            raise IllegalDecision(f"the double {amount} is more than the initial bet {hand.stake}",
+                                  p.clause("double"))
+
+    def _can_split_count(self, box: Box, hand: Hand) -> bool:
+        limit = self.profile.rules.max_hands
+        return limit == 0 or sum(1 for h in box.hands if h.family == hand.family) < limit
+
+    def _check_split(self, box: Box, hand: Hand, d: Decision) -> None:
+        p = self.profile
+        r = p.rules
+        if len(hand.cards) != 2 or hand.doubled or (hand.decided and not hand.split_aces):
+            raise IllegalDecision("only the first two cards of a hand can be split", p.clause("split"))
+        a, b = hand.cards
+        if a.value != b.value:
+            raise IllegalDecision(f"{a} and {b} are not of identical value", p.clause("split"))
+        if hand.split_aces and not r.resplit_aces:
+            raise IllegalDecision("a pair of Aces can only be split once", p.clause("split_aces"))
+        if not self._can_split_count(box, hand):
+            raise IllegalDecision(f"no more than {r.max_hands} hands from one initial hand",
+                                  p.clause("max_hands"))
+
+    def _check_switch(self, box: Box, hand: Hand, d: Decision) -> None:
+        p = self.profile
+        if not p.is_switch:
+            raise IllegalDecision(f"switching is a Blackjack Switch decision, not offered at {p.name}", p.document)
+        clause = p.clause("switch")
+        if box.switched:
+            raise IllegalDecision(f"box {box.number} has already switched", clause)
+        if any(h.is_blackjack for h in box.hands):
+            raise IllegalDecision("no switch with a Blackjack", clause)
+        if any(h.status == "surrendered" for h in box.hands):
+            raise IllegalDecision("no switch after a surrender", clause)
+        if any(h.decided for h in box.hands) or len(box.hands) != 2:
+            raise IllegalDecision("the switch must be decided before hit, stand, split or double", clause)
+
+    def _decide(self, d: Decision, out: list[Outcome]) -> None:
+        p = self.profile
+        box = self.box(d.box)
+        if d.action == Action.INSURANCE:
+            box.insurance[self._family(box, d)] = d.amount
+            return
+        if d.action == Action.EVEN_MONEY:
+            hand = box.hands[0]
+            hand.status = "even_money"
+            # §3.14.1: paid 1 to 1 before the dealer draws on
+            self._settle(box, hand, "even_money", hand.stake, "even_money", out)
+            return
+        if d.action == Action.SURRENDER:
+            hand = self._family_hand(box, self._family(box, d))
+            hand.status = "surrendered"
+            hand.done = True
+            hand.decided = True
+            # §3.16, §1.17: half the initial bet is given up at the interim settlement
+            self._settle(box, hand, "surrender", -hand.stake / 2, "surrender", out)
+            return
+        _, hand = self.hand_in_play()
+        bi, hi = self.cursor
+        box.acted = True
+        if d.action == Action.SWITCH:
+            first, second = box.hands
+            first.cards[1], second.cards[1] = second.cards[1], first.cards[1]
+            first.switched = second.switched = True
+            box.switched = True
+            return
+        hand.decided = True
+        if d.action == Action.HIT:
+            hand.wants_card = True
+        elif d.action == Action.STAND:
+            hand.status = "stood"
+            hand.done = True
+        elif d.action == Action.DOUBLE:
+            hand.doubled = hand.stake if d.amount is None else d.amount
+            hand.wants_card = True
+        elif d.action == Action.SPLIT:
+            aces = hand.cards[0].is_ace
+            moved = hand.cards.pop()
+            new = Hand(family=hand.family, stake=hand.stake, cards=[moved], from_split=True,
+                       split_aces=aces, switched=hand.switched)
+            hand.from_split = True
+            hand.split_aces = aces
+            hand.decided = False
+            box.hands.insert(hi + 1, new)
+            # §3.21.2: the first split hand gets its second card at once
+            hand.wants_card = True
+
+    def _walked_away(self, number: int, out: list[Outcome]) -> None:
+        box = self.box(number)
+        if not box.dealt:
+            raise IllegalDecision(f"box {number} has no initial bet", self.profile.clause("no_initial_bet"))
+        box.walked_away = True
+
+    # dealer and final settlement ------------------------------------------------------
+
+    def _dealer_flow(self, out: list[Outcome]) -> None:
+        p = self.profile
+        while True:
+            if len(self.dealer) == 1:
+                if self._waiting_on_dealer():
+                    return   # European no-hole-card: the second card comes after all players acted
+                break
+            if not self.second_card_seen:
+                self.second_card_seen = True
+                self._settle_dealer_second_card(out)
+            if self.dealer_blackjack:
+                break
+            total = hand_total(self.dealer)[0]
+            if total >= p.rules.dealer_stands_on:
+                break
+            if not any(self._live(h) for b in self.boxes for h in b.hands):
+                break   # nothing left that the dealer's total can decide
+            return
+        self._final_settlement(out)
+
+    def _live(self, hand: Hand) -> bool:
+        return hand.done and not hand.settled and hand.status != "blackjack"
+
+    def _waiting_on_dealer(self) -> bool:
+        for box in self.boxes:
+            if any(f not in box.insurance_settled for f in box.insurance):
+                return True
+            if any(not h.settled for h in box.hands):
+                return True
+        return False
+
+    def _settle_dealer_second_card(self, out: list[Outcome]) -> None:
+        """The dealer's second card decides insurance and the Blackjacks that waited (§3.14, §3.15)."""
+        p = self.profile
+        dealer_bj = self.dealer_blackjack
+        for box in self.boxes:
+            for family, stake in sorted(box.insurance.items()):
+                net = stake * p.rules.insurance_pays if dealer_bj else -stake
+                box.insurance_settled.add(family)
+                box.book("insurance", net)
+                out.append(InsuranceSettled(box.number, family + 1, stake, net, p.clause("insurance")))
+            for hand in box.hands:
+                if hand.status == "blackjack" and not hand.settled:
+                    if dealer_bj:
+                        self._settle(box, hand, "stand_off", ZERO, "blackjack_settlement", out)
+                    else:
+                        self._settle(box, hand, "blackjack", hand.stake * p.rules.blackjack_pays,
+                                     "blackjack_settlement", out)
+
+    def _final_settlement(self, out: list[Outcome]) -> None:
+        p = self.profile
+        r = p.rules
+        dealer_total = hand_total(self.dealer)[0]
+        dealer_bj = self.dealer_blackjack
+        for box in self.boxes:
+            if dealer_bj and r.dealer_blackjack_collects == "initial_bet":
+                # §3.21.3 / §3.22.2: hands that have not bust lose only the initial bet
+                for family in sorted({h.family for h in box.hands}):
+                    live = [h for h in box.hands if h.family == family and self._live(h)]
+                    if not live:
+                        continue
+                    loss = min(live[0].stake, sum(h.at_risk for h in live))
+                    for i, hand in enumerate(live):
+                        self._settle(box, hand, "lose", -loss if i == 0 else ZERO, "dealer_blackjack", out)
+            for hand in box.hands:
+                if not self._live(hand):
+                    continue
+                if dealer_bj:
+                    self._settle(box, hand, "lose", -hand.at_risk, "dealer_blackjack", out)
+                elif r.dealer_push_total and dealer_total == r.dealer_push_total:
+                    self._settle(box, hand, "stand_off", ZERO, "dealer_push", out)   # Switch §3.19.2
+                elif dealer_total > 21:
+                    self._settle(box, hand, "win", hand.at_risk, "dealer", out)
+                elif hand.total > dealer_total:
+                    self._settle(box, hand, "win", hand.at_risk, "dealer", out)
+                elif hand.total < dealer_total:
+                    self._settle(box, hand, "lose", -hand.at_risk, "dealer", out)
+                else:
+                    self._settle(box, hand, "stand_off", ZERO, "dealer", out)
+            self._settle_progressive_end(box, out)
+        self.phase = Phase.COMPLETE
+        self.cursor = None
+        out.append(RoundComplete(dealer_total))
+
+    def _settle_progressive_end(self, box: Box, out: list[Outcome]) -> None:
+        """Switch §3.7: 100% wins and their envy bonuses settle at the end of the round."""
+        table = self.profile.progressive
+        if table is None or "progressive" not in box.stakes:
+            return
+        if box.progressive_pending and box.progressive_award is not None:
+            box.book("progressive", box.progressive_award)
+        for other in box.envy_from:
+            box.book("envy_bonus", table.envy_bonus)
+            out.append(EnvyBonus(box.number, other, table.envy_bonus, self.profile.clause("envy_bonus")))
+
+    def _settle(self, box: Box, hand: Hand, result: str, net: Fraction, clause_key: str,
+                out: list[Outcome]) -> None:
+        hand.result = result
+        hand.net = net
+        box.book("main", net)
+        index = next(i for i, h in enumerate(box.hands) if h is hand)
+        out.append(HandSettled(box.number, index + 1, result, net,
+                               self.profile.clause(clause_key)))
+
+    def _void(self, reason: str, out: list[Outcome], detail: str | None = None) -> None:
+        """§5.5, §5.17: a voided round has no result and every bet is returned."""
+        clause = self.profile.clause(reason) if reason in self.profile.clauses else self.profile.clause("void")
+        self.phase = Phase.VOID
+        self.cursor = None
+        self.void_reason = reason if detail is None else f"{reason}: {detail}"
+        self.void_clause = clause
+        for box in self.boxes:
+            for name in list(box.ledger):
+                box.ledger[name] = ZERO
+        out.append(RoundVoided(self.void_reason, clause))
+
+
+def _clone_box(box: Box) -> Box:
+    new = copy.copy(box)
+    new.stakes = dict(box.stakes)
+    new.hands = [_clone_hand(h) for h in box.hands]
+    new.insurance = dict(box.insurance)
+    new.insurance_settled = set(box.insurance_settled)
+    new.ledger = dict(box.ledger)
+    new.side_results = dict(box.side_results)
+    new.flags = list(box.flags)
+    new.returned = list(box.returned)
+    new.envy_from = list(box.envy_from)
+    return new
+
+
+def _clone_hand(hand: Hand) -> Hand:
+    new = copy.copy(hand)
+    new.cards = list(hand.cards)
+    return new
+
+
+def _read_limits(profile: Profile, limits: Mapping[str, Sequence[object]]) -> dict[str, tuple[Fraction, Fraction]]:
+    from .money import parse_amount
+
+    out: dict[str, tuple[Fraction, Fraction]] = {}
+    names = set(profile.bet_names())
+    for name, pair in limits.items():
+        if name not in names:
+            raise ValueError(f"limits: {name!r} is not a bet at {profile.name} (bets: {', '.join(sorted(names))})")
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ValueError(f"limits: {name}: expected [minimum, maximum], got {pair!r}")
+        lo, hi = (parse_amount(v) for v in pair)
+        if lo < 0 or hi <= 0 or lo > hi:
+            raise ValueError(f"limits: {name}: [{pair[0]}, {pair[1]}] is not a valid [minimum, maximum]")
+        out[name] = (lo, hi)
+    return out
+
+
+def replay(profile: Profile, events: Iterable[Event], **new_kwargs) -> tuple[Round, list[Outcome]]:
+    """Rebuild a round from its event record: same events, same state, same settlement."""
+    state = Round.new(profile, **new_kwargs)
+    outcomes: list[Outcome] = []
+    for event in events:
+        state, out = state.apply(event)
+        outcomes.extend(out)
+    return state, outcomes

@@ -1,0 +1,200 @@
+"""Scripted rounds: a round written as JSON (wagers, shoe, decisions) played through the
+engine, for pit supervisors reconstructing a disputed hand and for tests.
+
+Pure: takes the parsed JSON, returns the settlement dict. Every problem raises
+:class:`ScriptError` saying what and where (``decisions["1"][2]: ...``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from fractions import Fraction
+from typing import Any, Mapping
+
+from firmware.engine.cards import CardError, parse_card
+from firmware.engine.errors import RuleError
+from firmware.engine.events import Action, BetsClosed, CardDrawn, Decision, VoidRound, WalkedAway
+from firmware.engine.hand import describe
+from firmware.engine.money import parse_amount
+from firmware.engine.profile import ProfileError, load_profile
+from firmware.engine.round import Phase, Round
+from firmware.engine.settlement import settlement
+
+KEYS = {"profile", "decks", "wagers", "shoe", "decisions", "insurance", "even_money", "switch",
+        "meter", "limits", "walked_away"}
+DECISIONS = "hit, stand, double, double:AMOUNT, split, surrender"
+
+
+class ScriptError(ValueError):
+    """A script that is malformed or asks for something the rules refuse."""
+
+
+def _box_key(key: Any, where: str) -> int:
+    try:
+        n = int(key)
+    except (TypeError, ValueError):
+        raise ScriptError(f"{where}: {key!r} is not a box number") from None
+    if n < 1 or str(n) != str(key).strip():
+        raise ScriptError(f"{where}: {key!r} is not a box number (boxes are 1, 2, ... from the dealer's left)")
+    return n
+
+
+def _mapping(script: Mapping[str, Any], key: str, default: Any) -> Any:
+    value = script.get(key, default)
+    if not isinstance(value, type(default)):
+        kind = "an object" if isinstance(default, dict) else "a list"
+        raise ScriptError(f"{key}: expected {kind}, got {type(value).__name__}")
+    return value
+
+
+def _parse_decision(text: Any, where: str, box: int) -> Decision:
+    if not isinstance(text, str):
+        raise ScriptError(f"{where}: {text!r} is not a decision ({DECISIONS})")
+    word, _, amount_text = text.strip().lower().partition(":")
+    if word not in ("hit", "stand", "double", "split", "surrender"):
+        raise ScriptError(f"{where}: {text!r} is not a decision ({DECISIONS})")
+    amount = None
+    if amount_text:
+        if word != "double":
+            raise ScriptError(f"{where}: only a double takes an amount ({text!r})")
+        try:
+            amount = parse_amount(amount_text)
+        except ValueError as exc:
+            raise ScriptError(f"{where}: {exc}") from None
+    return Decision(box, Action(word), amount)
+
+
+def run_script(script: Any) -> dict[str, Any]:
+    """Play a scripted round and return its settlement."""
+    if not isinstance(script, dict):
+        raise ScriptError("the script must be a JSON object")
+    unknown = sorted(set(script) - KEYS)
+    if unknown:
+        raise ScriptError(f"unknown key {unknown[0]!r} (keys: {', '.join(sorted(KEYS))})")
+    if "profile" not in script:
+        raise ScriptError("profile: missing")
+    try:
+        profile = load_profile(str(script["profile"]))
+    except ProfileError as exc:
+        raise ScriptError(f"profile: {exc}") from None
+
+    decks = script.get("decks", profile.default_decks)
+    if isinstance(decks, bool) or not isinstance(decks, int):
+        raise ScriptError(f"decks: expected a whole number, got {decks!r}")
+    meter = None
+    if script.get("meter") is not None:
+        try:
+            meter = parse_amount(script["meter"])
+        except ValueError as exc:
+            raise ScriptError(f"meter: {exc}") from None
+    try:
+        state = Round.new(profile, decks=decks, limits=_mapping(script, "limits", {}), meter=meter)
+    except ValueError as exc:
+        raise ScriptError(str(exc)) from None
+
+    wagers_raw = _mapping(script, "wagers", {})
+    if "wagers" not in script:
+        raise ScriptError("wagers: missing")
+    wagers: dict[int, dict[str, Fraction]] = {}
+    for key, bets in wagers_raw.items():
+        box = _box_key(key, "wagers")
+        if not isinstance(bets, dict):
+            raise ScriptError(f"wagers[{key!r}]: expected an object of bet name -> amount")
+        try:
+            wagers[box] = {str(name): parse_amount(amount) for name, amount in bets.items()}
+        except ValueError as exc:
+            raise ScriptError(f"wagers[{key!r}]: {exc}") from None
+
+    shoe = deque()
+    for i, text in enumerate(_mapping(script, "shoe", [])):
+        try:
+            shoe.append(parse_card(text))
+        except CardError as exc:
+            raise ScriptError(f"shoe[{i}]: {exc}") from None
+
+    decisions: dict[int, deque[tuple[str, Decision]]] = {}
+    for key, items in _mapping(script, "decisions", {}).items():
+        box = _box_key(key, "decisions")
+        if not isinstance(items, list):
+            raise ScriptError(f"decisions[{key!r}]: expected a list of decisions")
+        decisions[box] = deque((f"decisions[{key!r}][{i}]", _parse_decision(t, f"decisions[{key!r}][{i}]", box))
+                               for i, t in enumerate(items))
+
+    insurance: list[tuple[str, Decision]] = []
+    for key, amount in _mapping(script, "insurance", {}).items():
+        box = _box_key(key, "insurance")
+        amounts = amount if isinstance(amount, list) else [amount]
+        for hand, value in enumerate(amounts, start=1):
+            if value in (None, 0):
+                continue
+            try:
+                a = parse_amount(value)
+            except ValueError as exc:
+                raise ScriptError(f"insurance[{key!r}]: {exc}") from None
+            insurance.append((f"insurance[{key!r}]", Decision(box, Action.INSURANCE, a, hand)))
+    even_money = [(f"even_money[{i}]", Decision(_box_key(k, "even_money"), Action.EVEN_MONEY))
+                  for i, k in enumerate(_mapping(script, "even_money", []))]
+    walked = [(f"walked_away[{i}]", WalkedAway(_box_key(k, "walked_away")))
+              for i, k in enumerate(_mapping(script, "walked_away", []))]
+    switches = {_box_key(k, "switch"): f"switch[{i}]" for i, k in enumerate(_mapping(script, "switch", []))}
+
+    def apply(event, where: str) -> None:
+        nonlocal state
+        try:
+            state, _ = state.apply(event)
+        except RuleError as exc:
+            raise ScriptError(f"{where}: {exc}") from None
+
+    apply(BetsClosed.of(wagers), "wagers")
+    offers_done = False
+    while not state.is_over:
+        if not offers_done and state.phase not in (Phase.BETTING, Phase.INITIAL_DEAL):
+            # The offer window: insurance, even money and surrender come after the second
+            # card to each box and before any further card (§3.14, §3.16).
+            offers_done = True
+            for where, event in [*insurance, *even_money, *walked]:
+                apply(event, where)
+            for box, queue in decisions.items():
+                for family in range(profile.hands_per_box):
+                    if queue and queue[0][1].action == Action.SURRENDER:
+                        where, d = queue.popleft()
+                        apply(Decision(box, Action.SURRENDER, hand=family + 1), where)
+                    else:
+                        break
+            continue
+        expect = state.expecting()
+        if expect.kind == "card":
+            if not shoe:
+                # §5.5.3: insufficient cards in the shoe to complete the round
+                apply(VoidRound("insufficient_cards"), "shoe")
+                break
+            apply(CardDrawn(shoe.popleft()), "shoe")
+        elif expect.kind == "decision":
+            box = expect.box
+            if box in switches:
+                apply(Decision(box, Action.SWITCH), switches.pop(box))
+                continue
+            queue = decisions.get(box)
+            if not queue:
+                _, hand = state.hand_in_play()
+                raise ScriptError(f"decisions[{str(box)!r}]: ran out while box {box} hand {expect.hand} "
+                                  f"({describe(hand.cards)}) needs a decision")
+            where, d = queue.popleft()
+            apply(d, where)
+        else:  # pragma: no cover - expecting() only says bets/card/decision/nothing
+            raise ScriptError(f"the round is waiting for {expect}")
+    if not offers_done and state.phase != Phase.VOID:
+        for where, _ in [*insurance, *even_money, *walked]:
+            raise ScriptError(f"{where}: the round ended before the initial deal was complete")
+    if state.phase != Phase.VOID:
+        for box, queue in decisions.items():
+            if queue:
+                where, d = queue[0]
+                raise ScriptError(f"{where}: {d.action} was never asked for: box {box}'s hands were complete")
+        for box, where in switches.items():
+            raise ScriptError(f"{where}: box {box} was never asked to play, so it could not switch")
+        for box in state.boxes:
+            if box.progressive_pending and box.progressive_award is None:
+                raise ScriptError(f"meter: box {box.number} hit {box.progressive_hand}, which pays a share of "
+                                  "the progressive meter; give the meter to settle it")
+    return settlement(state)
