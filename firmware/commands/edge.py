@@ -91,7 +91,7 @@ def _side_bet_json(bet: SideBetOdds) -> dict[str, Any]:
     }
 
 
-def _progressive_json(prog: ProgressiveOdds, meter: Fraction | None) -> dict[str, Any]:
+def _progressive_json(prog: ProgressiveOdds) -> dict[str, Any]:
     out: dict[str, Any] = {
         "hand": prog.hand,
         "clause": prog.clause,
@@ -109,7 +109,7 @@ def _progressive_json(prog: ProgressiveOdds, meter: Fraction | None) -> dict[str
 def to_json(odds: ProfileOdds) -> dict[str, Any]:
     bets: dict[str, Any] = {bet.bet: _side_bet_json(bet) for bet in odds.side_bets}
     if odds.progressive is not None:
-        bets["progressive"] = _progressive_json(odds.progressive, None)
+        bets["progressive"] = _progressive_json(odds.progressive)
     return {"profile": odds.profile, "decks": odds.decks, "bets": bets}
 
 
