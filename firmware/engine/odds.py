@@ -97,17 +97,21 @@ class _Class:
     role_sizes: tuple[int, ...]
 
     def hand(self, suits: tuple[tuple[int, ...], ...]) -> tuple[int, tuple[tuple[int, int], ...]]:
-        """(orders within roles, ((kind, how many), ...)) for one member."""
-        per_role: list[Counter[int]] = [Counter() for _ in self.role_sizes]
-        for (role, rank), group_suits in zip(self.groups, suits):
+        """(orders within roles, ((kind, how many), ...)) for one member.
+
+        Groups of one role have different ranks, so a role's repeated kinds are repeated
+        suits within one group; the same kind in two roles is merged for the draw count.
+        """
+        orders = prod(factorial(size) for size in self.role_sizes)
+        kinds: dict[int, int] = {}
+        for (_, rank), group_suits in zip(self.groups, suits):
             for s in group_suits:
-                per_role[role][_KIND_OF[rank][s]] += 1
-        orders = prod(factorial(size) // prod(factorial(m) for m in c.values())
-                      for size, c in zip(self.role_sizes, per_role))
-        total: Counter[int] = Counter()
-        for c in per_role:
-            total.update(c)
-        return orders, tuple(total.items())
+                k = _KIND_OF[rank][s]
+                kinds[k] = kinds.get(k, 0) + 1
+            if len(group_suits) > 1:
+                for s in set(group_suits):
+                    orders //= factorial(group_suits.count(s))
+        return orders, tuple(kinds.items())
 
 
 @lru_cache(maxsize=None)
