@@ -36,7 +36,7 @@ from .progressive import PROGRESSIVE_HANDS
 from .sidebets import SIDE_BETS
 
 #: A hand as the evaluator sees it: one tuple of cards per role, e.g. ((p1, p2), (d,)).
-HandJudge = Callable[[Sequence[Sequence[Card]]], "str | None"]
+HandJudge = Callable[[Sequence[Sequence[Card]]], str | None]
 
 # --- suit symmetry ------------------------------------------------------------------------
 

@@ -656,14 +656,14 @@ class Round:
                                       p.clause("surrender"))
             family = self._family(box, d)
             hand = self._family_hand(box, family)
-            if r.surrender_window == "before_any_draw" and self.subsequent_deal:
-                raise IllegalDecision("surrender must be decided before any additional card is dealt to any player",
-                                      p.clause("surrender"))
+            if len([h for h in box.hands if h.family == family]) > 1 or hand.from_split:
+                raise IllegalDecision("a split hand cannot be surrendered", p.clause("split"))
             if box.switched:
                 raise IllegalDecision(f"box {d.box} has switched; a switched hand cannot be surrendered",
                                       p.clause("surrender"))
-            if len([h for h in box.hands if h.family == family]) > 1 or hand.from_split:
-                raise IllegalDecision("a split hand cannot be surrendered", p.clause("split"))
+            if r.surrender_window == "before_any_draw" and self.subsequent_deal:
+                raise IllegalDecision("surrender must be decided before any additional card is dealt to any player",
+                                      p.clause("surrender"))
             if hand.decided or len(hand.cards) != 2 or (r.surrender_window == "own_first_decision" and box.acted):
                 raise IllegalDecision(f"box {d.box} hand {family + 1} has already been played; surrender comes "
                                       "immediately after the initial two cards", p.clause("surrender"))
@@ -709,11 +709,11 @@ class Round:
             raise IllegalDecision("no double after a split", p.clause("double"))
         if hand.total == 21:
             raise IllegalDecision("no double on a Blackjack or a 21", p.clause("double"))
+        if not r.double_with_ace and any(c.is_ace for c in hand.cards):
+            raise IllegalDecision("a double is not allowed when the cards include an Ace", p.clause("double"))
         if r.double_totals and hand.total not in r.double_totals:
             raise IllegalDecision(f"a double needs a total of {', '.join(map(str, r.double_totals))}, "
                                   f"not {hand.total}", p.clause("double"))
-        if not r.double_with_ace and any(c.is_ace for c in hand.cards):
-            raise IllegalDecision("a double is not allowed when the cards include an Ace", p.clause("double"))
         amount = hand.stake if d.amount is None else d.amount
         if amount <= 0:
             raise IllegalDecision("a double needs an amount above zero", p.clause("double"))

@@ -44,13 +44,17 @@ def settlement(state: Round) -> dict[str, Any]:
             if state.profile.is_switch:
                 entry["switched"] = hand.switched
             hands.append(entry)
-        bets = {name: to_json_number(amount) for name, amount in box.ledger.items()}
+        if void:
+            # §5.17: every bet of a voided round is returned
+            bets = {name: 0 for name in [*box.wagers, *box.ledger, *(["insurance"] if box.insurance else [])]}
+        else:
+            bets = {name: to_json_number(amount) for name, amount in box.ledger.items()}
         b: dict[str, Any] = {
             "hands": hands,
             "bets": bets,
             "net": to_json_number(sum(box.ledger.values(), start=0) if not void else 0),
         }
-        if box.side_results:
+        if box.side_results and not void:
             b["side_bets"] = dict(box.side_results)
         if "progressive" in box.stakes:
             b["progressive"] = {

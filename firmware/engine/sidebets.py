@@ -23,7 +23,7 @@ class SideBetError(ValueError):
     """A side bet judged on the wrong number of cards (a caller's mistake, never a hand's)."""
 
 
-Evaluator = Callable[[Sequence[Card], "Card | None"], "str | None"]
+Evaluator = Callable[[Sequence[Card], Card | None], str | None]
 
 
 @dataclass(frozen=True)
