@@ -7,14 +7,13 @@ then a pure tracker (:class:`ShoeTracker` / :class:`InventoryAssembler`) that ma
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Callable, Sequence
 
 from hal.events import HalEvent
 from hal.ports import CardShoe, ChipReader, Port
 from hal.protocol import rfid, shoe
-from hal.protocol.common import PROTOCOL_VERSION, Hello, MessageError, HELLO
+from hal.protocol.common import HELLO, PROTOCOL_VERSION, Hello, MessageError
 from hal.protocol.framing import Frame, Parser, Sequencer, SequenceCheck
 from hal.serial_link import SerialLink
 
@@ -36,7 +35,6 @@ class _Endpoint:
         self.device_id = ""
         self._sender = Sequencer()
         self._last_frame = time.monotonic()
-        self._rx_lock = threading.Lock()
         self.link = SerialLink(path, baudrate, on_bytes=self._bytes, on_idle=self._idle,
                                on_up=self._up, on_down=self._down, backoff_max=backoff_max,
                                thread_name=f"hal-{port.name}")

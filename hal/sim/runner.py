@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Callable, Sequence, TextIO
+from typing import Sequence, TextIO
 
 from hal.sim.device import SimulatedDevice
 from hal.sim.rfid import RfidSimulator
-from hal.sim.script import parse_script, run_script, check_script
+from hal.sim.script import check_script, parse_script, run_script
 from hal.sim.shoe import ShoeSimulator
 from hal.sim.transport import PtyTransport, SerialTransport, Transport
 
@@ -28,8 +28,7 @@ def build(device: str, transport: Transport, *, spots: Sequence[str] = ("main",)
 
 
 def serve(sim: SimulatedDevice, script: str | None, out: TextIO, *, stay: bool,
-          stop: threading.Event | None = None,
-          announce: Callable[[str], None] | None = None) -> int:
+          stop: threading.Event | None = None) -> int:
     """Start ``sim``, run the script, then keep serving until ``stop`` (or Ctrl-C)."""
     lines = parse_script(Path(script).read_text(encoding="utf-8"), script) if script else []
     check_script(lines, sim.script_commands())  # fail before printing the port
