@@ -71,7 +71,10 @@ def parse_card(text: str) -> Card:
         t = "T" + t[2]
     if len(t) != 2:
         raise CardError(f"cannot read card {text!r}: expected rank+suit like 'AS', 'TD' or '10H'")
-    return Card(t[0], t[1])
+    try:
+        return Card(t[0], t[1])
+    except CardError as exc:
+        raise CardError(f"cannot read card {text!r}: {exc}") from None
 
 
 def parse_cards(texts: Iterable[str]) -> tuple[Card, ...]:

@@ -1,0 +1,121 @@
+"""Rulesets are data, validated strictly on load: an unknown key or an impossible value is
+an error naming the file, the section and the key."""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from fractions import Fraction
+from importlib import resources
+
+import pytest
+
+from firmware.engine.profile import ProfileError, load_profile, parse_profile, profile_names
+
+SHIPPED = ["my-classic", "rws-blackjack", "rws-blackjack-switch", "rws-perfect-pairs", "uk-4-deck"]
+
+
+def raw(name: str) -> dict:
+    return tomllib.loads(resources.files("firmware.profiles").joinpath(f"{name}.toml").read_text())
+
+
+def test_one_profile_per_rule_document_ships():
+    assert profile_names() == SHIPPED
+    documents = {load_profile(n).document for n in SHIPPED}
+    assert documents == {"my-blackjack-players-guide", "rws-blackjack-v5", "rws-blackjack-switch-v4",
+                         "rws-blackjack-perfect-pairs-v5", "uk-blackjack-4-deck-poster"}
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_profiles_load_and_cite_their_document(name):
+    p = load_profile(name)
+    assert p.name == name
+    assert p.clause("deal").startswith(p.document)
+    assert p.clause("double").startswith(p.document)
+
+
+def test_pay_tables_match_the_documents():
+    assert load_profile("rws-blackjack").rules.blackjack_pays == Fraction(3, 2)           # §4.1.1
+    assert load_profile("rws-blackjack-switch").rules.blackjack_pays == 1                 # Switch §4.1.1
+    pp = load_profile("rws-perfect-pairs").side_bets["perfect_pairs"].pays
+    assert pp == {"perfect_pair": 25, "coloured_pair": 12, "mixed_pair": 6}               # PP §4.1.2
+    assert load_profile("rws-blackjack").side_bets["player_pair"].pays == {"pair": 11}    # §4.1.1
+    sp = load_profile("uk-4-deck").side_bets["super_pairs"].pays
+    assert sp == {"suited_trips": 50, "suited_pair": 25, "prime_pair": 10, "any_pair": 5}
+    prog = load_profile("rws-blackjack-switch").progressive
+    assert prog.pays["suited_four_of_a_kind"].meter_share == 1 and prog.pays["pair_of_aces"].amount == 15
+    assert prog.envy_bonus == 1000                                                        # Switch §4.1.2
+
+
+def test_operator_can_change_a_pay_table():
+    data = raw("rws-perfect-pairs")
+    data["side_bets"]["perfect_pairs"]["pays"] = {"perfect_pair": 30, "coloured_pair": 10, "mixed_pair": 5}
+    assert parse_profile(data, "pp-30-10-5").side_bets["perfect_pairs"].pays["perfect_pair"] == 30
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda d: d["rules"].__setitem__("surender", True), r"\[rules\] surender: unknown key"),
+    (lambda d: d.__setitem__("extra", {}), r"extra: unknown key"),
+    (lambda d: d["rules"].pop("surrender"), r"\[rules\] surrender: missing"),
+    (lambda d: d["rules"].__setitem__("surrender", "yes"), r"\[rules\] surrender: expected true or false"),
+    (lambda d: d["rules"].__setitem__("max_hands", 1), r"max_hands: 1: expected 0 \(no limit\) or 2..52"),
+    (lambda d: d["rules"].__setitem__("must_draw_below", 30), r"must_draw_below: 30 is out of range"),
+    (lambda d: d["rules"].__setitem__("blackjack_pays", "3:0"), r"blackjack_pays: .*3:0"),
+    (lambda d: d["rules"].__setitem__("double_amount", "half"), r"double_amount: 'half' is not one of"),
+    (lambda d: d["rules"].__setitem__("double_totals", [9, 30]), r"double_totals: .*between 2 and 21"),
+    (lambda d: d["profile"].__setitem__("decks", [4, 9]), r"decks: .*maximum <= 8"),
+    (lambda d: d["profile"].__setitem__("default_decks", 2), r"default_decks: 2 is out of range 4..8"),
+    (lambda d: d["profile"].__setitem__("game", "poker"), r"game: 'poker' is not one of"),
+    (lambda d: d["side_bets"].__setitem__("lucky_ladies", {"pays": {"x": 1}}), r"unknown side bet"),
+    (lambda d: d["side_bets"]["player_pair"]["pays"].__setitem__("suited_pair", 25),
+     r"\[side_bets.player_pair.pays\] suited_pair: unknown key"),
+    (lambda d: d["side_bets"]["player_pair"]["pays"].__setitem__("pair", -1), r"pair: .*positive"),
+    (lambda d: d["side_bets"]["under_13"].__setitem__("max_of_initial_bet", 0), r"max_of_initial_bet: 0"),
+])
+def test_a_bad_profile_names_what_is_wrong(mutate, message):
+    data = copy.deepcopy(raw("rws-blackjack"))
+    mutate(data)
+    with pytest.raises(ProfileError, match=message):
+        parse_profile(data, "bad.toml")
+
+
+def test_progressive_errors_name_the_key():
+    data = copy.deepcopy(raw("rws-blackjack-switch"))
+    data["progressive"]["pays"]["suited_four_of_a_kind"] = "150%"
+    with pytest.raises(ProfileError, match=r"suited_four_of_a_kind: 150% must be above 0% and at most 100%"):
+        parse_profile(data, "bad.toml")
+    data = copy.deepcopy(raw("rws-blackjack-switch"))
+    data["progressive"]["hand"] = "five_card"
+    with pytest.raises(ProfileError, match=r"hand: 'five_card' is not a progressive hand"):
+        parse_profile(data, "bad.toml")
+
+
+def test_top_3_requires_a_21_plus_3_bet_in_the_same_profile():
+    data = copy.deepcopy(raw("uk-4-deck"))
+    del data["side_bets"]["twenty_one_plus_three"]
+    with pytest.raises(ProfileError, match="requires 'twenty_one_plus_three'"):
+        parse_profile(data, "bad.toml")
+
+
+def test_even_money_makes_no_sense_in_switch():
+    data = copy.deepcopy(raw("rws-blackjack-switch"))
+    data["rules"]["even_money"] = True
+    with pytest.raises(ProfileError, match="even_money"):
+        parse_profile(data, "bad.toml")
+
+
+def test_unknown_profile_and_bad_files(tmp_path):
+    with pytest.raises(ProfileError, match="unknown profile 'rws-baccarat' \\(shipped: my-classic"):
+        load_profile("rws-baccarat")
+    bad = tmp_path / "broken.toml"
+    bad.write_text("[profile\nname=1")
+    with pytest.raises(ProfileError, match="broken.toml: not valid TOML"):
+        load_profile(bad)
+    with pytest.raises(ProfileError, match="cannot read profile"):
+        load_profile(tmp_path / "missing.toml")
+
+
+def test_a_profile_file_by_path(tmp_path):
+    path = tmp_path / "house.toml"
+    path.write_text(resources.files("firmware.profiles").joinpath("rws-blackjack.toml").read_text())
+    assert load_profile(path).name == "rws-blackjack"
