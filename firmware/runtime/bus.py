@@ -1,0 +1,133 @@
+"""The bus between a table's units: messages as plain JSON-able dicts on MQTT-style topics.
+
+The in-process bus here is the embedded default (nothing to install): a whole table runs in
+one process. The MQTT transport implements the same :class:`Bus` interface; messages are
+serialised to JSON and back on every publish, so nothing here depends on sharing objects.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol
+
+SCHEMA = 1
+ROOT = "betbox/v1"
+
+
+def stream_topic(table: str) -> str:
+    """The dealer's ordered table stream (every seat subscribes)."""
+    return f"{ROOT}/table/{table}/stream"
+
+
+def up_topic(table: str, box: int) -> str:
+    """A seat's messages to the dealer (offers, locks, additions, results, alarms)."""
+    return f"{ROOT}/table/{table}/seat/{box}/up"
+
+
+def down_topic(table: str, box: int) -> str:
+    """The dealer's messages to one seat (catch-up, refusals)."""
+    return f"{ROOT}/table/{table}/seat/{box}/down"
+
+
+def alarm_topic(table: str) -> str:
+    """Alarms of every unit at the table (surveillance, pit, the jackpot controller)."""
+    return f"{ROOT}/table/{table}/alarm"
+
+
+def console_topic(table: str) -> str:
+    """What the dealer's console shows: refusals with their reasons."""
+    return f"{ROOT}/table/{table}/console"
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message. ``seq`` is the sender's own gap-free sequence number over everything it
+    emits; stream messages also carry ``stream_seq`` in ``body`` (the table's event order)."""
+
+    topic: str
+    kind: str
+    sender: str
+    seq: int
+    body: Mapping[str, Any] = field(default_factory=dict)
+    schema: int = SCHEMA
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": self.schema, "topic": self.topic, "kind": self.kind,
+                "sender": self.sender, "seq": self.seq, "body": dict(self.body)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Message":
+        schema = data.get("schema")
+        if schema != SCHEMA:
+            raise ValueError(f"message schema {schema!r} is not {SCHEMA}")
+        try:
+            return cls(topic=str(data["topic"]), kind=str(data["kind"]), sender=str(data["sender"]),
+                       seq=int(data["seq"]), body=dict(data["body"]), schema=schema)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"malformed message {dict(data)!r}: {exc}") from None
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Message":
+        return cls.from_dict(json.loads(text))
+
+
+Sink = Callable[[Message], None]
+
+
+def topic_matches(pattern: str, topic: str) -> bool:
+    """MQTT wildcards: ``+`` one level, ``#`` the rest."""
+    p, t = pattern.split("/"), topic.split("/")
+    for i, part in enumerate(p):
+        if part == "#":
+            return True
+        if i >= len(t) or (part != "+" and part != t[i]):
+            return False
+    return len(p) == len(t)
+
+
+class Bus(Protocol):
+    def publish(self, message: Message) -> None:
+        """Hand a message to the transport; returns once it is accepted (in-process: delivered)."""
+
+    def subscribe(self, pattern: str, sink: Sink, subscriber: str) -> None:
+        """Deliver matching messages to ``sink`` (thread-safe, e.g. a queue's ``put``)."""
+
+    def unsubscribe(self, subscriber: str) -> None:
+        """Stop delivering to ``subscriber`` (a unit that went down)."""
+
+
+Tamper = Callable[[str, Message], Message | None]
+
+
+class InProcessBus:
+    """Synchronous fan-out in one process. Every message goes through JSON, as it would on
+    the wire. ``tamper(subscriber, message)`` is fault injection for tests: return a
+    changed message, or None to drop it for that subscriber."""
+
+    def __init__(self) -> None:
+        self._subs: list[tuple[str, str, Sink]] = []
+        self.tamper: Tamper | None = None
+        self.published = 0
+
+    def publish(self, message: Message) -> None:
+        wire = message.to_json()
+        self.published += 1
+        for pattern, subscriber, sink in list(self._subs):
+            if subscriber == message.sender or not topic_matches(pattern, message.topic):
+                continue
+            delivered = Message.from_json(wire)
+            if self.tamper is not None:
+                delivered = self.tamper(subscriber, delivered)
+                if delivered is None:
+                    continue
+            sink(delivered)
+
+    def subscribe(self, pattern: str, sink: Sink, subscriber: str) -> None:
+        self._subs.append((pattern, subscriber, sink))
+
+    def unsubscribe(self, subscriber: str) -> None:
+        self._subs = [s for s in self._subs if s[1] != subscriber]

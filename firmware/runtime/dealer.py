@@ -1,0 +1,396 @@
+"""The dealer unit: the one writer of the table's ordered event stream.
+
+It reads the shoe and the dealer console, collects each seat's locked wagers at "no more
+bets", and publishes every engine event with a gap-free stream sequence number and the
+round id. What the engine refuses, it refuses, and says why (the engine's reason and clause).
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from typing import Any, Mapping
+
+from firmware.engine.cards import ShoeComposition, parse_card
+from firmware.engine.errors import RuleError
+from firmware.engine.events import (Action, BetsClosed, CardDrawn, Decision, VoidRound, WalkedAway,
+                                    event_to_dict)
+from firmware.engine.money import parse_amount, to_json_number
+from firmware.engine.profile import Profile
+from firmware.engine.round import Round
+from firmware.engine.settlement import settlement
+from hal.events import ButtonPressed, CardDrawn as HalCard, HalEvent, ShoeSignal, ShoeSignalKind
+
+from .bus import Bus, Message, alarm_topic, console_topic, down_topic, stream_topic, up_topic
+from .journal import Journal
+from .unit import Unit
+from .wire import bets_from_json, bets_to_json, limits_to_json, shoe_to_json
+
+TURN_BUTTONS = {"hit": Action.HIT, "stand": Action.STAND, "double": Action.DOUBLE,
+                "split": Action.SPLIT, "switch": Action.SWITCH}
+KEEP_RESULTS = 16
+
+
+def _canon(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True))
+
+
+class DealerUnit(Unit):
+    role = "dealer"
+
+    def __init__(self, unit_id: str, table: str, bus: Bus, journal: Journal, profile: Profile,
+                 decks: int | None = None, limits: Mapping[str, tuple[Fraction, Fraction]] | None = None,
+                 meter: Fraction | None = None) -> None:
+        super().__init__(unit_id, table, bus, journal)
+        self.profile = profile
+        self.decks = profile.default_decks if decks is None else decks
+        self.limits = dict(limits or {})
+        self.meter = meter
+        Round.new(profile, decks=self.decks, limits=self.limits, meter=meter)  # validates now
+        self.round_no = 0
+        self.round: Round | None = None
+        self.phase = "idle"                      # idle | open | closing | play
+        self.stream_seq = 0
+        self.round_stream: list[dict[str, Any]] = []
+        self.shoe = ShoeComposition.of_decks(self.decks)
+        self.shoe_counter = 0
+        self.shoe_number = 0                     # shuffles seen: which shoe this is
+        self.offers: dict[int, dict[str, Fraction]] = {}
+        self.locks: dict[int, dict[str, Fraction]] = {}
+        self.waiting: set[int] = set()
+        self.online: set[int] = set()
+        self.seat_seq: dict[str, int] = {}
+        self.additions: dict[int, dict[str, Fraction]] = {}
+        self.requests: dict[int, list[tuple[Action, int | None]]] = {}
+        self.results: dict[int, dict[str, Any]] = {}      # round -> settlement
+        self.finished: list[Round] = []                   # rounds over since the last take_finished()
+        self.refusals: list[dict[str, Any]] = []
+        bus.subscribe(up_topic(table, "+"), self.post, unit_id)
+
+    # -- inputs ------------------------------------------------------------------------
+
+    def translate(self, item: Any) -> list[tuple[str, dict[str, Any]]]:
+        if isinstance(item, HalCard):
+            return [("card", {"card": item.card, "counter": item.counter})]
+        if isinstance(item, ShoeSignal):
+            return [("shoe", {"signal": str(item.kind), "counter": item.counter})]
+        if isinstance(item, ButtonPressed):
+            return [("button", {"button": str(item.button)})]
+        if isinstance(item, HalEvent):
+            return []          # releases, key turns, link events: not inputs of the game
+        return super().translate(item)
+
+    def current_round(self) -> int | None:
+        return self.round_no or None
+
+    def handle(self, kind: str, body: dict[str, Any]) -> bool:
+        if kind == "card":
+            self._on_card(body["card"], body.get("counter"))
+        elif kind == "shoe":
+            self._on_shoe(body["signal"], body.get("counter"))
+        elif kind == "button":
+            self._on_button(body["button"])
+        elif kind == "msg":
+            return self._on_message(Message.from_dict(body))
+        elif kind == "boot":
+            # seats re-send what the dealer may have lost (offers, locks, additions)
+            self._stream("dealer_boot", {})
+        else:
+            raise ValueError(f"dealer: unknown input {kind!r}")
+        return True
+
+    # -- stream ------------------------------------------------------------------------
+
+    def _stream(self, kind: str, body: dict[str, Any]) -> None:
+        self.stream_seq += 1
+        full = {"round": self.round_no, "stream_seq": self.stream_seq, **body}
+        message = self.emit(stream_topic(self.table), kind, full)
+        self.round_stream.append(message.to_dict())
+
+    def _apply(self, event) -> bool:
+        try:
+            new, _ = self.round.apply(event)
+        except RuleError as exc:
+            self._refuse(str(exc), getattr(exc, "clause", None), event=event_to_dict(event))
+            return False
+        self.round = new
+        self._stream("event", {"event": event_to_dict(event)})
+        if new.is_over:
+            result = _canon(settlement(new))
+            self.results[self.round_no] = result
+            for old in sorted(self.results)[:-KEEP_RESULTS]:
+                del self.results[old]
+            self._stream("round_result", {"settlement": result})
+            self.shoe = new.shoe
+            self.phase = "idle"
+            self.finished.append(new)
+        return True
+
+    def _refuse(self, reason: str, clause: str | None = None, box: int | None = None, **extra: Any) -> None:
+        entry = {"round": self.round_no, "reason": reason, "clause": clause, "box": box, **extra}
+        self.refusals.append(entry)
+        topic = down_topic(self.table, box) if box is not None else console_topic(self.table)
+        self.emit(topic, "refused", entry)
+
+    def publish_alarm(self, entry: dict[str, Any]) -> None:
+        self.emit(alarm_topic(self.table), "alarm", {"round": self.round_no, **entry})
+
+    # -- the shoe ----------------------------------------------------------------------
+
+    def _on_card(self, text: str, counter: int | None) -> None:
+        card = parse_card(text)
+        expected = self.shoe_counter + 1
+        if counter is not None:
+            self.shoe_counter = counter
+        if self.phase != "play":
+            # A card out of a round is a burn card: it leaves the shoe's composition.
+            if self.shoe.can_draw(card):
+                self.shoe = self.shoe.draw(card)
+            if self.phase != "idle":
+                self.alarm("card_while_betting", f"{card} was drawn while bets were {self.phase}")
+            return
+        if counter is not None and counter != expected:
+            self._interruption(f"the shoe counted {counter - expected} card(s) this unit never saw")
+            if self.phase != "play":
+                return
+        self._apply(CardDrawn(card))
+
+    def _on_shoe(self, signal: str, counter: int | None) -> None:
+        kind = ShoeSignalKind(signal)
+        if kind == ShoeSignalKind.SHUFFLED:
+            if self.phase in ("play", "closing"):
+                self.alarm("shuffle_in_round", "the shoe was shuffled during a round")
+                self._interruption("the shoe was shuffled during the round")
+            self.shoe = ShoeComposition.of_decks(self.decks)
+            self.shoe_counter = 0 if counter is None else counter
+            self.shoe_number += 1
+        elif kind in (ShoeSignalKind.MISREAD, ShoeSignalKind.CARD_GAP):
+            if counter is not None:
+                self.shoe_counter = counter
+            if self.phase == "play":
+                self._interruption(f"shoe reported {kind.value}")
+            else:
+                self.alarm(kind.value, f"shoe reported {kind.value} outside a round")
+        else:
+            self.alarm(f"shoe_{kind.value}", f"shoe reported {kind.value}")
+
+    def _interruption(self, why: str) -> None:
+        """§5.4: a technical interruption. The engine says whether an outcome is established:
+        then play continues (and a supervisor must reconcile); else the round is voided."""
+        state = self.round
+        if state is None or state.is_over:
+            return
+        if state.outcome_established():
+            self.alarm("interruption_continue", f"{why}; an outcome is established, play continues "
+                       f"({self.profile.clause('interruption')}); a supervisor must reconcile the cards")
+        else:
+            self.alarm("interruption_void", f"{why}; no outcome established, the round is voided "
+                       f"({self.profile.clause('interruption')})")
+            self._apply(VoidRound("interruption"))
+
+    # -- the console -------------------------------------------------------------------
+
+    def _on_button(self, button: str) -> None:
+        if button == "open_bets":
+            self._open_bets()
+        elif button == "no_more_bets":
+            self._no_more_bets()
+        elif button in TURN_BUTTONS or button == "walked_away":
+            self._turn(button)
+        elif button == "insurance":
+            self._offered(Action.INSURANCE)
+        elif button in ("even_money", "surrender"):
+            self._offered(Action(button))
+        elif button == "void_round":
+            if self.phase != "play":
+                self._refuse(f"no round is in play to void (bets are {self.phase})")
+            elif self.round.outcome_established():
+                self._refuse("an outcome has been established: play continues",
+                             self.profile.clause("interruption"))
+            else:
+                self._apply(VoidRound("interruption"))
+        else:
+            self._refuse(f"the {button} button does nothing at this table")
+
+    def _open_bets(self) -> None:
+        if self.phase != "idle":
+            self._refuse(f"round {self.round_no} is not over (bets {self.phase})")
+            return
+        self.round_no += 1
+        self.round = Round.new(self.profile, decks=self.decks, limits=self.limits, meter=self.meter,
+                               shoe=self.shoe)
+        self.phase = "open"
+        self.round_stream = []
+        self.offers, self.locks, self.additions, self.requests = {}, {}, {}, {}
+        self._stream("round_open", {
+            "profile": self.profile.name, "decks": self.decks, "limits": limits_to_json(self.limits),
+            "meter": None if self.meter is None else to_json_number(self.meter),
+            "shoe": shoe_to_json(self.shoe), "shoe_number": self.shoe_number})
+
+    def _no_more_bets(self) -> None:
+        if self.phase == "open":
+            self.phase = "closing"
+            self.waiting = set(self.online)
+            self._stream("bets_closing", {"waiting": sorted(self.waiting)})
+            if not self.waiting:
+                self._close()
+        elif self.phase == "closing":
+            # pressed again: close without the seats that have not locked
+            self.alarm("seats_missing", f"bets closed without seat(s) {sorted(self.waiting)}")
+            self._close()
+        else:
+            self._refuse(f"bets are not open (round {self.round_no} is {self.phase})")
+
+    def _check_box(self, box: int, bets: Mapping[str, Fraction]) -> str | None:
+        try:
+            Round.new(self.profile, decks=self.decks, limits=self.limits, meter=self.meter,
+                      shoe=self.shoe).apply(BetsClosed.of({box: bets}))
+        except RuleError as exc:
+            return str(exc)
+        return None
+
+    def _close(self) -> None:
+        wagers = {}
+        for box, bets in sorted(self.locks.items()):
+            if not bets:
+                continue
+            reason = self._check_box(box, bets)
+            if reason is not None:
+                self._refuse(reason, box=box, bets=bets_to_json(bets))
+                continue
+            wagers[box] = bets
+        self.phase = "play"
+        self.waiting = set()
+        self._apply(BetsClosed.of(wagers))
+
+    def _turn(self, button: str) -> None:
+        if self.phase != "play":
+            self._refuse(f"{button}: no hand is in play (bets {self.phase})")
+            return
+        cur = self.round.hand_in_play()
+        if cur is None:
+            self._refuse(f"{button}: no hand is in play, the round expects {self.round.expecting()}")
+            return
+        box = cur[0].number
+        if button == "walked_away":
+            self._apply(WalkedAway(box))
+            return
+        action = TURN_BUTTONS[button]
+        amount = self.additions.get(box, {}).get("main") if action == Action.DOUBLE else None
+        decision = Decision(box, action, amount)
+        reason = self.round.why_not(decision)
+        if reason is not None:
+            self._refuse(reason, box=box, action=button)
+            return
+        if self._apply(decision) and action in (Action.DOUBLE, Action.SPLIT):
+            self.additions.get(box, {}).pop("main", None)
+
+    def _offered(self, action: Action) -> None:
+        if self.phase != "play":
+            self._refuse(f"{action}: no round is in play")
+            return
+        todo: list[Decision] = []
+        if action == Action.INSURANCE:
+            for box, adds in sorted(self.additions.items()):
+                if "insurance" in adds:
+                    todo.append(Decision(box, action, adds["insurance"],
+                                         1 if self.profile.hands_per_box > 1 else None))
+        else:
+            for box, wanted in sorted(self.requests.items()):
+                todo.extend(Decision(box, a, None, hand) for a, hand in wanted if a == action)
+        if not todo:
+            self._refuse(f"{action}: no seat has asked for it")
+            return
+        for decision in todo:
+            reason = self.round.why_not(decision)
+            if reason is not None:
+                self._refuse(reason, box=decision.box, action=str(action))
+            else:
+                self._apply(decision)
+            if action == Action.INSURANCE:
+                self.additions[decision.box].pop("insurance", None)
+            else:
+                self.requests[decision.box] = [r for r in self.requests[decision.box]
+                                               if r != (decision.action, decision.hand)]
+
+    # -- the seats ---------------------------------------------------------------------
+
+    def _on_message(self, m: Message) -> bool:
+        last = self.seat_seq.get(m.sender, 0)
+        if m.seq <= last:
+            return False                         # a duplicate after a seat's re-send
+        self.seat_seq[m.sender] = m.seq
+        body = m.body
+        box = int(body["box"])
+        same_round = body.get("round") == self.round_no
+        if m.kind == "hello":
+            self.online.add(box)
+            self._catch_up(box, int(body.get("last_stream_seq", 0)))
+            if same_round and body.get("bets") is not None:
+                if self.phase == "open" and body.get("phase") == "open":
+                    self.offers[box] = bets_from_json(body["bets"])
+                elif self.phase == "closing" and body.get("phase") == "closing":
+                    self.locks[box] = bets_from_json(body["bets"])
+                    self.waiting.discard(box)
+                    if not self.waiting:
+                        self._close()
+            if same_round and self.phase == "play":
+                for spot, amount in (body.get("pending") or {}).items():
+                    self.additions.setdefault(box, {})[spot] = parse_amount(amount)
+        elif m.kind == "offer":
+            if same_round and self.phase == "open":
+                bets = bets_from_json(body["bets"])
+                self.offers[box] = bets
+                reason = self._check_box(box, bets) if bets else None
+                if reason is not None:
+                    self._refuse(reason, box=box, bets=body["bets"], stage="offer")
+        elif m.kind == "lock":
+            if same_round and self.phase == "closing":
+                self.locks[box] = bets_from_json(body["bets"])
+                self.waiting.discard(box)
+                if not self.waiting:
+                    self._close()
+        elif m.kind == "addition":
+            if same_round and self.phase == "play":
+                self.additions.setdefault(box, {})[body["spot"]] = parse_amount(body["amount"])
+        elif m.kind == "request":
+            if same_round and self.phase == "play":
+                self.requests.setdefault(box, []).append((Action(body["action"]), body.get("hand")))
+        elif m.kind == "result":
+            ours = self.results.get(body.get("round"))
+            if ours is not None:
+                expected = ours["boxes"].get(str(box))
+                if _canon(body.get("settlement")) != expected:
+                    self.alarm("integrity", f"seat {box}'s settlement of round {body['round']} differs "
+                               "from the dealer's", box=box, seat=body.get("settlement"), dealer=expected)
+        elif m.kind == "alarm":
+            self.alarms.append({k: v for k, v in body.items()})
+        return True
+
+    def _catch_up(self, box: int, last: int) -> None:
+        """A seat (re)started: send what it missed of the current round, or a snapshot."""
+        first = self.round_stream[0]["body"]["stream_seq"] if self.round_stream else self.stream_seq + 1
+        if last >= self.stream_seq:
+            missed: list[dict[str, Any]] = []
+            snapshot = False
+        elif last + 1 >= first:
+            missed = [m for m in self.round_stream if m["body"]["stream_seq"] > last]
+            snapshot = False
+        else:
+            missed = list(self.round_stream)
+            snapshot = True
+        self.emit(down_topic(self.table, box), "catchup",
+                  {"box": box, "head": self.stream_seq, "snapshot": snapshot, "messages": missed})
+
+    # -- after a restart ---------------------------------------------------------------
+
+    def start(self) -> None:
+        """After recovery: tell the seats, so they re-send what may not have arrived."""
+        self.step("boot", {})
+
+    def after_recover(self) -> None:
+        self.finished = []
+
+    def take_finished(self) -> list[Round]:
+        out, self.finished = self.finished, []
+        return out

@@ -1,0 +1,398 @@
+"""The seat unit: senses its wagers, replays the table stream through the engine for its
+own box, drives its lamps and keeps the view its screen shows.
+
+Wagers change only while bets are open. After "no more bets" a chip that arrives is a legal
+addition only when the engine says a double or split (``main`` spot) or insurance
+(``insurance`` spot) is legal for this box now; otherwise it is past-posting. A chip that
+leaves before the round is over is pinching. Both are alarms, never bet changes
+(``rws-blackjack-v5 §5.8``).
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, Iterable
+
+from firmware.chips import ChipDebouncer, ChipRegistry, ChipStatus
+from firmware.engine.errors import RuleError
+from firmware.engine.events import Action, BetsClosed, Decision, event_from_dict
+from firmware.engine.hand import hand_total
+from firmware.engine.money import format_amount, parse_amount, to_json_number
+from firmware.engine.profile import Profile, load_profile
+from firmware.engine.round import Phase, Round
+from firmware.engine.settlement import settlement
+from hal.events import HalEvent, InventoryCycle
+from hal.ports import LAMP_OFF, LAMP_ON, Lamps
+
+from .bus import Bus, Message, alarm_topic, down_topic, stream_topic, up_topic
+from .journal import Journal
+from .unit import Unit
+from .view import HandView, SeatView, SpotView
+from .wire import bets_from_json, bets_to_json, shoe_from_json
+
+ADDITION_SPOTS = ("insurance",)   # spots that take only additions, never an initial wager
+
+
+def _canon(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True))
+
+
+class SeatUnit(Unit):
+    role = "seat"
+
+    def __init__(self, unit_id: str, table: str, box: int, bus: Bus, journal: Journal,
+                 registry: ChipRegistry, spots: Iterable[str], lamps: Lamps | None = None,
+                 confirm_cycles: int = 2, release_cycles: int = 2) -> None:
+        super().__init__(unit_id, table, bus, journal)
+        self.box = box
+        self.registry = registry
+        self.spots = tuple(spots)
+        self.lamps = lamps
+        self.debouncer = ChipDebouncer(confirm_cycles, release_cycles)
+        self.present: dict[str, frozenset[str]] = {s: frozenset() for s in self.spots}
+        self.profile: Profile | None = None
+        self.round_no = 0
+        self.round: Round | None = None
+        self.phase = "idle"
+        self.last_stream = 0
+        self.awaiting_catchup = False
+        self.offered: dict[str, Any] | None = None
+        self.locked: dict[str, Fraction] = {}
+        self.pending: dict[str, Fraction] = {}
+        self.own_result: dict[str, Any] | None = None
+        self.dealer_result: dict[str, Any] | None = None
+        self.messages: list[str] = []
+        self.refused_round: str | None = None
+        self.view: SeatView = self._build_view()
+        self._profiles: dict[str, Profile] = {}
+        bus.subscribe(stream_topic(table), self.post, unit_id)
+        bus.subscribe(down_topic(table, box), self.post, unit_id)
+
+    # -- inputs ------------------------------------------------------------------------
+
+    def translate(self, item: Any) -> list[tuple[str, dict[str, Any]]]:
+        if isinstance(item, InventoryCycle):
+            reads = {spot: uids for spot, uids in item.as_mapping().items() if spot in self.present}
+            out = []
+            for change in self.debouncer.update(reads):
+                present = self.debouncer.present(change.spot)
+                if present != self.present.get(change.spot):
+                    out.append(("chips", {"spot": change.spot, "uids": sorted(present)}))
+            return out
+        if isinstance(item, HalEvent):
+            return []
+        return super().translate(item)
+
+    def start(self) -> None:
+        """Announce the seat to the dealer with the last stream message it holds."""
+        self.step("boot", {"box": self.box})
+
+    def request(self, action: str, hand: int | None = None) -> None:
+        """The player asks on the screen (even money, surrender); the dealer confirms."""
+        self.post(("screen", {"action": action, "hand": hand}))
+
+    def current_round(self) -> int | None:
+        return self.round_no or None
+
+    def handle(self, kind: str, body: dict[str, Any]) -> bool:
+        if kind == "boot":
+            self._hello()
+            return True
+        if kind == "chips":
+            return self._on_chips(body["spot"], frozenset(body["uids"]))
+        if kind == "screen":
+            return self._on_screen(body["action"], body.get("hand"))
+        if kind == "msg":
+            return self._on_message(Message.from_dict(body))
+        raise ValueError(f"seat: unknown input {kind!r}")
+
+    def _hello(self) -> None:
+        """Presence, the last stream message held, and what the dealer may have lost."""
+        bets = (self.offered if self.phase == "open" else
+                bets_to_json(self.locked) if self.phase == "closing" else None)
+        self._up("hello", {"last_stream_seq": self.last_stream, "phase": self.phase, "bets": bets,
+                           "pending": {s: to_json_number(a) for s, a in sorted(self.pending.items())}})
+        self.awaiting_catchup = True
+
+    def _up(self, kind: str, body: dict[str, Any]) -> None:
+        self.emit(up_topic(self.table, self.box), kind, {"box": self.box, "round": self.round_no, **body})
+
+    def publish_alarm(self, entry: dict[str, Any]) -> None:
+        self._up("alarm", entry)
+        self.messages.append(entry["detail"])
+
+    # -- wagers ------------------------------------------------------------------------
+
+    def _worth(self, uids: Iterable[str]) -> Fraction:
+        total = Decimal(0)
+        for uid in uids:
+            chip = self.registry.get(uid)
+            if chip is not None and chip.status is ChipStatus.VALID:
+                total += chip.denomination
+        return Fraction(total)
+
+    def wagers(self) -> dict[str, Fraction]:
+        return {spot: self._worth(uids) for spot, uids in self.present.items()
+                if spot not in ADDITION_SPOTS and self._worth(uids) > 0}
+
+    def _offer(self) -> None:
+        bets = bets_to_json(self.wagers())
+        if bets != self.offered:
+            self.offered = bets
+            self._up("offer", {"bets": bets})
+
+    def _on_chips(self, spot: str, uids: frozenset[str]) -> bool:
+        if spot not in self.present:
+            return False
+        before = self.present[spot]
+        self.present[spot] = uids
+        arrived, left = uids - before, before - uids
+        for uid in sorted(arrived):
+            chip = self.registry.get(uid)
+            if chip is None:
+                self.alarm("unknown_chip", f"a chip the registry does not know ({uid}) on {spot}: not counted",
+                           spot=spot, uid=uid)
+            elif chip.status is not ChipStatus.VALID:
+                self.alarm("barred_chip", f"a {chip.status} chip ({uid}) on {spot}: not counted",
+                           spot=spot, uid=uid)
+        added, removed = self._worth(arrived), self._worth(left)
+        if self.phase == "open":
+            self._offer()
+        elif self.phase in ("closing", "play"):
+            clause = self.profile.clause("bets_closed") if self.profile else ""
+            if removed:
+                self.alarm("pinching", f"{format_amount(removed)} taken off {spot} after no more bets "
+                           f"({clause})", spot=spot, amount=to_json_number(removed))
+            if added:
+                if self._addition_allowed(spot):
+                    self.pending[spot] = self.pending.get(spot, Fraction(0)) + added
+                    self._up("addition", {"spot": spot, "amount": to_json_number(self.pending[spot])})
+                else:
+                    self.alarm("past_posting", f"{format_amount(added)} added to {spot} after no more bets "
+                               f"({clause})", spot=spot, amount=to_json_number(added))
+        return True
+
+    def _addition_allowed(self, spot: str) -> bool:
+        """Asks the engine: is a double/split (main) or insurance (insurance) legal now?"""
+        state = self.round
+        if self.phase != "play" or state is None or state.is_over:
+            return False
+        try:
+            legal = state.legal_decisions(self.box)
+        except RuleError:
+            return False
+        if spot == "insurance":
+            return legal.get(Action.INSURANCE) is None
+        if spot == "main":
+            cur = state.hand_in_play()
+            return (cur is not None and cur[0].number == self.box
+                    and (legal.get(Action.DOUBLE) is None or legal.get(Action.SPLIT) is None))
+        return False
+
+    def _on_screen(self, action: str, hand: int | None) -> bool:
+        if self.phase != "play" or self.round is None:
+            self.messages.append(f"{action}: no round is in play")
+            return True
+        reason = self.round.why_not(Decision(self.box, Action(action), None, hand))
+        if reason is not None:
+            self.messages.append(f"{action}: {reason}")
+            return True
+        self._up("request", {"action": action, "hand": hand})
+        return True
+
+    # -- the table stream --------------------------------------------------------------
+
+    def _on_message(self, m: Message) -> bool:
+        if m.topic == down_topic(self.table, self.box):
+            if m.kind == "catchup":
+                return self._on_catchup(m.body)
+            if m.kind == "refused":
+                self.messages.append(f"refused: {m.body['reason']}")
+                if m.body.get("stage") != "offer" and m.body.get("bets") is not None:
+                    self.refused_round = m.body["reason"]
+                return True
+            return False
+        return self._on_stream(m.kind, m.body)
+
+    def _on_catchup(self, body: dict[str, Any]) -> bool:
+        self.awaiting_catchup = False
+        messages = body.get("messages", [])
+        if body.get("snapshot") and messages:
+            self.last_stream = messages[0]["body"]["stream_seq"] - 1
+        for m in messages:
+            self._apply_stream(m["kind"], m["body"])
+        if not messages and body["head"] > self.last_stream:
+            # nothing of a round in play to catch up on: join at the head of the stream
+            self.last_stream = body["head"]
+        return True
+
+    def _on_stream(self, kind: str, body: dict[str, Any]) -> bool:
+        seq = body["stream_seq"]
+        if seq <= self.last_stream:
+            return False
+        if seq != self.last_stream + 1:
+            if self.awaiting_catchup:
+                return False            # the catch-up the dealer is preparing holds it
+            self._hello()
+            return True
+        self._apply_stream(kind, body)
+        return True
+
+    def _apply_stream(self, kind: str, body: dict[str, Any]) -> None:
+        seq = body["stream_seq"]
+        if seq != self.last_stream + 1:
+            return
+        self.last_stream = seq
+        if kind == "round_open":
+            self._round_open(body)
+        elif kind == "bets_closing":
+            if body["round"] == self.round_no and self.phase == "open":
+                self.phase = "closing"
+                self.locked = self.wagers()
+                self._up("lock", {"bets": bets_to_json(self.locked)})
+        elif kind == "event":
+            if body["round"] == self.round_no and self.round is not None:
+                self._event(body["event"])
+        elif kind == "dealer_boot":
+            self._hello()
+        elif kind == "round_result":
+            if body["round"] == self.round_no:
+                self.dealer_result = _canon(body["settlement"]["boxes"].get(str(self.box)))
+                self._compare()
+
+    def _round_open(self, body: dict[str, Any]) -> None:
+        name = body["profile"]
+        if name not in self._profiles:
+            self._profiles[name] = load_profile(name)
+        self.profile = self._profiles[name]
+        self.round_no = body["round"]
+        meter = body.get("meter")
+        self.round = Round.new(self.profile, decks=body["decks"], limits=body.get("limits") or {},
+                               meter=None if meter is None else parse_amount(meter),
+                               shoe=shoe_from_json(body["shoe"]))
+        self.phase = "open"
+        self.offered = None
+        self.locked, self.pending = {}, {}
+        self.own_result = self.dealer_result = None
+        self.refused_round = None
+        self.messages = []
+        self._offer()
+
+    def _event(self, data: dict[str, Any]) -> None:
+        event = event_from_dict(data)
+        before = self.round
+        try:
+            self.round, _ = before.apply(event)
+        except RuleError as exc:
+            self.alarm("integrity", f"this seat's engine refuses the dealer's event {data}: {exc}")
+            return
+        if isinstance(event, BetsClosed):
+            self.phase = "play"
+            mine = bets_to_json(event.as_dict().get(self.box, {}))
+            if mine != bets_to_json(self.locked) and self.refused_round is None:
+                self.alarm("integrity", f"the dealer closed bets with {mine} for this box; it locked "
+                           f"{bets_to_json(self.locked)}", box=self.box)
+        elif isinstance(event, Decision) and event.box == self.box:
+            self._consume_addition(before, event)
+        self._check_pending()
+        if self.round.is_over:
+            self.phase = "void" if self.round.phase == Phase.VOID else "over"
+            self.own_result = _canon(settlement(self.round)["boxes"].get(str(self.box)))
+            self._up("result", {"settlement": self.own_result})
+            self._compare()
+
+    def _consume_addition(self, before: Round, d: Decision) -> None:
+        if d.action in (Action.DOUBLE, Action.SPLIT):
+            _, hand = before.hand_in_play()
+            need = (d.amount if d.amount is not None else hand.stake) if d.action == Action.DOUBLE else hand.stake
+            spot = "main"
+        elif d.action == Action.INSURANCE:
+            need, spot = d.amount, "insurance"
+        else:
+            return
+        got = self.pending.pop(spot, Fraction(0))
+        if spot not in self.present:
+            return                      # no antenna for it at this seat
+        if got != need:
+            self.alarm("addition_mismatch", f"{d.action} needs {format_amount(need)} on {spot}; "
+                       f"{format_amount(got)} was added", spot=spot)
+
+    def _check_pending(self) -> None:
+        state = self.round
+        main = self.pending.get("main")
+        if main:
+            cur = state.hand_in_play()
+            if state.is_over or cur is None or cur[0].number != self.box:
+                self.pending.pop("main")
+                self.alarm("past_posting", f"{format_amount(main)} added to main without a double or split")
+        ins = self.pending.get("insurance")
+        if ins and (state.is_over or state.subsequent_deal):
+            self.pending.pop("insurance")
+            self.alarm("past_posting", f"{format_amount(ins)} on insurance was never taken as insurance")
+
+    def _compare(self) -> None:
+        if self.own_result is None or self.dealer_result is None:
+            return
+        if self.own_result != self.dealer_result:
+            self.alarm("integrity", f"round {self.round_no}: this seat's settlement differs from the dealer's",
+                       seat=self.own_result, dealer=self.dealer_result)
+
+    # -- lamps and screen --------------------------------------------------------------
+
+    def lamp_wanted(self) -> dict[str, bool]:
+        progressive = (self.phase == "open" and self.profile is not None
+                       and self.profile.progressive is not None and "progressive" in self.present)
+        return {"progressive": progressive, "bets_locked": self.phase in ("closing", "play")}
+
+    def after_step(self) -> None:
+        if self.replaying:
+            return
+        if self.lamps is not None and not self.lamps.closed:
+            for lamp, on in self.lamp_wanted().items():
+                if lamp in self.lamps.lamps and self.lamps.state(lamp) != (LAMP_ON if on else LAMP_OFF):
+                    (self.lamps.on if on else self.lamps.off)(lamp)
+        self.view = self._build_view()
+
+    def after_recover(self) -> None:
+        # the debouncer starts empty: chips still on the spots are sensed again and any
+        # difference from the journal is judged like any other change
+        self.debouncer.clear()
+
+    def _build_view(self) -> SeatView:
+        state = self.round
+        spots = []
+        locked = self.phase in ("closing", "play")
+        for spot in self.spots:
+            uids = self.present[spot]
+            worth = self._worth(uids)
+            refused = tuple(u for u in sorted(uids) if (c := self.registry.get(u)) is None
+                            or c.status is not ChipStatus.VALID)
+            status = ("refused" if refused else "locked" if locked and worth else
+                      "open" if worth else "empty")
+            spots.append(SpotView(spot, format_amount(worth), status, refused))
+        hands: list[HandView] = []
+        results: tuple = ()
+        decisions: tuple = ()
+        dealer: tuple = ()
+        dealer_total = None
+        if state is not None and state.phase != Phase.BETTING:
+            dealer = tuple(str(c) for c in state.dealer)
+            dealer_total = hand_total(state.dealer)[0] if state.dealer else None
+            box = next((b for b in state.boxes if b.number == self.box), None)
+            if box is not None:
+                cur = state.hand_in_play()
+                for hand in box.hands:
+                    total, soft = hand_total(hand.cards)
+                    hands.append(HandView(tuple(str(c) for c in hand.cards), total, soft, hand.status,
+                                          hand.result, None if hand.net is None else format_amount(hand.net),
+                                          cur is not None and cur[1] is hand))
+                if state.is_over:
+                    results = tuple((k, format_amount(v)) for k, v in sorted(box.ledger.items()))
+                if cur is not None and cur[0] is box:
+                    decisions = tuple(str(a) for a, r in state.legal_decisions(self.box).items() if r is None)
+        lamps = tuple((k, "on" if v else "off") for k, v in self.lamp_wanted().items())
+        return SeatView(self.box, self.round_no, self.phase, tuple(spots), tuple(hands), dealer,
+                        dealer_total, results, tuple(self.messages[-8:]),
+                        tuple(a["detail"] for a in self.alarms[-8:]), lamps, decisions)
