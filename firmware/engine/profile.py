@@ -381,7 +381,9 @@ def load_profile(name_or_path: str | Path) -> Profile:
     """Load a shipped profile by name (``rws-blackjack``) or any profile file by path."""
     text_source: str
     path = Path(name_or_path)
-    if path.suffix == ".toml" or path.exists():
+    # A bare name is always a shipped profile, whatever the working directory holds.
+    is_path = isinstance(name_or_path, Path) or path.suffix == ".toml" or len(path.parts) > 1
+    if is_path:
         try:
             raw = path.read_text(encoding="utf-8")
         except OSError as exc:
@@ -399,6 +401,6 @@ def load_profile(name_or_path: str | Path) -> Profile:
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{text_source}: not valid TOML: {exc}") from None
     profile = parse_profile(data, text_source)
-    if path.suffix != ".toml" and not path.exists() and profile.name != str(name_or_path):
+    if not is_path and profile.name != str(name_or_path):
         raise ProfileError(f"{text_source}: [profile] name is {profile.name!r}, expected {name_or_path!r}")
     return profile

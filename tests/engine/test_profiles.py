@@ -119,3 +119,9 @@ def test_a_profile_file_by_path(tmp_path):
     path = tmp_path / "house.toml"
     path.write_text(resources.files("firmware.profiles").joinpath("rws-blackjack.toml").read_text())
     assert load_profile(path).name == "rws-blackjack"
+
+
+def test_a_bare_name_is_a_shipped_profile_even_if_the_working_directory_has_that_name(tmp_path, monkeypatch):
+    (tmp_path / "rws-blackjack").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert load_profile("rws-blackjack").name == "rws-blackjack"
