@@ -66,6 +66,11 @@ def _parse_decision(text: Any, where: str, box: int) -> Decision:
 
 def run_script(script: Any) -> dict[str, Any]:
     """Play a scripted round and return its settlement."""
+    return settlement(play_script(script))
+
+
+def play_script(script: Any) -> Round:
+    """Play a scripted round and return the finished round (its ``history`` is the record)."""
     if not isinstance(script, dict):
         raise ScriptError("the script must be a JSON object")
     unknown = sorted(set(script) - KEYS)
@@ -197,4 +202,4 @@ def run_script(script: Any) -> dict[str, Any]:
             if box.progressive_pending and box.progressive_award is None:
                 raise ScriptError(f"meter: box {box.number} hit {box.progressive_hand}, which pays a share of "
                                   "the progressive meter; give the meter to settle it")
-    return settlement(state)
+    return state

@@ -17,7 +17,7 @@ import pytest
 from firmware.engine.profile import load_profile, profile_names
 from firmware.engine.round import replay
 from firmware.engine.settlement import settlement
-from firmware.script import run_script
+from firmware.script import play_script, run_script
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 FILES = sorted(GOLDEN.glob("*/*.json"))
@@ -47,21 +47,7 @@ def test_golden_round_through_the_command_line(path):
 def test_golden_round_replays_from_its_event_record(path):
     """Play the script, keep only the engine's event record, replay it: same settlement."""
     golden = json.loads(path.read_text())
-    import firmware.script as script_module
-
-    captured = {}
-    real_settlement = script_module.settlement
-
-    def capture(state):
-        captured["state"] = state
-        return real_settlement(state)
-
-    script_module.settlement = capture
-    try:
-        run_script(golden["script"])
-    finally:
-        script_module.settlement = real_settlement
-    state = captured["state"]
+    state = play_script(golden["script"])
     again, _ = replay(load_profile(path.parent.name), state.history, decks=state.decks,
                       limits={k: [lo, hi] for k, (lo, hi) in state.limits.items()}, meter=state.meter)
     assert settlement(again) == golden["expected"]
