@@ -317,8 +317,9 @@ class DealerUnit(Unit):
 
     def _on_message(self, m: Message) -> bool:
         last = self.seat_seq.get(m.sender, 0)
-        if m.seq <= last:
+        if m.seq <= last and m.kind != "hello":
             return False                         # a duplicate after a seat's re-send
+        # a hello is always heard: a replaced seat starts its sequence again
         self.seat_seq[m.sender] = m.seq
         body = m.body
         box = int(body["box"])

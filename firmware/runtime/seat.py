@@ -65,6 +65,7 @@ class SeatUnit(Unit):
         self.dealer_result: dict[str, Any] | None = None
         self.messages: list[str] = []
         self.refused_round: str | None = None
+        self.joined_round = 0
         self.view: SeatView = self._build_view()
         self._profiles: dict[str, Profile] = {}
         bus.subscribe(stream_topic(table), self.post, unit_id)
@@ -220,7 +221,9 @@ class SeatUnit(Unit):
         self.awaiting_catchup = False
         messages = body.get("messages", [])
         if body.get("snapshot") and messages:
+            # joined in the middle of a round: the dealer's record of its wagers stands
             self.last_stream = messages[0]["body"]["stream_seq"] - 1
+            self.joined_round = messages[0]["body"]["round"]
         for m in messages:
             self._apply_stream(m["kind"], m["body"])
         if not messages and body["head"] > self.last_stream:
@@ -291,7 +294,9 @@ class SeatUnit(Unit):
         if isinstance(event, BetsClosed):
             self.phase = "play"
             mine = bets_to_json(event.as_dict().get(self.box, {}))
-            if mine != bets_to_json(self.locked) and self.refused_round is None:
+            if self.joined_round == self.round_no:
+                self.locked = event.as_dict().get(self.box, {})
+            elif mine != bets_to_json(self.locked) and self.refused_round is None:
                 self.alarm("integrity", f"the dealer closed bets with {mine} for this box; it locked "
                            f"{bets_to_json(self.locked)}", box=self.box)
         elif isinstance(event, Decision) and event.box == self.box:
