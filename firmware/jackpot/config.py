@@ -1,0 +1,135 @@
+"""The jackpot role's configuration, read strictly (unknown keys and bad values are errors
+naming them)::
+
+    role = "jackpot"
+    [link]
+    broker = "mqtts://broker.local:8883"
+    username = "jackpot/main"
+    password = "..."
+    [link.tls]
+    ca = "ca.pem"
+    [jackpot]
+    db = "/var/lib/betbox/jackpot.db"
+    link = "main"                 # the link id in the jackpot topics
+    [jackpot.pools.main]
+    seed = "1000"
+    rate = "0.15"                 # of each progressive wager; or "15%"
+    maximum = "250000"
+    tables = ["*"]                # or ["table-1", "table-2"]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Mapping
+
+from firmware.engine.money import parse_amount
+from firmware.link import topics
+from firmware.link.config import LinkConfig, LinkConfigError, load_link_config
+
+from .pools import PoolSpec
+
+
+class JackpotConfigError(LinkConfigError):
+    pass
+
+
+@dataclass(frozen=True)
+class JackpotConfig:
+    link: LinkConfig
+    db: Path
+    link_id: str
+    pools: tuple[PoolSpec, ...]
+    raw: Mapping[str, Any]
+
+
+_TOP = {"role", "link", "jackpot"}
+_JACKPOT = {"db", "link", "pools"}
+_POOL = {"seed", "rate", "maximum", "tables"}
+
+
+def _money(where: str, key: str, value: Any) -> Fraction:
+    try:
+        a = parse_amount(value)
+    except ValueError:
+        raise JackpotConfigError(f"[{where}] {key}: {value!r} is not an amount") from None
+    if a <= 0 or a.denominator not in (1, 2, 4, 5, 10, 20, 25, 50, 100):
+        raise JackpotConfigError(f"[{where}] {key}: {value!r} must be a positive amount in whole cents")
+    return a
+
+
+def _rate(where: str, value: Any) -> Fraction:
+    text = value.strip() if isinstance(value, str) else value
+    try:
+        if isinstance(text, str) and text.endswith("%"):
+            r = parse_amount(text[:-1]) / 100
+        else:
+            r = parse_amount(text)
+    except ValueError:
+        raise JackpotConfigError(f"[{where}] rate: {value!r} is not a rate (\"0.15\" or \"15%\")") from None
+    if not 0 < r < 1:
+        raise JackpotConfigError(f"[{where}] rate: {value!r} must be more than 0 and less than 1")
+    return r
+
+
+def load_pools(data: Mapping[str, Any], where: str = "jackpot.pools") -> tuple[PoolSpec, ...]:
+    if not isinstance(data, Mapping) or not data:
+        raise JackpotConfigError(f"[{where}] must hold at least one pool table")
+    out = []
+    for name, p in data.items():
+        w = f"{where}.{name}"
+        try:
+            topics.check_link_id(name)
+        except ValueError as exc:
+            raise JackpotConfigError(f"[{w}] {exc}") from None
+        if not isinstance(p, Mapping):
+            raise JackpotConfigError(f"[{w}] must be a table")
+        unknown = sorted(set(p) - _POOL)
+        if unknown:
+            raise JackpotConfigError(f"[{w}] unknown key {unknown[0]!r} (known: {', '.join(sorted(_POOL))})")
+        for key in ("seed", "rate", "maximum"):
+            if key not in p:
+                raise JackpotConfigError(f"[{w}] {key} is missing")
+        seed, maximum = _money(w, "seed", p["seed"]), _money(w, "maximum", p["maximum"])
+        if maximum < seed:
+            raise JackpotConfigError(f"[{w}] maximum: {p['maximum']!r} is below the seed {p['seed']!r}")
+        tables = p.get("tables", ["*"])
+        if (not isinstance(tables, list) or not tables
+                or not all(isinstance(t, str) and (t == "*" or topics.LINK_ID.match(t)) for t in tables)):
+            raise JackpotConfigError(f"[{w}] tables: {tables!r} must be a list of table ids or [\"*\"]")
+        out.append(PoolSpec(name, seed, _rate(w, p["rate"]), maximum, tuple(tables)))
+    return tuple(out)
+
+
+def load_jackpot_config(data: Mapping[str, Any], base: Path | None = None) -> JackpotConfig:
+    unknown = sorted(set(data) - _TOP)
+    if unknown:
+        raise JackpotConfigError(f"unknown section or key {unknown[0]!r} (known: {', '.join(sorted(_TOP))})")
+    if data.get("role", "jackpot") != "jackpot":
+        raise JackpotConfigError(f"role: {data.get('role')!r} is not \"jackpot\"")
+    for section in ("link", "jackpot"):
+        if section not in data:
+            raise JackpotConfigError(f"[{section}] is missing")
+    link = load_link_config(data["link"], "link", base)
+    j = data["jackpot"]
+    if not isinstance(j, Mapping):
+        raise JackpotConfigError("[jackpot] must be a table")
+    unknown = sorted(set(j) - _JACKPOT)
+    if unknown:
+        raise JackpotConfigError(f"[jackpot] unknown key {unknown[0]!r} (known: {', '.join(sorted(_JACKPOT))})")
+    if not isinstance(j.get("db"), str) or not j["db"]:
+        raise JackpotConfigError("[jackpot] db: the path of the controller's database is missing")
+    db = Path(j["db"])
+    if base is not None and not db.is_absolute():
+        db = base / db
+    link_id = j.get("link", "main")
+    try:
+        topics.check_link_id(link_id if isinstance(link_id, str) else repr(link_id))
+    except ValueError as exc:
+        raise JackpotConfigError(f"[jackpot] link: {exc}") from None
+    return JackpotConfig(link, db, link_id, load_pools(j.get("pools", {})), data)
+
+
+DEFAULT_POOLS = {"main": {"seed": "1000", "rate": "0.15", "maximum": "250000", "tables": ["*"]}}

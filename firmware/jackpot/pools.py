@@ -1,0 +1,168 @@
+"""Progressive pools: pure, exact arithmetic (``fractions.Fraction``), no I/O.
+
+A pool starts at its seed. Each progressive wager contributes ``rate`` × wager; above the
+maximum the rest goes to the overflow, which tops up the pool again when it is reseeded.
+A hit that wins a share of the meter locks ``share × pool`` rounded down to the cent (the
+sub-cent remainder stays in the pool, so nothing is created or lost). A 100% hit leaves the
+pool *pending*: the meter shows PENDING and the locked amount until the hit is confirmed;
+then the pool is reseeded (seed + overflow, up to the maximum). Contributions made while a
+hit is pending are kept and count towards the next meter.
+
+Near-simultaneous hits are taken in the order the controller persists them (one ingest
+thread, one transaction each): the first locks the meter; a second meter-share hit that
+arrives while the first is still pending is paid from the reseeded pool — the pool is
+reseeded at that moment, before the second amount is locked.
+
+Invariant (checked by the tests): ``seeds + contributions == amount + overflow + won``.
+Fixed awards and envy bonuses (Switch §4.1.2) are paid by the table, not from the pool;
+they are metered only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, Mapping
+
+from firmware.engine.money import round_down_to_cent
+
+ZERO = Fraction(0)
+
+
+def money(value: Fraction) -> str:
+    """Exact decimal text (``"37.5"``), or ``"n/d"`` when the value has no finite decimal."""
+    d = Decimal(value.numerator) / Decimal(value.denominator)
+    if Fraction(d) == value:
+        return format(d.normalize(), "f") if d != d.to_integral() else str(int(d))
+    return f"{value.numerator}/{value.denominator}"
+
+
+def parse_money(text: str) -> Fraction:
+    return Fraction(text)
+
+
+def cents(value: Fraction) -> str:
+    """For meters: rounded down to the cent, two decimals (``"1234.50"``)."""
+    v = round_down_to_cent(value)
+    return f"{Decimal(v.numerator) / Decimal(v.denominator):.2f}"
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    name: str
+    seed: Fraction
+    rate: Fraction           # contribution per unit wagered, 0 < rate < 1
+    maximum: Fraction        # the meter never shows more; the rest goes to the overflow
+    tables: tuple[str, ...]  # tables feeding this pool; ("*",) for every table
+
+    def serves(self, table: str) -> bool:
+        return "*" in self.tables or table in self.tables
+
+
+@dataclass(frozen=True)
+class PoolState:
+    amount: Fraction
+    overflow: Fraction = ZERO
+    needs_seed: bool = False        # a 100% hit took the meter; reseed at confirmation
+    pending: int = 0                # hits locked and not yet confirmed
+    wagers: int = 0
+    wagers_in: Fraction = ZERO
+    contributions: Fraction = ZERO
+    seeds: Fraction = ZERO          # seed money put in (initial + every reseed)
+    hits: int = 0                   # meter-share hits
+    won: Fraction = ZERO            # amounts locked for meter-share hits
+    overflow_in: Fraction = ZERO    # contributions that went to the overflow
+    fixed_hits: int = 0
+    fixed_won: Fraction = ZERO
+    envy: int = 0
+    envy_won: Fraction = ZERO
+    voided: int = 0
+    reseeds: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (money(v) if isinstance(v, Fraction) else v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "PoolState":
+        kinds = {k: type(v) for k, v in asdict(cls(ZERO)).items()}
+        return cls(**{k: (Fraction(v) if kinds[k] is Fraction else kinds[k](v)) for k, v in data.items()})
+
+
+def new_pool(spec: PoolSpec) -> PoolState:
+    return PoolState(amount=spec.seed, seeds=spec.seed)
+
+
+def _fill(spec: PoolSpec, amount: Fraction, add: Fraction) -> tuple[Fraction, Fraction]:
+    """How much of ``add`` fits under the maximum, and what overflows."""
+    room = max(ZERO, spec.maximum - amount)
+    into = min(add, room)
+    return into, add - into
+
+
+def contribute(spec: PoolSpec, s: PoolState, wager: Fraction) -> tuple[PoolState, Fraction, Fraction]:
+    """A progressive wager: the new state, and the contribution's split (pool, overflow)."""
+    c = wager * spec.rate
+    into, over = _fill(spec, s.amount, c)
+    return (replace(s, amount=s.amount + into, overflow=s.overflow + over, wagers=s.wagers + 1,
+                    wagers_in=s.wagers_in + wager, contributions=s.contributions + c,
+                    overflow_in=s.overflow_in + over), into, over)
+
+
+def void_wager(s: PoolState, wager: Fraction, into: Fraction, over: Fraction) -> PoolState:
+    """A wager returned because its round was voided: its contribution comes back out."""
+    take_over = min(over, s.overflow)
+    take_pool = into + (over - take_over)
+    return replace(s, amount=s.amount - take_pool, overflow=s.overflow - take_over, wagers=s.wagers - 1,
+                   wagers_in=s.wagers_in - wager, contributions=s.contributions - into - over,
+                   overflow_in=s.overflow_in - over, voided=s.voided + 1)
+
+
+def reseed(spec: PoolSpec, s: PoolState) -> PoolState:
+    """Seed money in, then the overflow up to the maximum."""
+    amount = s.amount + spec.seed
+    into, _ = _fill(spec, amount, s.overflow)
+    return replace(s, amount=amount + into, overflow=s.overflow - into, seeds=s.seeds + spec.seed,
+                   needs_seed=False, reseeds=s.reseeds + 1)
+
+
+def lock_hit(spec: PoolSpec, s: PoolState, share: Fraction) -> tuple[PoolState, Fraction]:
+    """A meter-share hit: the new state and the amount locked for it."""
+    if not ZERO < share <= 1:
+        raise ValueError(f"a meter share must be in (0, 1], not {share}")
+    if s.needs_seed:
+        s = reseed(spec, s)
+    locked = round_down_to_cent(share * s.amount)
+    return replace(s, amount=s.amount - locked, won=s.won + locked, hits=s.hits + 1,
+                   pending=s.pending + 1, needs_seed=s.needs_seed or share == 1), locked
+
+
+def confirm_hit(spec: PoolSpec, s: PoolState) -> PoolState:
+    """A locked hit was paid: when none is left pending, a taken meter is reseeded."""
+    s = replace(s, pending=max(0, s.pending - 1))
+    if s.pending == 0 and s.needs_seed:
+        s = reseed(spec, s)
+    return s
+
+
+def fixed_award(s: PoolState, amount: Fraction) -> PoolState:
+    return replace(s, fixed_hits=s.fixed_hits + 1, fixed_won=s.fixed_won + amount)
+
+
+def envy_bonus(s: PoolState, amount: Fraction) -> PoolState:
+    return replace(s, envy=s.envy + 1, envy_won=s.envy_won + amount)
+
+
+def balanced(s: PoolState) -> bool:
+    return s.seeds + s.contributions == s.amount + s.overflow + s.won
+
+
+def meter_view(spec: PoolSpec, s: PoolState, pending_hits: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the seats show: the live meter, or PENDING with the locked amount."""
+    return {"state": "pending" if s.pending else "live",
+            "amount": cents(s.amount if not s.needs_seed else s.amount + spec.seed),
+            "pending": pending_hits,
+            "seed": cents(spec.seed), "maximum": cents(spec.maximum)}
+
+
+

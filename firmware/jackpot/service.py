@@ -1,0 +1,129 @@
+"""The jackpot controller on MQTT: reports in (QoS 1, persisted before the broker gets its
+PUBACK), meters and per-unit confirmation marks out (retained), presence with a will.
+
+The controller's session is persistent (fixed client id, ``clean_session=False``), so
+reports published while it is down wait at the broker; what a broker loses (killed before
+it saved) the seats' outboxes send again, because the controller's confirmation mark for
+them has not moved.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import Any, Mapping
+
+from firmware.link import topics
+from firmware.link.config import LinkConfig, config_hash
+from firmware.link.mqtt import MqttBus
+
+from .config import JackpotConfig, load_jackpot_config
+from .controller import JackpotController
+
+log = logging.getLogger("betbox.jackpot")
+
+
+class JackpotService:
+    def __init__(self, controller: JackpotController, link: LinkConfig, config_digest: str = "",
+                 tick: float = 0.1) -> None:
+        self.controller = controller
+        self.link_id = controller.link_id
+        self.tick = tick
+        self.bus = MqttBus(link, f"jackpot/{self.link_id}", role="jackpot", config_digest=config_digest,
+                           client_id=f"betbox-jackpot-{self.link_id}", clean_session=False,
+                           status_topic=topics.jackpot_status_topic(self.link_id))
+        self.bus.subscribe_raw(topics.REPORT_PATTERN, self._on_report)
+        self.bus.subscribe_raw(topics.command_topic(self.link_id), self._on_command)
+        self.bus.add_link_listener(self._on_link)
+        self._meter_dirty = True
+        self._all_marks = True
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._publisher, name="jackpot-publisher", daemon=True)
+
+    def start(self, wait: float | None = 10.0) -> "JackpotService":
+        self._thread.start()
+        self.bus.start(wait)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._publish_pending()
+        self.bus.close()
+
+    def _on_link(self, up: bool) -> None:
+        if up:
+            self._meter_dirty = True
+            self._all_marks = True
+
+    def _on_report(self, topic: str, payload: bytes) -> None:
+        # persisted before returning: paho sends the PUBACK only after this returns
+        result = self.controller.ingest(topic, payload)
+        if result.meter_changed:
+            self._meter_dirty = True
+
+    def _on_command(self, topic: str, payload: bytes) -> None:
+        tx = None
+        try:
+            data = json.loads(payload)
+            tx = data.get("tx")
+            if data.get("schema") != 1 or data.get("command") != "confirm_hit":
+                raise ValueError("unknown command (known: confirm_hit)")
+            hit = data.get("hit")
+            if isinstance(hit, bool) or not isinstance(hit, int):
+                raise ValueError(f"hit: {hit!r} is not a hit number")
+            by = data.get("by")
+            if not isinstance(by, str) or not by:
+                raise ValueError("by: who confirms the hit is missing")
+            out: dict[str, Any] = {**self.controller.confirm(hit, f"attendant {by}"), "ok": True}
+            self._meter_dirty = True
+        except (ValueError, AttributeError) as exc:
+            out = {"ok": False, "error": str(exc)}
+        self.bus.publish_raw(topics.response_topic(self.link_id),
+                             json.dumps({"schema": 1, "tx": tx if isinstance(tx, str) else None, **out},
+                                        sort_keys=True), qos=1)
+
+    def _publisher(self) -> None:
+        while not self._stop.wait(self.tick):
+            self._publish_pending()
+
+    def _publish_pending(self) -> None:
+        if not self.bus.connected:
+            return
+        if self._meter_dirty:
+            self._meter_dirty = False
+            self.bus.publish_raw(topics.meter_topic(self.link_id), json.dumps(self.controller.meter(),
+                                                                              sort_keys=True),
+                                 qos=1, retain=True)
+        units = self.controller.take_dirty()
+        if self._all_marks:
+            self._all_marks = False
+            units = None
+        for unit, through in self.controller.marks(None if units is None else sorted(units)).items():
+            self.bus.publish_raw(topics.confirmed_topic(self.link_id, unit),
+                                 json.dumps({"schema": 1, "unit": unit, "through_seq": through}),
+                                 qos=1, retain=True)
+
+
+def run_controller(config: Mapping[str, Any] | JackpotConfig, base: Path | None = None,
+                   stop: threading.Event | None = None) -> int:
+    """``betbox run --config FILE`` for ``role = "jackpot"``: serve until SIGTERM/SIGINT
+    (or ``stop`` is set). Raises :class:`~firmware.jackpot.config.JackpotConfigError`."""
+    cfg = config if isinstance(config, JackpotConfig) else load_jackpot_config(config, base)
+    controller = JackpotController(cfg.db, cfg.pools, cfg.link_id)
+    service = JackpotService(controller, cfg.link, config_hash(cfg.raw))
+    stop = stop or threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+    service.start(wait=None)
+    log.info("jackpot controller %s on %s, database %s", cfg.link_id, cfg.link.url, cfg.db)
+    try:
+        stop.wait()
+    finally:
+        service.stop()
+        controller.close()
+    return 0

@@ -1,0 +1,90 @@
+"""The controller's state: one SQLite database (WAL, ``synchronous=FULL``). Every accepted
+report is applied in one transaction together with the meters it moves, so after a crash
+the controller holds each report either wholly or not at all, and a resent report is
+recognised by (unit, seq) and dropped."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+DDL = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pool (name TEXT PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS unit (
+    unit TEXT PRIMARY KEY,
+    events INTEGER NOT NULL DEFAULT 0,      -- distinct reports received
+    highest INTEGER NOT NULL DEFAULT 0,     -- highest sequence number seen
+    contiguous INTEGER NOT NULL DEFAULT 0,  -- every report up to this seq is held
+    duplicates INTEGER NOT NULL DEFAULT 0,
+    rejected INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS event (
+    n INTEGER PRIMARY KEY,                  -- ingest order
+    unit TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL, table_id TEXT NOT NULL, box INTEGER NOT NULL, round INTEGER,
+    pool TEXT, body TEXT NOT NULL, effect TEXT,
+    UNIQUE (unit, seq)
+);
+CREATE INDEX IF NOT EXISTS event_round ON event(unit, round, kind);
+CREATE TABLE IF NOT EXISTS gap (
+    id INTEGER PRIMARY KEY, unit TEXT NOT NULL, first INTEGER NOT NULL, last INTEGER NOT NULL,
+    detected_at INTEGER NOT NULL            -- the event (ingest order) that revealed it
+);
+CREATE TABLE IF NOT EXISTS hit (
+    id INTEGER PRIMARY KEY,                 -- the controller's hit number: its order
+    event INTEGER NOT NULL, unit TEXT NOT NULL, table_id TEXT NOT NULL, box INTEGER NOT NULL,
+    round INTEGER, pool TEXT NOT NULL, kind TEXT NOT NULL,   -- meter | fixed | envy
+    category TEXT, share TEXT, amount TEXT NOT NULL,
+    state TEXT NOT NULL,                    -- pending | confirmed | paid
+    confirmed_by TEXT
+);
+CREATE TABLE IF NOT EXISTS rejected (
+    id INTEGER PRIMARY KEY, topic TEXT NOT NULL, unit TEXT, reason TEXT NOT NULL,
+    detail TEXT NOT NULL, excerpt TEXT NOT NULL
+);
+"""
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
+    path = Path(path)
+    if readonly:
+        if not path.exists():
+            raise StoreError(f"{path}: no jackpot database there")
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        try:
+            meta = dict(db.execute("SELECT key, value FROM meta"))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path}: not a jackpot database: {exc}") from None
+        if meta.get("kind") != "betbox-jackpot":
+            raise StoreError(f"{path}: not a jackpot database")
+        return db
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.executescript(DDL)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot open the jackpot database: {exc}") from None
+    meta = dict(db.execute("SELECT key, value FROM meta"))
+    if not meta:
+        db.execute("BEGIN IMMEDIATE")
+        db.executemany("INSERT INTO meta VALUES (?, ?)",
+                       [("kind", "betbox-jackpot"), ("schema", str(SCHEMA_VERSION))])
+        db.execute("COMMIT")
+    elif meta.get("kind") != "betbox-jackpot":
+        raise StoreError(f"{path}: not a jackpot database")
+    return db
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,142 @@
+"""Reading a unit's report off the wire, strictly: every field checked, every reason named.
+
+The controller treats anything it cannot read as hostile: oversized, not JSON, the wrong
+schema, a unit that is not the one whose topic it came on (forged), amounts that are not
+exact decimals. Such a message is rejected and logged; it changes nothing.
+The JSON Schemas in ``docs/mqtt/schemas`` say the same for other implementers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Mapping
+
+from firmware.link import topics
+
+MAX_REPORT_BYTES = 16 * 1024
+AMOUNT = re.compile(r"^-?(0|[1-9][0-9]{0,11})(\.[0-9]{1,2})?$")
+SHARE = re.compile(r"^(0(\.[0-9]{1,4})?|1(\.0{1,4})?)$")
+REPORT_ID = re.compile(r"^[A-Za-z0-9_.:-]{8,64}$")
+KINDS = ("progressive_wager", "progressive_hit", "envy_bonus", "round_result", "side_bet", "alarm")
+
+
+class ReportRejected(ValueError):
+    """Why a report was refused (``reason`` is a short code; the message says more)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Report:
+    id: str
+    unit: str
+    table: str
+    seq: int
+    kind: str
+    box: int
+    round: int | None
+    body: Mapping[str, Any]
+
+
+def amount(body: Mapping[str, Any], key: str, *, nullable: bool = False, positive: bool = True) -> Fraction | None:
+    v = body.get(key)
+    if v is None and nullable and key in body:
+        return None
+    if not isinstance(v, str) or not AMOUNT.match(v):
+        raise ReportRejected("bad_amount", f"{key}: {v!r} is not an exact decimal amount like \"12.50\"")
+    a = Fraction(v)
+    if positive and a <= 0:
+        raise ReportRejected("bad_amount", f"{key}: {v} must be more than 0")
+    return a
+
+
+def _int(data: Mapping[str, Any], key: str, lo: int, hi: int) -> int:
+    v = data.get(key)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ReportRejected("bad_field", f"{key}: {v!r} is not a whole number from {lo} to {hi}")
+    return v
+
+
+def _only(data: Mapping[str, Any], allowed: set[str], required: set[str], where: str) -> None:
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise ReportRejected("bad_field", f"{where}: unknown field {extra[0]!r}")
+    missing = sorted(required - set(data))
+    if missing:
+        raise ReportRejected("bad_field", f"{where}: {missing[0]!r} is missing")
+
+
+def parse_report(topic: str, payload: bytes) -> Report:
+    if len(payload) > MAX_REPORT_BYTES:
+        raise ReportRejected("oversized", f"{len(payload)} bytes (at most {MAX_REPORT_BYTES})")
+    unit = topics.unit_from_topic(topic, "report")
+    if unit is None:
+        raise ReportRejected("bad_topic", f"{topic!r} is not a unit's report topic")
+    try:
+        data = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ReportRejected("not_json", str(exc)[:120]) from None
+    if not isinstance(data, dict):
+        raise ReportRejected("not_json", "a report is a JSON object")
+    if data.get("schema") != 1:
+        raise ReportRejected("bad_schema", f"schema {data.get('schema')!r} is not 1")
+    _only(data, {"schema", "id", "unit", "seq", "kind", "table", "box", "round", "body"},
+          {"schema", "id", "unit", "seq", "kind", "table", "box", "body"}, "report")
+    if data["unit"] != unit:
+        raise ReportRejected("forged", f"a report naming unit {data['unit']!r} on {unit!r}'s topic")
+    if data["table"] != unit.split("/")[0]:
+        raise ReportRejected("forged", f"unit {unit!r} reports for table {data['table']!r}")
+    rid = data["id"]
+    if not isinstance(rid, str) or not REPORT_ID.match(rid):
+        raise ReportRejected("bad_field", f"id: {rid!r} is not a report id")
+    seq = _int(data, "seq", 1, 2 ** 53)
+    box = _int(data, "box", 1, 99)
+    kind = data["kind"]
+    if kind not in KINDS:
+        raise ReportRejected("bad_kind", f"kind {kind!r} (known: {', '.join(KINDS)})")
+    rnd = _int(data, "round", 1, 2 ** 53) if kind != "alarm" or "round" in data else None
+    body = data["body"]
+    if not isinstance(body, dict):
+        raise ReportRejected("bad_field", "body must be an object")
+    _check_body(kind, body)
+    return Report(rid, unit, data["table"], seq, kind, box, rnd, body)
+
+
+def _check_body(kind: str, body: Mapping[str, Any]) -> None:
+    where = f"{kind} body"
+    if kind == "progressive_wager":
+        _only(body, {"amount"}, {"amount"}, where)
+        amount(body, "amount")
+    elif kind == "progressive_hit":
+        _only(body, {"category", "award", "meter_share"}, {"category", "award", "meter_share"}, where)
+        if not isinstance(body["category"], str) or not 0 < len(body["category"]) <= 64:
+            raise ReportRejected("bad_field", f"category: {body['category']!r}")
+        award = amount(body, "award", nullable=True)
+        share = body["meter_share"]
+        if share is not None and (not isinstance(share, str) or not SHARE.match(share) or Fraction(share) <= 0):
+            raise ReportRejected("bad_field", f"meter_share: {share!r} is not a share in (0, 1] like \"1\"")
+        if (award is None) == (share is None):
+            raise ReportRejected("bad_field", "a hit has either a fixed award or a meter share")
+    elif kind == "envy_bonus":
+        _only(body, {"from_box", "award"}, {"from_box", "award"}, where)
+        _int(body, "from_box", 1, 99)
+        amount(body, "award")
+    elif kind == "round_result":
+        _only(body, {"void", "net", "progressive", "settlement"}, {"void", "net"}, where)
+        if not isinstance(body["void"], bool):
+            raise ReportRejected("bad_field", "void must be true or false")
+        amount(body, "net", positive=False)
+    elif kind == "side_bet":
+        _only(body, {"bet", "category", "stake", "net"}, {"bet", "stake", "net"}, where)
+        amount(body, "stake")
+        amount(body, "net", positive=False)
+    elif kind == "alarm":
+        _only(body, {"alarm", "detail"}, {"alarm", "detail"}, where)
+        if not isinstance(body["alarm"], str) or not isinstance(body["detail"], str):
+            raise ReportRejected("bad_field", "alarm and detail are text")

@@ -1,0 +1,309 @@
+"""The runtime's :class:`~firmware.runtime.bus.Bus` over MQTT (paho-mqtt 2.x), with
+presence and, for units that report to the jackpot controller, a durable outbox.
+
+- Table traffic (:class:`~firmware.runtime.bus.Message`) goes out at QoS 1 as the message's
+  own JSON; the units' journals already make it recoverable (catch-up, resend on restart).
+- Presence: a retained status per unit, ``offline`` as the last will, a birth message with
+  firmware version, configuration hash and boot id (``betbox/v1/unit/<unit>/status``).
+- Reports (:meth:`MqttBus.report`) are written to the outbox first and published at QoS 1
+  by one sender thread in sequence order; the broker's PUBACK (``on_publish``) marks them
+  acknowledged; after every (re)connect all reports the controller has not confirmed are
+  sent again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from typing import Any, Callable
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+
+from firmware import __version__
+from firmware.runtime.bus import Message, Sink, topic_matches
+
+from . import topics
+from .config import LinkConfig
+from .outbox import Outbox
+
+log = logging.getLogger("betbox.link")
+
+RawSink = Callable[[str, bytes], None]
+LinkListener = Callable[[bool], None]
+MAX_INFLIGHT = 1000          # reports handed to paho and not yet acknowledged
+
+
+class LinkError(RuntimeError):
+    pass
+
+
+class MqttBus:
+    """One MQTT client per unit. Thread-safe; sinks are called on paho's network thread, so
+    they should only queue (a unit's ``post``)."""
+
+    def __init__(self, config: LinkConfig, unit_id: str, *, role: str = "seat",
+                 outbox: Outbox | None = None, config_digest: str = "", link_id: str = "main",
+                 client_id: str | None = None, clean_session: bool = True,
+                 status_topic: str | None = None, resend_acked: bool = True) -> None:
+        self.config = config
+        self.unit_id = unit_id
+        self.role = role
+        self.outbox = outbox
+        self.link_id = link_id
+        self.boot_id = str(uuid.uuid4())
+        self.config_digest = config_digest
+        self.status_topic = status_topic or topics.status_topic(topics.check_unit_id(unit_id))
+        self.resend_acked = resend_acked
+        self._subs: list[tuple[str, str, Sink]] = []
+        self._raw: list[tuple[str, RawSink]] = []
+        self._listeners: list[LinkListener] = []
+        self._lock = threading.RLock()
+        self._connected = threading.Event()
+        self._wake = threading.Event()
+        self._closing = False
+        self._gen = 0
+        self._sent_through = 0
+        self.connects = 0
+        self.published = 0
+        self.dropped = 0                         # incoming that could not be decoded
+        self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id or
+                                   f"{unit_id.replace('/', ':')}:{self.boot_id[:8]}",
+                                   clean_session=clean_session, protocol=mqtt.MQTTv311)
+        c = self._client
+        c.max_inflight_messages_set(64)
+        c.max_queued_messages_set(0)
+        c.reconnect_delay_set(min_delay=1, max_delay=config.reconnect_max)
+        if config.username:
+            c.username_pw_set(config.username, config.password)
+        if config.tls:
+            c.tls_set(ca_certs=str(config.tls.ca),
+                      certfile=str(config.tls.cert) if config.tls.cert else None,
+                      keyfile=str(config.tls.key) if config.tls.key else None)
+        c.will_set(self.status_topic, self._status("offline"), qos=1, retain=True)
+        c.on_connect = self._on_connect
+        c.on_disconnect = self._on_disconnect
+        c.on_publish = self._on_publish
+        c.on_message = self._on_message
+        self._sender: threading.Thread | None = None
+
+    # -- life cycle --------------------------------------------------------------------
+
+    def _status(self, state: str) -> str:
+        body: dict[str, Any] = {"schema": 1, "unit": self.unit_id, "role": self.role, "state": state}
+        if state == "online":
+            body.update(firmware=__version__, config_hash=self.config_digest, boot_id=self.boot_id)
+        return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+    def start(self, wait: float | None = 10.0) -> "MqttBus":
+        """Connect in the background (retrying for ever); wait up to ``wait`` seconds for the
+        first connection (None: do not wait). A unit still starts when the broker is down."""
+        self._client.connect_async(self.config.host, self.config.port, keepalive=self.config.keepalive)
+        self._client.loop_start()
+        if self.outbox is not None:
+            self._sender = threading.Thread(target=self._send_loop, name=f"outbox:{self.unit_id}",
+                                            daemon=True)
+            self._sender.start()
+        if wait is not None and not self._connected.wait(wait):
+            log.warning("%s: no broker at %s yet; retrying in the background", self.unit_id, self.config.url)
+        return self
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Say ``offline`` (retained) and disconnect cleanly."""
+        self._closing = True
+        self._wake.set()
+        if self._connected.is_set():
+            info = self._client.publish(self.status_topic, self._status("offline"), qos=1, retain=True)
+            try:
+                info.wait_for_publish(timeout)
+            except (RuntimeError, ValueError):
+                pass
+        self._client.disconnect()
+        self._client.loop_stop()
+        if self._sender is not None:
+            self._sender.join(timeout)
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
+    def wait_connected(self, timeout: float) -> bool:
+        return self._connected.wait(timeout)
+
+    def add_link_listener(self, listener: LinkListener) -> None:
+        self._listeners.append(listener)
+
+    # -- paho callbacks (network thread) -----------------------------------------------
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        if reason_code.is_failure:
+            log.error("%s: broker refused the connection: %s", self.unit_id, reason_code)
+            return
+        with self._lock:
+            self._gen += 1
+            self._sent_through = 0 if self.resend_acked else self._first_unacked()
+            patterns = sorted({p for p, _, _ in self._subs} | {p for p, _ in self._raw})
+        for pattern in patterns:
+            client.subscribe(pattern, qos=1)
+        if self.outbox is not None:
+            client.subscribe(topics.confirmed_topic(self.link_id, self.unit_id), qos=1)
+        client.publish(self.status_topic, self._status("online"), qos=1, retain=True)
+        self.connects += 1
+        self._connected.set()
+        self._wake.set()
+        for listener in list(self._listeners):
+            listener(True)
+
+    def _first_unacked(self) -> int:
+        if self.outbox is None:
+            return 0
+        waiting = [p for p in self.outbox.pending(limit=100000) if not p.acked]
+        return waiting[0].seq - 1 if waiting else self.outbox.last_seq
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
+        was = self._connected.is_set()
+        self._connected.clear()
+        if was:
+            for listener in list(self._listeners):
+                listener(False)
+
+    def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
+        # the sender thread reads each report's MQTTMessageInfo.is_published(): no mid
+        # bookkeeping to race with (paho calls this holding its own message lock)
+        if self.outbox is not None:
+            self._wake.set()
+
+    def _on_message(self, client, userdata, msg) -> None:
+        topic, payload = msg.topic, msg.payload
+        if self.outbox is not None and topic == topics.confirmed_topic(self.link_id, self.unit_id):
+            self._on_confirmed(payload)
+            return
+        with self._lock:
+            raw = [s for p, s in self._raw if topic_matches(p, topic)]
+            subs = [(p, sub, s) for p, sub, s in self._subs if topic_matches(p, topic)]
+        for sink in raw:
+            sink(topic, payload)
+        if not subs:
+            return
+        try:
+            message = Message.from_json(payload.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            self.dropped += 1
+            log.warning("%s: dropped an undecodable message on %s: %s", self.unit_id, topic, exc)
+            return
+        if message.topic != topic:
+            self.dropped += 1
+            log.warning("%s: dropped a message for %s sent on %s", self.unit_id, message.topic, topic)
+            return
+        for _, subscriber, sink in subs:
+            if subscriber != message.sender:
+                sink(message)
+
+    def _on_confirmed(self, payload: bytes) -> None:
+        try:
+            data = json.loads(payload)
+            through = int(data["through_seq"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("%s: unreadable confirmation %r", self.unit_id, payload[:100])
+            return
+        if self.outbox is not None and through > 0:
+            # never further than what this outbox has numbered (a controller that kept a
+            # mark from a previous life of this unit id must not delete new reports)
+            self.outbox.confirm_through(min(through, self.outbox.last_seq))
+
+    # -- Bus ---------------------------------------------------------------------------
+
+    def publish(self, message: Message) -> None:
+        """Hand a table message to paho at QoS 1 (queued while the link is down)."""
+        info = self._client.publish(message.topic, message.to_json(), qos=1)
+        if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):
+            raise LinkError(f"{self.unit_id}: cannot publish on {message.topic}: {mqtt.error_string(info.rc)}")
+        self.published += 1
+
+    def subscribe(self, pattern: str, sink: Sink, subscriber: str) -> None:
+        with self._lock:
+            new = all(p != pattern for p, _, _ in self._subs) and all(p != pattern for p, _ in self._raw)
+            self._subs.append((pattern, subscriber, sink))
+        if new and self._connected.is_set():
+            self._client.subscribe(pattern, qos=1)
+
+    def unsubscribe(self, subscriber: str) -> None:
+        with self._lock:
+            gone = {p for p, s, _ in self._subs if s == subscriber}
+            self._subs = [x for x in self._subs if x[1] != subscriber]
+            still = {p for p, _, _ in self._subs} | {p for p, _ in self._raw}
+        for pattern in gone - still:
+            self._client.unsubscribe(pattern)
+
+    def subscribe_raw(self, pattern: str, sink: RawSink) -> None:
+        """Bytes as they come (meters, presence, reports): ``sink(topic, payload)``."""
+        with self._lock:
+            new = all(p != pattern for p, _, _ in self._subs) and all(p != pattern for p, _ in self._raw)
+            self._raw.append((pattern, sink))
+        if new and self._connected.is_set():
+            self._client.subscribe(pattern, qos=1)
+
+    def publish_raw(self, topic: str, payload: str | bytes, qos: int = 1, retain: bool = False):
+        return self._client.publish(topic, payload, qos=qos, retain=retain)
+
+    # -- reports -----------------------------------------------------------------------
+
+    def report(self, kind: str, body: dict[str, Any], key: str | None = None,
+               **extra: Any) -> int | None:
+        """Durably queue a report for the controller; its sequence number (None: ``key``
+        was reported before). Returns once it is on disk, not once it is sent."""
+        if self.outbox is None:
+            raise LinkError(f"{self.unit_id}: this link has no outbox; reports need one")
+        seq = self.outbox.put(topics.report_topic(self.unit_id), kind, body, key=key, extra=extra)
+        self._wake.set()
+        return seq
+
+    def _send_loop(self) -> None:
+        assert self.outbox is not None
+        inflight: list[tuple[mqtt.MQTTMessageInfo, int]] = []
+        while not self._closing:
+            self._wake.wait(0.5)
+            self._wake.clear()
+            if inflight:
+                done = [seq for info, seq in inflight if info.is_published()]
+                if done:
+                    self.outbox.mark_acked_many(done)
+                    inflight = [(i, s) for i, s in inflight if not i.is_published()]
+            if not self._connected.is_set() or len(inflight) >= MAX_INFLIGHT:
+                continue
+            with self._lock:
+                gen, after = self._gen, self._sent_through
+            rows = self.outbox.pending(after=after, limit=256)
+            for row in rows:
+                if self._closing or len(inflight) >= MAX_INFLIGHT:
+                    break
+                with self._lock:
+                    if gen != self._gen:
+                        break
+                    info = self._client.publish(row.topic, row.payload, qos=1)
+                    if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):
+                        log.error("%s: cannot publish report %d: %s", self.unit_id, row.seq,
+                                  mqtt.error_string(info.rc))
+                        break
+                    inflight.append((info, row.seq))
+                    self._sent_through = row.seq
+                    if info.rc != mqtt.MQTT_ERR_SUCCESS:
+                        break                     # link went down: paho and the next connect resend
+            else:
+                if len(rows) == 256:
+                    self._wake.set()
+
+    def drained(self) -> bool:
+        """Every report has been acknowledged by the broker."""
+        return self.outbox is None or self.outbox.stats()["waiting"] == 0
+
+    def wait_drained(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.drained():
+                return True
+            time.sleep(0.02)
+        return self.drained()

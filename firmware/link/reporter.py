@@ -1,0 +1,82 @@
+"""A seat's reports to the jackpot controller, derived from the seat's own engine state.
+
+Attached through the runtime's observer seam (``Unit.observe``): after every step the seat
+takes, :class:`SeatReporter` looks at the seat's round and queues, durably and once each
+(idempotency key ``<round>/<kind>``), what the controller needs:
+
+- ``progressive_wager`` once the progressive wager is live (booked at the initial deal);
+- ``progressive_hit`` for the highest qualifying hand (Switch §3.7.1): a fixed award or a
+  meter share (the controller locks the amount);
+- ``envy_bonus`` for each other player's envy hand (Switch §3.7.2), at the end of the round;
+- ``round_result`` when the round is over (confirms a pending hit: §3.7 pays a 100% win at
+  the end of the round).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from firmware.engine.round import Phase
+
+from .mqtt import MqttBus
+
+
+def amount_text(value: Fraction) -> str:
+    """An exact amount for the wire: ``"5"``, ``"37.5"``, ``"-12.25"`` (cents at most)."""
+    if (value * 100).denominator != 1:
+        raise ValueError(f"{value} is not a whole number of cents")
+    whole, cents = divmod(abs(value.numerator * 100 // value.denominator), 100)
+    sign = "-" if value < 0 else ""
+    return f"{sign}{whole}" if cents == 0 else f"{sign}{whole}.{cents:02d}".rstrip("0")
+
+
+def share_text(value: Fraction) -> str:
+    if value == 1:
+        return "1"
+    text = f"{float(value):.4f}".rstrip("0")
+    if Fraction(text) != value:
+        raise ValueError(f"meter share {value} has more than 4 decimals")
+    return text
+
+
+class SeatReporter:
+    def __init__(self, seat: Any, bus: MqttBus) -> None:
+        self.seat = seat
+        self.bus = bus
+        self.reported = 0
+        seat.observe(self._after_step)
+
+    def _report(self, round_no: int, kind: str, body: dict[str, Any], key: str | None = None) -> None:
+        seq = self.bus.report(kind, body, key=f"{round_no}/{key or kind}", table=self.seat.table,
+                              box=self.seat.box, round=round_no)
+        if seq is not None:
+            self.reported += 1
+
+    def _after_step(self, seat: Any) -> None:
+        state = seat.round
+        if state is None or not seat.round_no:
+            return
+        rnd = seat.round_no
+        try:
+            box = state.box(seat.box)
+        except Exception:          # this box has no wager this round
+            return
+        progressive = state.profile.progressive
+        if progressive is not None and "progressive" in box.ledger and "progressive" in box.stakes:
+            self._report(rnd, "progressive_wager", {"amount": amount_text(box.stakes["progressive"])})
+            if box.progressive_hand is not None:
+                share = box.progressive_share
+                self._report(rnd, "progressive_hit", {
+                    "category": box.progressive_hand,
+                    "award": None if share is not None else amount_text(box.progressive_award),
+                    "meter_share": None if share is None else share_text(share)})
+        if state.is_over:
+            if progressive is not None and progressive.envy_bonus is not None and state.phase != Phase.VOID:
+                for other in box.envy_from:
+                    self._report(rnd, "envy_bonus", {"from_box": other,
+                                                     "award": amount_text(progressive.envy_bonus)},
+                                 key=f"envy_bonus/{other}")
+            void = state.phase == Phase.VOID
+            net = sum(box.ledger.values(), start=Fraction(0)) if not void else Fraction(0)
+            self._report(rnd, "round_result", {"void": void, "net": amount_text(net)})

@@ -1,0 +1,89 @@
+"""A real mosquitto on a free loopback port, configured in a temporary directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Broker:
+    def __init__(self, directory: Path, *, acl: str | None = None, users: dict[str, str] | None = None,
+                 tls: dict[str, Path] | None = None, port: int | None = None) -> None:
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = port or free_port()
+        self.proc: subprocess.Popen | None = None
+        lines = [f"listener {self.port} 127.0.0.1",
+                 "persistence true", f"persistence_location {self.dir}/",
+                 "autosave_on_changes true", "autosave_interval 1",
+                 "max_queued_messages 0", "max_inflight_messages 64", "message_size_limit 65536",
+                 f"log_dest file {self.dir}/mosquitto.log", "log_type error", "log_type warning",
+                 "log_type notice"]
+        if tls:
+            lines += [f"cafile {tls['ca']}", f"certfile {tls['cert']}", f"keyfile {tls['key']}",
+                      "require_certificate true"]
+        if users is not None:
+            pw = self.dir / "passwd"
+            pw.write_text("")
+            for user, password in users.items():
+                subprocess.run(["mosquitto_passwd", "-b", str(pw), user, password], check=True,
+                               capture_output=True)
+            lines += ["allow_anonymous false", f"password_file {pw}"]
+        else:
+            lines += ["allow_anonymous true"]
+        if acl is not None:
+            (self.dir / "acl").write_text(acl)
+            lines += [f"acl_file {self.dir}/acl"]
+        self.conf = self.dir / "mosquitto.conf"
+        self.conf.write_text("\n".join(lines) + "\n")
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 10.0) -> "Broker":
+        self.proc = subprocess.Popen([MOSQUITTO, "-c", str(self.conf)], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"mosquitto exited: {self.proc.stderr.read().decode()[-2000:]} "
+                                   f"{self.log()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"mosquitto did not listen on {self.port} within {timeout}s")
+
+    def kill(self) -> None:
+        """SIGKILL: no goodbye, no final save."""
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def log(self) -> str:
+        p = self.dir / "mosquitto.log"
+        return p.read_text(errors="replace") if p.exists() else ""

@@ -1,0 +1,126 @@
+"""Shared by the link tests: bounded waits, simulated seats' report streams, a controller."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+
+from firmware.jackpot.controller import JackpotController
+from firmware.jackpot.pools import PoolSpec
+from firmware.link.reporter import amount_text
+
+POOL = PoolSpec("main", Fraction(1000), Fraction(15, 100), Fraction(250000), ("*",))
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str, step: float = 0.02) -> Any:
+    """Poll until ``predicate()`` is truthy; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(step)
+
+
+@dataclass
+class Expected:
+    wagers: int = 0
+    wagers_in: Fraction = Fraction(0)
+    fixed_hits: int = 0
+    fixed_won: Fraction = Fraction(0)
+    envy: int = 0
+    envy_won: Fraction = Fraction(0)
+    meter_hits: int = 0
+    events: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: "Expected") -> None:
+        for k in ("wagers", "wagers_in", "fixed_hits", "fixed_won", "envy", "envy_won", "meter_hits"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        self.events.update(other.events)
+
+
+def seat_script(unit: str, rounds: int, seed: int, meter_hits: bool = False) -> tuple[list, Expected]:
+    """A deterministic stream of reports a seat could send: (kind, body, round, key)."""
+    rng = random.Random(seed)
+    out: list[tuple[str, dict, int, str]] = []
+    exp = Expected()
+    for rnd in range(1, rounds + 1):
+        if rng.random() < 0.7:
+            wager = Fraction(rng.choice([1, 5, 5, 5, 10])) + Fraction(rng.choice([0, 25, 50]), 100)
+            out.append(("progressive_wager", {"amount": amount_text(wager)}, rnd, f"{rnd}/w"))
+            exp.wagers += 1
+            exp.wagers_in += wager
+            x = rng.random()
+            if x < 0.1:
+                award = Fraction(rng.choice([15, 20, 30, 500]))
+                out.append(("progressive_hit", {"category": "two_pairs", "award": amount_text(award),
+                                                "meter_share": None}, rnd, f"{rnd}/h"))
+                exp.fixed_hits += 1
+                exp.fixed_won += award
+            elif meter_hits and x < 0.12:
+                out.append(("progressive_hit", {"category": "suited_four_of_a_kind", "award": None,
+                                                "meter_share": "1"}, rnd, f"{rnd}/h"))
+                exp.meter_hits += 1
+            if rng.random() < 0.03:
+                out.append(("envy_bonus", {"from_box": 7, "award": "1000"}, rnd, f"{rnd}/e"))
+                exp.envy += 1
+                exp.envy_won += 1000
+        out.append(("round_result", {"void": False, "net": amount_text(Fraction(rng.randint(-50, 50)))},
+                    rnd, f"{rnd}/r"))
+    exp.events[unit] = len(out)
+    return out, exp
+
+
+def check_accounting(report: dict[str, Any], exp: Expected) -> None:
+    m = report["pools"]["main"]["meters"]
+    assert m["wagers"] == exp.wagers
+    assert Fraction(m["wagers_in"]) == exp.wagers_in
+    assert Fraction(m["contributions"]) == exp.wagers_in * POOL.rate
+    assert m["fixed_hits"] == exp.fixed_hits
+    assert Fraction(m["fixed_won"]) == exp.fixed_won
+    assert m["envy"] == exp.envy
+    assert Fraction(m["envy_won"]) == exp.envy_won
+    assert m["hits"] == exp.meter_hits
+    assert report["pools"]["main"]["balanced"]
+    for unit, n in exp.events.items():
+        u = report["units"][unit]
+        assert (u["events"], u["highest_seq"], u["missing"]) == (n, n, 0), (unit, u)
+
+
+def controller(path: Path) -> JackpotController:
+    return JackpotController(path, [POOL])
+
+
+class Sniffer:
+    """A plain paho client that records everything under betbox/v1/# (for schema checks)."""
+
+    def __init__(self, url: str, pattern: str = "betbox/v1/#", **auth: str) -> None:
+        host, port = url.removeprefix("mqtt://").split(":")
+        self.messages: list[tuple[str, bytes, bool]] = []
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2)
+        if auth:
+            self.client.username_pw_set(auth["username"], auth["password"])
+        self.client.on_message = lambda c, u, m: self.messages.append((m.topic, m.payload, m.retain))
+        self._subscribed = False
+        self.client.on_subscribe = lambda *a: setattr(self, "_subscribed", True)
+        self.client.on_connect = lambda c, u, f, rc, p: c.subscribe(pattern, qos=1)
+        self.client.connect(host, int(port))
+        self.client.loop_start()
+        wait_until(lambda: self._subscribed, 10, "the sniffer's subscription")
+
+    def json(self, suffix: str) -> list[dict]:
+        return [json.loads(p) for t, p, _ in self.messages if t.endswith(suffix)]
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
