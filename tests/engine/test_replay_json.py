@@ -1,0 +1,136 @@
+"""Events round-trip through ``event_to_dict`` / ``event_from_dict`` and JSON, and a replay
+of the decoded record settles identically (DESIGN 'Records': every round reproducible from
+its record; the journal stores events as JSON)."""
+
+from __future__ import annotations
+
+import json
+import random
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from firmware.engine.cards import ALL_CARDS
+from firmware.engine.events import (Action, BetsClosed, CardDrawn, Decision, VoidRound, WalkedAway,
+                                    event_from_dict, event_to_dict)
+from firmware.engine.round import Round, replay
+from firmware.engine.settlement import settlement
+
+from .test_properties import PROFILE_NAMES, PROFILES, SETTINGS, play, tables
+
+
+def through_json(event):
+    data = event_to_dict(event)
+    text = json.dumps(data)
+    return event_from_dict(json.loads(text))
+
+
+@pytest.mark.parametrize("name", PROFILE_NAMES)
+@settings(SETTINGS, max_examples=100)
+@given(data=st.data())
+def test_a_round_record_survives_json_and_replays_identically(name, data):
+    profile = PROFILES[name]
+    table = data.draw(tables(profile), label="table")
+    rnd = data.draw(st.randoms(use_true_random=True), label="rnd")
+    played = play(table, rnd)
+    record = played.state.history
+    text = json.dumps([event_to_dict(e) for e in record])
+    decoded = [event_from_dict(d) for d in json.loads(text)]
+    assert decoded == record
+    for event, back in zip(record, decoded):
+        assert type(back) is type(event)
+    state, outcomes = replay(profile, decoded, **table.new_kwargs())
+    assert settlement(state) == settlement(played.state)
+    assert outcomes == played.outcomes
+    assert json.loads(json.dumps(settlement(state))) == settlement(state)
+
+
+amounts = st.one_of(
+    st.integers(0, 10**6).map(Fraction),
+    st.integers(1, 10**8).map(lambda n: Fraction(n, 100)),     # cents
+    st.integers(1, 10**6).map(lambda n: Fraction(n, 200)),     # half cents: half an odd-cent stake
+)
+bet_names = st.sampled_from(["main", "player_pair", "under_13", "over_13", "perfect_pairs",
+                             "super_pairs", "twenty_one_plus_three", "top_3", "progressive"])
+events = st.one_of(
+    st.builds(lambda w: BetsClosed.of(w),
+              st.dictionaries(st.integers(1, 7), st.dictionaries(bet_names, amounts, max_size=4),
+                              max_size=7)),
+    st.builds(CardDrawn, st.sampled_from(ALL_CARDS)),
+    st.builds(Decision, st.integers(1, 7), st.sampled_from(list(Action)),
+              st.none() | amounts, st.none() | st.integers(1, 2)),
+    st.builds(WalkedAway, st.integers(1, 7)),
+    st.builds(VoidRound, st.sampled_from(["interruption", "foreign_card", "insufficient_cards"])
+              | st.text(max_size=40)),
+)
+
+
+@settings(SETTINGS, max_examples=300)
+@given(events)
+def test_every_event_round_trips_through_json(event):
+    assert through_json(event) == event
+
+
+@pytest.mark.parametrize("text", ["1", "12.5", "0.01", "1234567.89", "0.005"])
+def test_amounts_come_back_exactly(text):
+    amount = Fraction(text)
+    d = Decision(3, Action.DOUBLE, amount)
+    back = through_json(d)
+    assert back.amount == amount and isinstance(back.amount, Fraction)
+
+
+def test_malformed_records_are_refused_with_a_reason():
+    for bad in ({"type": "card", "card": "ZZ"}, {"type": "decision", "box": 1, "action": "fold"},
+                {"type": "bets_closed"}, {"type": "teleport"}, {"type": "walked_away"}):
+        with pytest.raises(ValueError):
+            event_from_dict(bad)
+
+
+def test_a_recorded_round_replays_from_its_json_journal():
+    """A fixed rws-blackjack round: split, double, insurance; journal -> JSON -> replay."""
+    profile = PROFILES["rws-blackjack"]
+    journal = json.dumps([
+        {"type": "bets_closed", "wagers": {"1": {"main": 10, "player_pair": 5}, "4": {"main": 25}}},
+        {"type": "card", "card": "8S"}, {"type": "card", "card": "9H"},
+        {"type": "card", "card": "AD"},
+        {"type": "card", "card": "8D"}, {"type": "card", "card": "9C"},
+        {"type": "decision", "box": 4, "action": "insurance", "amount": 12.5},
+        {"type": "decision", "box": 1, "action": "split"},
+        {"type": "card", "card": "3C"},
+        {"type": "decision", "box": 1, "action": "double", "amount": 7.5},
+        {"type": "card", "card": "TS"},
+        {"type": "card", "card": "KH"},
+        {"type": "decision", "box": 1, "action": "stand"},
+        {"type": "decision", "box": 4, "action": "stand"},
+        {"type": "card", "card": "6S"},                            # soft 17: the dealer stands
+    ])
+    record = [event_from_dict(d) for d in json.loads(journal)]
+    state, _ = replay(profile, record)
+    s = settlement(state)
+    assert s["complete"] and not s["void"]
+    assert s["dealer"]["cards"] == ["AD", "6S"] and s["dealer"]["total"] == 17   # §3.23
+    box1, box4 = s["boxes"]["1"], s["boxes"]["4"]
+    assert box1["bets"]["player_pair"] == 55                       # §4.1.1 pair 11 to 1
+    assert [h["total"] for h in box1["hands"]] == [21, 18]
+    assert box1["hands"][0]["doubled"] == 7.5
+    assert box1["bets"]["main"] == 17.5 + 10                        # 21 beats 17, 18 beats 17
+    assert box4["bets"] == {"main": 25, "insurance": -12.5}         # §3.14.2 b insurance loses
+    again, _ = replay(profile, [event_from_dict(event_to_dict(e)) for e in state.history])
+    assert settlement(again) == s
+
+
+@pytest.mark.xfail(strict=True, reason="engine bug: a non-decimal amount (1/3) is accepted by "
+                   "apply but its event cannot be decoded from the journal")
+def test_an_accepted_event_can_always_be_journalled():
+    """events.py: 'Every event round-trips ... so a round can be journalled and replayed
+    exactly'. The engine takes insurance of 1/3 on a 10 bet (<= half, §3.14.2 a), and
+    event_to_dict writes it as "1/3", which event_from_dict refuses."""
+    profile = PROFILES["rws-blackjack"]
+    state = Round.new(profile)
+    for e in [BetsClosed.of({1: {"main": 10}}), CardDrawn(ALL_CARDS[4]), CardDrawn(ALL_CARDS[0]),
+              CardDrawn(ALL_CARDS[5])]:
+        state, _ = state.apply(e)
+    d = Decision(1, Action.INSURANCE, Fraction(1, 3))
+    if state.why_not(d) is None:
+        assert through_json(d) == d
