@@ -71,7 +71,7 @@ class InsuranceSettled:
 @dataclass(frozen=True, slots=True)
 class HandSettled:
     box: int
-    hand: int
+    hand: int             # the hand's stable id (Round.hand_by_id), not its position
     result: str           # blackjack | win | lose | bust | stand_off | surrender | even_money
     net: Fraction
     clause: str

@@ -51,6 +51,7 @@ class Hand:
 
     family: int
     stake: Fraction
+    id: int = 0                    # stable: 1..n for the initial hands, split hands numbered on as formed
     cards: list[Card] = field(default_factory=list)
     doubled: Fraction = ZERO
     from_split: bool = False
@@ -207,6 +208,10 @@ class Round:
     def is_over(self) -> bool:
         return self.phase in (Phase.COMPLETE, Phase.VOID)
 
+    def hand_by_id(self, number: int, hand_id: int) -> Hand:
+        """The hand an outcome names: ids stay with their hand when later splits move it."""
+        return next(h for h in self.box(number).hands if h.id == hand_id)
+
     def box(self, number: int) -> Box:
         for b in self.boxes:
             if b.number == number:
@@ -245,17 +250,40 @@ class Round:
             return str(exc)
         return None
 
-    def legal_decisions(self, box: int) -> dict[Action, str | None]:
+    def legal_decisions(self, box: int, hand: int | None = None) -> dict[Action, str | None]:
         """Every decision for ``box`` with None (legal now) or the reason it is not.
-        Insurance is asked about at its largest amount, half the initial bet."""
+
+        ``hand`` (1-based) names the initial hand for insurance and surrender in Blackjack
+        Switch (default: the first). Insurance is asked about at its largest amount, half
+        that hand's initial bet."""
         result: dict[Action, str | None] = {}
         for action in Action:
             amount = None
+            which = hand if action in (Action.INSURANCE, Action.SURRENDER) else None
             if action == Action.INSURANCE:
                 b = next((b for b in self.boxes if b.number == box and b.dealt), None)
-                amount = b.hands[0].stake / 2 if b is not None else None
-            result[action] = self.why_not(Decision(box, action, amount))
+                family = (hand or 1) - 1
+                if b is not None and any(h.family == family for h in b.hands):
+                    amount = self._family_hand(b, family).stake / 2
+            result[action] = self.why_not(Decision(box, action, amount, which))
         return result
+
+    @property
+    def offers_open(self) -> bool:
+        """Insurance, even money and (table-wide window) surrender may still be asked for:
+        the initial deal is complete and no further card has been dealt (§3.14, §3.16)."""
+        return self.phase in (Phase.PLAY, Phase.DEALER) and not self.subsequent_deal
+
+    def wagered(self, number: int) -> dict[str, Fraction]:
+        """What a box put at risk per bet: stakes as counted, with every double and split
+        stake under ``main``, and insurance. (Returned bets count nothing.)"""
+        box = self.box(number)
+        out: dict[str, Fraction] = {}
+        for name, stake in box.stakes.items():
+            out[name] = sum((h.at_risk for h in box.hands), ZERO) if name == "main" else stake
+        if box.insurance:
+            out["insurance"] = sum(box.insurance.values(), ZERO)
+        return out
 
     def outcome_established(self) -> bool:
         """§5.4: has any bet conclusively won or lost? (Decides void vs. continue after a
@@ -370,7 +398,7 @@ class Round:
                                    p.clause("side_bet_limit"))
             box.stakes[name] = self._within_limits(box, name, amount, out)
         if box.dealt:
-            box.hands = [Hand(family=f, stake=box.stakes["main"]) for f in range(p.hands_per_box)]
+            box.hands = [Hand(family=f, stake=box.stakes["main"], id=f + 1) for f in range(p.hands_per_box)]
         return box
 
     def _within_limits(self, box: Box, name: str, amount: Fraction, out: list[Outcome]) -> Fraction:
@@ -664,13 +692,13 @@ class Round:
             if r.surrender_window == "before_any_draw" and self.subsequent_deal:
                 raise IllegalDecision("surrender must be decided before any additional card is dealt to any player",
                                       p.clause("surrender"))
+            if hand.status == "surrendered":
+                raise IllegalDecision(f"box {d.box} hand {family + 1} is already surrendered", p.clause("surrender"))
             if hand.decided or len(hand.cards) != 2 or (r.surrender_window == "own_first_decision" and box.acted):
                 raise IllegalDecision(f"box {d.box} hand {family + 1} has already been played; surrender comes "
                                       "immediately after the initial two cards", p.clause("surrender"))
             if hand.is_blackjack:
                 raise IllegalDecision("a Blackjack takes no further decisions", p.clause("no_draw_on_21"))
-            if hand.status == "surrendered":
-                raise IllegalDecision(f"box {d.box} hand {family + 1} is already surrendered", p.clause("surrender"))
             return
         raise IllegalDecision(f"unknown decision {d.action!r}")
 
@@ -797,8 +825,8 @@ class Round:
         elif d.action == Action.SPLIT:
             aces = hand.cards[0].is_ace
             moved = hand.cards.pop()
-            new = Hand(family=hand.family, stake=hand.stake, cards=[moved], from_split=True,
-                       split_aces=aces, switched=hand.switched)
+            new = Hand(family=hand.family, stake=hand.stake, id=max(h.id for h in box.hands) + 1,
+                       cards=[moved], from_split=True, split_aces=aces, switched=hand.switched)
             hand.from_split = True
             hand.split_aces = aces
             hand.decided = False
@@ -914,8 +942,7 @@ class Round:
         hand.result = result
         hand.net = net
         box.book("main", net)
-        index = next(i for i, h in enumerate(box.hands) if h is hand)
-        out.append(HandSettled(box.number, index + 1, result, net,
+        out.append(HandSettled(box.number, hand.id, result, net,
                                self.profile.clause(clause_key)))
 
     def _void(self, reason: str, out: list[Outcome], detail: str | None = None) -> None:

@@ -33,6 +33,7 @@ def settlement(state: Round) -> dict[str, Any]:
         for hand in box.hands:
             total, soft = hand_total(hand.cards)
             entry: dict[str, Any] = {
+                "id": hand.id,
                 "cards": [str(c) for c in hand.cards],
                 "total": total,
                 "soft": soft,
@@ -51,6 +52,7 @@ def settlement(state: Round) -> dict[str, Any]:
             bets = {name: to_json_number(amount) for name, amount in box.ledger.items()}
         b: dict[str, Any] = {
             "hands": hands,
+            "wagered": {n: to_json_number(a) for n, a in state.wagered(box.number).items()},
             "bets": bets,
             "net": to_json_number(sum(box.ledger.values(), start=0) if not void else 0),
         }

@@ -333,7 +333,7 @@ class SeatUnit(Unit):
                 self.pending.pop("main")
                 self.alarm("past_posting", f"{format_amount(main)} added to main without a double or split")
         ins = self.pending.get("insurance")
-        if ins and (state.is_over or state.subsequent_deal):
+        if ins and not state.offers_open:
             self.pending.pop("insurance")
             self.alarm("past_posting", f"{format_amount(ins)} on insurance was never taken as insurance")
 

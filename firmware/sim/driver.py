@@ -141,7 +141,7 @@ class TableDriver:
     def _next_input(self) -> None:
         t = self.table
         state = t.dealer.round
-        if state.phase in (Phase.PLAY, Phase.DEALER) and not state.subsequent_deal and not self._offers_done(state):
+        if state.offers_open and not self._offers_done(state):
             self._offers(state)
             return
         expect = state.expecting()

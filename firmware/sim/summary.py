@@ -29,13 +29,8 @@ class Summary:
             return
         for box in state.boxes:
             self.hands += len(box.hands)
-            for name, stake in box.stakes.items():
-                if name == "main":
-                    self.wagered["main"] += sum((h.at_risk for h in box.hands), Fraction(0))
-                else:
-                    self.wagered[name] += stake
-            for stake in box.insurance.values():
-                self.wagered["insurance"] += stake
+            for name, amount in state.wagered(box.number).items():
+                self.wagered[name] += amount
             for name, net in box.ledger.items():
                 self.won[name] += net
 

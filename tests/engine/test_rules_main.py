@@ -515,3 +515,21 @@ def test_side_bets_settle_at_the_interim_settlement_before_any_further_card_s3_1
     state, out = step(state, "8D")
     settled = {o.bet: o.net for o in out if isinstance(o, SideBetSettled)}
     assert settled == {"player_pair": 55, "under_13": -5, "over_13": 5}
+
+
+def test_offers_open_until_the_first_further_card():
+    state = start("rws-blackjack", {1: {"main": 10}, 2: {"main": 10}}, ["TS", "5H", "AD", "7C"])
+    assert not state.offers_open                       # initial deal not complete
+    state, _ = step(state, "6H")
+    assert state.offers_open
+    state, _ = step(state, (1, "stand"))
+    assert state.offers_open                           # a stand deals no card
+    state, _ = step(state, (2, "hit"), "4C")
+    assert not state.offers_open
+
+
+def test_wagered_counts_doubles_split_stakes_and_insurance():
+    state = start("rws-blackjack", {1: {"main": 10, "player_pair": 5}}, ["8S", "AH", "8D"])
+    state, _ = step(state, Decision(1, Action.INSURANCE, Fraction(5)), (1, "split"), "3C",
+                    Decision(1, Action.DOUBLE, Fraction(10)), "9C")
+    assert state.wagered(1) == {"main": 30, "player_pair": 5, "insurance": 5}

@@ -247,3 +247,14 @@ def test_any_ruleset_can_carry_a_progressive_three_card_hand():
         out.extend(o)
     hit = [o for o in out if isinstance(o, ProgressiveHit)]
     assert hit and hit[0].category == "straight_flush" and hit[0].award == 200
+
+
+def test_legal_decisions_name_the_hand_for_insurance_and_surrender():
+    state = start(SW, {1: {"main": 10}}, ["TS", "9H", "7D", "6C", "7H"])
+    state, _ = step(state, Decision(1, Action.SURRENDER, hand=2))
+    assert "already surrendered" in state.legal_decisions(1, hand=2)[Action.SURRENDER]
+    assert state.legal_decisions(1, hand=1)[Action.SURRENDER] is None
+    state = start(SW, {1: {"main": 10}}, ["TS", "9H", "AD", "6C", "7H"])
+    state, _ = step(state, Decision(1, Action.INSURANCE, Fraction(5), hand=1))
+    assert "already insured" in state.legal_decisions(1, hand=1)[Action.INSURANCE]
+    assert state.legal_decisions(1, hand=2)[Action.INSURANCE] is None
