@@ -268,10 +268,12 @@ class MqttBus:
             self._wake.wait(0.5)
             self._wake.clear()
             if inflight:
-                done = [seq for info, seq in inflight if info.is_published()]
+                done, still = [], []
+                for info, seq in inflight:          # is_published() read once per report
+                    (done if info.is_published() else still).append((info, seq))
                 if done:
-                    self.outbox.mark_acked_many(done)
-                    inflight = [(i, s) for i, s in inflight if not i.is_published()]
+                    self.outbox.mark_acked_many([seq for _, seq in done])
+                    inflight = still
             if not self._connected.is_set() or len(inflight) >= MAX_INFLIGHT:
                 continue
             with self._lock:

@@ -27,7 +27,7 @@ class ControllerWatch:
         self._lock = threading.Lock()
         self._listeners: list[Callable[[bool, str | None], None]] = []
         self.meter: dict[str, Any] | None = None
-        self._last: bool | None = None
+        self._last = False                  # unavailable until the controller says online
         bus.subscribe_raw(topics.jackpot_status_topic(link_id), self._on_status)
         bus.subscribe_raw(topics.meter_topic(link_id), self._on_meter)
         bus.add_link_listener(lambda up: self._changed())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -26,11 +27,11 @@ class Broker:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.proc: subprocess.Popen | None = None
-        lines = [f"listener {self.port} 127.0.0.1",
+        lines = [f"listener {self.port} 127.0.0.1", f"user {pwd.getpwuid(os.getuid()).pw_name}",
                  "persistence true", f"persistence_location {self.dir}/",
                  "autosave_on_changes true", "autosave_interval 1",
                  "max_queued_messages 0", "max_inflight_messages 64", "message_size_limit 65536",
-                 f"log_dest file {self.dir}/mosquitto.log", "log_type error", "log_type warning",
+                 "log_dest stderr", "log_type error", "log_type warning",
                  "log_type notice"]
         if tls:
             lines += [f"cafile {tls['ca']}", f"certfile {tls['cert']}", f"keyfile {tls['key']}",
@@ -55,13 +56,13 @@ class Broker:
         return f"mqtt://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 10.0) -> "Broker":
+        self._log = open(self.dir / "mosquitto.log", "ab")
         self.proc = subprocess.Popen([MOSQUITTO, "-c", str(self.conf)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
+                                     stderr=self._log)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"mosquitto exited: {self.proc.stderr.read().decode()[-2000:]} "
-                                   f"{self.log()[-2000:]}")
+                raise RuntimeError(f"mosquitto exited: {self.log()[-2000:]}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
                     return self
