@@ -77,5 +77,10 @@ def format_amount(amount: Fraction) -> str:
     return str(value)
 
 
+def is_whole_cents(amount: Fraction) -> bool:
+    """Chips and wagers come in cents; anything finer cannot be placed (or journalled)."""
+    return (amount / CENT).denominator == 1
+
+
 def round_down_to_cent(amount: Fraction) -> Fraction:
     return Fraction(int(amount / CENT)) * CENT if amount >= 0 else -round_down_to_cent(-amount)

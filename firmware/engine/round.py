@@ -24,7 +24,7 @@ from .errors import (BettingOpen, IllegalDecision, IllegalWager, NotYourTurn, Ro
 from .events import (Action, BetsClosed, CardDrawn, Decision, Event, TURN_ACTIONS, VoidRound,
                      WalkedAway)
 from .hand import describe, hand_total
-from .money import round_down_to_cent
+from .money import is_whole_cents
 from .outcomes import (BetReturned, EnvyBonus, HandSettled, InsuranceSettled, Outcome,
                        ProgressiveHit, RoundComplete, RoundVoided, SideBetSettled, WagerFlagged)
 from .profile import Profile
@@ -312,6 +312,10 @@ class Round:
         if self.is_over:
             raise RoundOver(f"the round is {self.phase.value}; it takes no more events")
         if isinstance(event, VoidRound):
+            if event.reason == "interruption" and self.outcome_established():
+                # §5.4.1: once any bet has conclusively won or lost, play continues
+                raise RuleError("an outcome has been established: the round is concluded, not voided",
+                                self.profile.clause("interruption"))
             self._void(event.reason, out)
             return
         if isinstance(event, BetsClosed):
@@ -354,6 +358,8 @@ class Round:
                     raise IllegalWager(f"box {number}: {name} is listed twice")
                 if amount < 0:
                     raise IllegalWager(f"box {number}: {name} wager {amount} is negative")
+                if not is_whole_cents(amount):
+                    raise IllegalWager(f"box {number}: {name} wager {amount} is not a whole number of cents")
                 if amount > 0:
                     placed[name] = amount
             if placed:
@@ -623,6 +629,8 @@ class Round:
                                   p.clause("walked_away"))
         if d.amount is not None and d.action not in (Action.DOUBLE, Action.INSURANCE):
             raise IllegalDecision(f"{d.action} takes no amount")
+        if d.amount is not None and not is_whole_cents(d.amount):
+            raise IllegalDecision(f"{d.action} amount {d.amount} is not a whole number of cents")
         up = self.dealer[0]
         if d.action in TURN_ACTIONS:
             cur = self.hand_in_play()

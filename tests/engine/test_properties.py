@@ -254,8 +254,13 @@ class Driver:
                               f"history: {self.state.history!r}")
             if self.allow_void and self.rnd.random() < 0.01:
                 reason = self.rnd.choice(["interruption", "insufficient_cards", "power failure"])
-                self.apply(VoidRound(reason), "a void is always possible")
-                break
+                if reason == "interruption" and self.state.outcome_established():
+                    # §5.4.1: once an outcome is established the round is concluded, not voided
+                    with pytest.raises(RuleError, match="outcome has been established"):
+                        self.state.apply(VoidRound(reason))
+                else:
+                    self.apply(VoidRound(reason), "a void is possible (§5.4.2, §5.5)")
+                    break
             if self.state.phase in (Phase.PLAY, Phase.DEALER) and not asked_round:
                 # the offer window opens: the dealer asks each box in turn (§3.14, §3.16)
                 asked_round = True

@@ -441,7 +441,7 @@ def test_insufficient_cards_void_the_round_s5_5_3():
 def test_void_after_interim_settlement_returns_every_bet_s5_17():
     state = start("rws-blackjack", {1: {"main": 10, "player_pair": 10}}, ["8S", "6H", "8D"])
     assert state.box(1).ledger["player_pair"] == 110
-    state, out = state.apply(VoidRound("interruption"))
+    state, out = state.apply(VoidRound("insufficient_cards"))
     assert state.phase == Phase.VOID
     assert all(v == 0 for v in state.box(1).ledger.values())
     with pytest.raises(RoundOver):
@@ -533,3 +533,27 @@ def test_wagered_counts_doubles_split_stakes_and_insurance():
     state, _ = step(state, Decision(1, Action.INSURANCE, Fraction(5)), (1, "split"), "3C",
                     Decision(1, Action.DOUBLE, Fraction(10)), "9C")
     assert state.wagered(1) == {"main": 30, "player_pair": 5, "insurance": 5}
+
+
+def test_amounts_are_whole_cents():
+    from firmware.engine.errors import IllegalWager
+    from firmware.engine.events import BetsClosed
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round
+
+    with pytest.raises(IllegalWager, match="not a whole number of cents"):
+        Round.new(load_profile("rws-blackjack")).apply(BetsClosed.of({1: {"main": "10.005"}}))
+    state = start("rws-blackjack", {1: {"main": "10.50"}}, ["5S", "6H", "4D"])
+    assert state.why_not(Decision(1, Action.DOUBLE, Fraction("10.25"))) is None
+
+
+def test_an_interruption_voids_only_while_no_outcome_is_established_s5_4():
+    state = start("rws-blackjack", {1: {"main": 10}, 2: {"main": 10}}, ["5S", "7C", "6H", "4D", "8C"])
+    voided, _ = state.apply(VoidRound("interruption"))                 # §5.4.2
+    assert voided.phase == Phase.VOID
+    state, _ = step(state, (1, "hit"), "TC", (1, "hit"), "9C")        # bust: an outcome (§5.4.1)
+    assert not state.is_over
+    with pytest.raises(Exception, match="outcome has been established"):
+        state.apply(VoidRound("interruption"))
+    foreign, _ = state.apply(VoidRound("foreign_card"))               # §5.5 voids whatever happened
+    assert foreign.phase == Phase.VOID
