@@ -1,0 +1,61 @@
+"""A small in-process table to take seat snapshots from (no Kivy)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+from firmware.engine.profile import load_profile
+from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
+from firmware.sim import chipset
+from ui.source import ControllerFeed, SeatSource
+
+LIMITS = {"main": (Fraction(10), Fraction(500))}
+
+
+class Table:
+    """One dealer, ``boxes`` seats; chips and cards by hand; seat 1 watched by a source."""
+
+    def __init__(self, tmp: Path, profile: str = "rws-perfect-pairs", boxes: int = 2,
+                 limits=LIMITS, controller: ControllerFeed | None = None, meter=None) -> None:
+        self.profile = load_profile(profile)
+        self.spots = list(seat_spots(self.profile))
+        spec = TableSpec("t1", self.profile, 1, tmp, boxes=boxes, limits=limits)
+        self.table = InProcessTable(spec, chipset.registry(boxes, len(self.spots)))
+        if meter is not None:
+            self.table.dealer.meter = Fraction(meter)
+        self.controller = controller or ControllerFeed()
+        self.source = SeatSource(self.table.seats[1], self.controller, bus=self.table.bus)
+        self.table.boot()
+        self._layer = 0
+
+    def snap(self):
+        return self.source.snapshot()
+
+    def press(self, button: str) -> None:
+        self.table.console.press(button)
+        self.table.settle()
+
+    def open(self) -> None:
+        for reader in self.table.readers.values():
+            for spot in reader.spots:
+                reader.remove_chips(spot)
+        self.table.cycle_readers(3)
+        self.press("open_bets")
+
+    def bet(self, box: int, spot: str, amount, layer: int = 0) -> None:
+        uids = chipset.chips_for(Fraction(amount), box, self.spots.index(spot), layer)
+        self.table.readers[box].place_chips(spot, uids)
+        self.table.cycle_readers(2, [box])
+
+    def unknown_chip(self, box: int, spot: str) -> None:
+        self.table.readers[box].place_chips(spot, [chipset.unknown_uid(box, self.spots.index(spot))])
+        self.table.cycle_readers(2, [box])
+
+    def deal(self, *cards: str) -> None:
+        for c in cards:
+            self.table.shoe.deal(c)
+            self.table.settle()
+
+    def close(self) -> None:
+        self.table.close()

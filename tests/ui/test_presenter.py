@@ -1,0 +1,300 @@
+"""The seat display's presenter, driven by a real in-process table (no Kivy, no window)."""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+
+import pytest
+
+from ui.i18n import EN, LANGUAGES, MS, ZH
+from ui.model import ControllerState
+from ui.presenter import RecallBook, SeatPresenter, card_face, money, odds, present
+from ui.source import ControllerFeed, SeatSource
+
+from .helpers import Table
+
+
+@pytest.fixture
+def table(tmp_path):
+    t = Table(tmp_path)
+    t.table.shoe.shuffle()
+    t.table.settle()
+    yield t
+    t.close()
+
+
+def spot(screen, name):
+    return next(s for s in screen.spots if s.spot == name)
+
+
+def test_no_kivy_in_the_presenter():
+    import ui.presenter, ui.source, ui.rulesinfo, ui.service, ui.model, ui.i18n  # noqa: F401,E401
+    assert "kivy" not in sys.modules
+
+
+def test_formatting():
+    assert money("1234.5") == "1,234.50" and money("-20") == "−20" and money("250", signed=True) == "+250"
+    assert odds(Fraction(3, 2)) == "3:2" and odds(Fraction(25)) == "25:1"
+    assert card_face("TS").text == "10♠" and card_face("AH").red and not card_face("KC").red
+
+
+def test_every_language_has_every_text():
+    for table in (ZH, MS):
+        assert set(table) == set(EN)
+    assert set(LANGUAGES) == {"en", "zh", "ms"}
+
+
+def test_header_and_phases_through_a_round(table):
+    s = present(table.snap())
+    assert s.phase == "Waiting for the next round" and s.seat == "Seat 1"
+    table.open()
+    s = present(table.snap())
+    assert (s.phase, s.title, s.limits, s.round) == ("Place your bets", "Blackjack Perfect Pairs"
+                                                     if "Perfect" in s.title else s.title, "Limits 10–500", "Round 1")
+    table.bet(1, "main", 20)
+    table.bet(2, "main", 20)
+    table.press("no_more_bets")
+    assert present(table.snap()).phase in ("Dealing", "No more bets")
+    table.deal("8H")
+    assert present(table.snap()).phase == "Dealing"
+    table.deal("5S", "8D", "9C", "KS")
+    s = present(table.snap())
+    assert s.phase == "Your hand"
+    assert s.hands[0].total == "17" and s.hands[0].in_play
+    assert s.decisions.startswith("You may: hit, stand")
+    assert s.dealer_label == "Dealer" and [c.text for c in s.dealer_cards] == ["8♦"]
+    table.press("stand")
+    assert present(table.snap()).phase == "Other players' turn"
+    table.press("stand")
+    table.deal("TC")
+    s = present(table.snap())
+    assert s.phase == "Settling" and s.dealer_total == "18"
+    assert s.hands[0].result == "Lose  −20" and s.net == "Round net −20" and s.net_tone == "bad"
+
+
+def test_spot_statuses_counted_and_pro_rata(table):
+    table.open()
+    table.bet(1, "main", 20)
+    table.bet(1, "perfect_pairs", 10)
+    s = present(table.snap())
+    assert (spot(s, "main").amount, spot(s, "main").note, spot(s, "main").tone) == ("20", "Counted", "ok")
+    table.bet(1, "main", 600, layer=1)       # rws: over the maximum is played pro rata (§5.1.1)
+    s = present(table.snap())
+    assert spot(s, "main").note == "Over the maximum: paid on 500" and spot(s, "main").tone == "warn"
+
+
+def test_unknown_chip_and_side_bet_without_main(table):
+    table.open()
+    table.bet(1, "perfect_pairs", 10)
+    table.unknown_chip(1, "main")
+    s = present(table.snap())
+    assert spot(s, "main").note == "Unknown chip: not counted" and spot(s, "main").tone == "bad"
+    assert spot(s, "perfect_pairs").note == "Needs a main bet: will be returned"
+
+
+def test_over_and_under_limits_refused_and_top3_without_21_3(tmp_path):
+    t = Table(tmp_path, "uk-4-deck", limits={"main": (Fraction(10), Fraction(500))})
+    try:
+        t.open()
+        t.bet(1, "main", 600)
+        s = present(t.snap())
+        assert spot(s, "main").note == "Over the maximum 500" and spot(s, "main").tone == "bad"
+        t.table.readers[1].remove_chips("main")
+        t.bet(1, "main", 5, layer=1)
+        assert spot(present(t.snap()), "main").note == "Under the minimum 10"
+        t.table.readers[1].remove_chips("main")
+        t.bet(1, "main", 20, layer=2)
+        t.bet(1, "top_3", 5)
+        s = present(t.snap())
+        assert spot(s, "top_3").note == "Needs a 21+3 bet: will be returned"
+        assert spot(present(t.snap(), "zh"), "top_3").note == "需要21+3注：将退还"
+    finally:
+        t.close()
+
+
+def test_bets_closed_past_posting_is_shown_on_the_spot(table):
+    table.open()
+    table.bet(1, "main", 20)
+    table.bet(1, "perfect_pairs", 10)
+    table.press("no_more_bets")
+    table.bet(1, "perfect_pairs", 5, layer=1)
+    s = present(table.snap())
+    assert spot(s, "perfect_pairs").note == "Bets closed: added chips not counted"
+    assert any(b.kind == "fault" and "Security alarm" in b.text for b in s.banners)
+    assert spot(s, "main").note == "Bet accepted"
+
+
+def test_perfect_pair_result_with_its_pay_line(table):
+    table.open()
+    table.bet(1, "main", 20)
+    table.bet(1, "perfect_pairs", 10)
+    table.press("no_more_bets")
+    table.deal("8H", "9D", "8H")                  # box 1: 8H 8H -- a perfect pair; dealer 9
+    table.press("stand")
+    table.deal("TC")
+    s = present(table.snap())
+    assert s.phase == "Settling"
+    texts = [r.text for r in s.results]
+    assert "Perfect Pair 25:1  +250" in texts and "Main bet  −20" in texts
+    assert s.net == "Round net +230" and s.net_tone == "ok"
+    assert s.hands[0].total == "16"
+    zh = present(table.snap(), "zh")
+    assert "完美对子 25:1  +250" in [r.text for r in zh.results]
+
+
+def test_soft_blackjack_and_bust_totals(table):
+    table.open()
+    table.bet(1, "main", 20)
+    table.bet(2, "main", 20)
+    table.press("no_more_bets")
+    table.deal("AH", "9S", "6D", "6C", "KS")       # box 1: A 6 soft 17; box 2: 9 K
+    assert present(table.snap()).hands[0].total == "Soft 17"
+    table.press("hit")
+    table.deal("KD")                              # A 6 K: hard 17
+    assert present(table.snap()).hands[0].total == "17"
+    table.press("hit")
+    table.deal("9H")
+    s = present(table.snap())
+    assert s.hands[0].total == "Bust 26"
+    table.press("stand")
+    table.deal("TD", "5C")
+    assert present(table.snap()).phase == "Settling"
+
+
+def test_blackjack_total(table):
+    table.open()
+    table.bet(1, "main", 20)
+    table.press("no_more_bets")
+    table.deal("AH", "6D", "KS", "9C")
+    s = present(table.snap())
+    assert s.hands[0].total == "Blackjack"
+
+
+def test_switch_shows_both_hands_and_the_switch(tmp_path):
+    t = Table(tmp_path, "rws-blackjack-switch", boxes=1)
+    try:
+        t.open()
+        t.bet(1, "main", 20)
+        t.press("no_more_bets")
+        t.deal("TH", "5S", "6D", "5C", "TD")       # hands 10 5 and 5 10; dealer 6
+        s = present(t.snap())
+        assert [h.label for h in s.hands] == ["Hand 1", "Hand 2"]
+        assert s.switch_note == "You may switch the second cards"
+        t.press("switch")
+        s = present(t.snap())
+        assert s.switch_note == "Cards switched"
+        assert [c.text for c in s.hands[0].cards] == ["10♥", "10♦"]
+    finally:
+        t.close()
+
+
+def test_meter_live_pending_and_link_down(table, tmp_path):
+    t = Table(tmp_path / "p", "rws-blackjack-switch", boxes=1, controller=ControllerFeed("up", Fraction(25000)))
+    try:
+        t.open()
+        t.bet(1, "main", 20)
+        t.bet(1, "progressive", 5)
+        s = present(t.snap())
+        assert s.meter == "Jackpot 25,000" and spot(s, "progressive").note == "Counted"
+        t.controller.set(pending=True)
+        assert present(t.snap()).meter == "Jackpot PENDING"
+        t.controller.set(link="down")
+        s = present(t.snap())
+        assert s.meter == "Jackpot link down"
+        assert spot(s, "progressive").note == "Unavailable: jackpot link down"
+        assert any("Connection lost" in b.text for b in s.banners)
+    finally:
+        t.close()
+
+
+def test_jackpot_celebration_and_envy_bonus(tmp_path):
+    t = Table(tmp_path, "rws-blackjack-switch", boxes=2, controller=ControllerFeed("up", Fraction(25000)),
+              meter=25000)
+    other = SeatSource(t.table.seats[2], t.controller)
+    try:
+        t.open()
+        for box in (1, 2):
+            t.bet(box, "main", 20)
+            t.bet(box, "progressive", 5)
+        t.press("no_more_bets")
+        # box 1 hands get 7S 7S / 7S 7S (suited four of a kind), box 2 gets TC 3D / 4H 9C
+        t.deal("7S", "7S", "TC", "4H", "TD", "7S", "7S", "3D", "9C")
+        for _ in range(8):
+            if t.table.dealer.phase != "play":
+                break
+            if t.table.dealer.round.expecting().kind == "decision":
+                t.press("stand")
+            else:
+                t.deal("TC")
+        s = present(t.snap())
+        jackpot = [b for b in s.banners if b.kind == "jackpot"]
+        assert jackpot and jackpot[0].title == "JACKPOT! Suited Four of a Kind"
+        assert jackpot[0].text == "You win 25,000"
+        s2 = present(other.snapshot())
+        envy = [b for b in s2.banners if b.kind == "envy"]
+        assert envy and envy[0].text == "Envy bonus 1,000: seat 1 hit the jackpot"
+    finally:
+        t.close()
+
+
+def test_shoe_fault_tamper_and_void(table):
+    table.open()
+    table.bet(1, "main", 20)
+    table.press("no_more_bets")
+    table.table.shoe.jam()
+    table.table.settle()
+    s = present(table.snap())
+    assert any(b.text.startswith("Card shoe fault") for b in s.banners)
+    table.table.shoe.clear_jam()
+    table.table.settle()
+    assert not any(b.text.startswith("Card shoe fault") for b in present(table.snap()).banners)
+    table.table.shoe.open_door()
+    table.table.settle()
+    assert any(b.text.startswith("Security alarm") for b in present(table.snap()).banners)
+    table.table.shoe.close_door()
+    table.press("void_round")
+    s = present(table.snap())
+    assert s.phase == "Round voided"
+    assert any(b.text == "This round is void: every bet is returned." for b in s.banners)
+    assert present(table.snap(), "ms").phase == "Pusingan dibatalkan"
+
+
+def test_recall_keeps_the_last_ten_rounds(table):
+    p = SeatPresenter()
+    for n in range(12):
+        table.table.shoe.shuffle()
+        table.open()
+        table.bet(1, "main", 20)
+        table.press("no_more_bets")
+        table.deal("TH", "7S", "9D")
+        p.update(table.snap())
+        table.press("stand")
+        table.deal("TC")
+        p.update(table.snap())
+    lines = p.recall.lines("en")
+    assert len(lines) == 10 and lines[0][0] == "Round 12" and lines[-1][0] == "Round 3"
+    assert lines[0][1] == "10♥ 9♦ (19)" and lines[0][2] == "7♠ 10♣ (17)" and lines[0][3] == "+20"
+    assert p.recall.lines("zh")[0][0] == "第 12 局"
+
+
+def test_presenter_tells_listeners_only_on_change_and_switches_language(table):
+    seen = []
+    p = SeatPresenter()
+    p.listen(seen.append)
+    table.open()
+    p.update(table.snap())
+    p.update(table.snap())
+    assert len(seen) == 1
+    p.set_language("zh")
+    assert seen[-1].phase == "请下注" and seen[-1].seat == "座位 1"
+    p.set_language("ms")
+    assert seen[-1].phase == "Sila letak pertaruhan"
+    with pytest.raises(ValueError):
+        p.set_language("fr")
+
+
+def test_controller_state_defaults_hide_the_meter_without_progressive(table):
+    table.open()
+    assert present(table.snap()).meter == ""
+    assert ControllerState().link is None

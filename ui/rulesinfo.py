@@ -1,0 +1,118 @@
+"""The rules screen: the profile's main rules, pay tables and each side bet's house edge.
+
+House edges come from the engine's exact odds (``firmware.engine.odds``), worked out once
+per (profile, decks) and cached: it takes well under a second, and is started in the
+background at start-up so the screen is ready when a player touches "Rules".
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from fractions import Fraction
+
+from firmware.engine.cards import ShoeComposition
+from firmware.engine.odds import ProfileOdds, profile_odds
+from firmware.engine.profile import Profile
+
+from .i18n import tr
+from .presenter import category_label, money, odds, spot_label
+
+
+@dataclass(frozen=True)
+class RulesSection:
+    heading: str
+    lines: tuple[str, ...]
+    note: str = ""          # the house edge / return line
+
+
+@dataclass(frozen=True)
+class RulesScreen:
+    title: str
+    main: tuple[str, ...]
+    sections: tuple[RulesSection, ...]
+    document: str
+
+
+_cache: dict[tuple[str, int], ProfileOdds] = {}
+_cache_lock = threading.Lock()
+
+
+def odds_for(profile: Profile, decks: int | None = None) -> ProfileOdds:
+    decks = decks or profile.default_decks
+    key = (profile.name, decks)
+    with _cache_lock:
+        hit = _cache.get(key)
+    if hit is None:
+        hit = profile_odds(profile, ShoeComposition.of_decks(decks), decks=decks)
+        with _cache_lock:
+            _cache[key] = hit
+    return hit
+
+
+def cached_odds(profile: Profile, decks: int | None = None) -> ProfileOdds | None:
+    with _cache_lock:
+        return _cache.get((profile.name, decks or profile.default_decks))
+
+
+def warm_up(profile: Profile, decks: int | None = None) -> threading.Thread:
+    """Work the odds out in a background thread (start-up), so the screen opens at once."""
+    t = threading.Thread(target=odds_for, args=(profile, decks), name="odds", daemon=True)
+    t.start()
+    return t
+
+
+def percent(value: Fraction) -> str:
+    return f"{float(value) * 100:.2f}%"
+
+
+def rules_screen(profile: Profile, lang: str, decks: int | None = None,
+                 meter: Fraction | None = None, computed: ProfileOdds | None = None) -> RulesScreen:
+    r = profile.rules
+    decks = decks or profile.default_decks
+    main = [tr(lang, "rules.decks", decks=decks),
+            tr(lang, "rules.blackjack_pays", odds=odds(r.blackjack_pays))]
+    if r.insurance:
+        main.append(tr(lang, "rules.insurance_pays", odds=odds(r.insurance_pays)))
+    main.append(tr(lang, "rules.dealer_stands", n=r.dealer_stands_on))
+    if r.dealer_push_total:
+        main.append(tr(lang, "rules.dealer_22"))
+    main.append(tr(lang, "rules.surrender" if r.surrender else "rules.no_surrender"))
+    if r.max_hands:
+        main.append(tr(lang, "rules.max_hands", n=r.max_hands))
+    edges = {o.bet: o for o in computed.side_bets} if computed else {}
+    sections = []
+    for name, table in profile.side_bets.items():
+        lines = [tr(lang, "rules.pays", category=category_label(lang, c), odds=odds(p))
+                 for c, p in table.pays.items()]
+        heading = spot_label(lang, name)
+        if table.requires:
+            heading += " " + tr(lang, "rules.requires", bet=spot_label(lang, table.requires))
+        o = edges.get(name)
+        note = (tr(lang, "rules.house_edge", edge=percent(o.house_edge)) if o
+                else tr(lang, "rules.computing"))
+        sections.append(RulesSection(heading, tuple(lines), note))
+    p = profile.progressive
+    if p is not None:
+        lines = []
+        for c, award in p.pays.items():
+            value = (tr(lang, "rules.award_share", percent=f"{float(award.meter_share) * 100:g}%")
+                     if award.meter_share is not None else money(award.amount))
+            lines.append(tr(lang, "rules.award", category=category_label(lang, c), award=value))
+        if p.envy_bonus:
+            lines.append(tr(lang, "rules.envy", amount=money(p.envy_bonus),
+                            category=category_label(lang, p.envy_category or "")))
+        note = ""
+        if computed and computed.progressive is not None:
+            if meter is not None:
+                # the return depends on the meter: recomputed from the cached probabilities
+                prog = computed.progressive
+                values = [(o.probability, o.award.value(meter)) for o in prog.outcomes if o.award is not None]
+                ret = sum((q * v for q, v in values), Fraction(0)) / prog.wager
+                note = tr(lang, "rules.return", ret=percent(ret))
+        elif profile.progressive is not None and computed is None:
+            note = tr(lang, "rules.computing")
+        sections.append(RulesSection(f"{spot_label(lang, 'progressive')} ({money(p.wager)})",
+                                     tuple(lines), note))
+    return RulesScreen(tr(lang, "rules.title", title=profile.title), tuple(main), tuple(sections),
+                       tr(lang, "rules.document", document=profile.document))

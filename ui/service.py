@@ -1,0 +1,115 @@
+"""The technician's service menu: what the unit is and how its links and devices are.
+
+Shows only what the runtime provides; where a source does not exist yet it says
+``not available`` rather than a made-up figure. Plain Python, no Kivy. Technician texts
+are in English (the service manual's language).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import hmac
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import firmware
+
+NOT_AVAILABLE = "not available"
+
+
+@dataclass(frozen=True)
+class ServiceSection:
+    heading: str
+    rows: tuple[tuple[str, str], ...]
+
+
+class LogRing(logging.Handler):
+    """The last log lines of this process, for the service screen."""
+
+    def __init__(self, size: int = 40) -> None:
+        super().__init__(logging.INFO)
+        self.lines: collections.deque[str] = collections.deque(maxlen=size)
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.lines.append(self.format(record))
+        except Exception:  # noqa: BLE001 - a log line must never break the screen
+            pass
+
+
+def check_pin(entered: str, expected: str) -> bool:
+    return bool(expected) and hmac.compare_digest(entered.encode(), expected.encode())
+
+
+def config_hash(text: bytes | None) -> str:
+    return NOT_AVAILABLE if text is None else hashlib.sha256(text).hexdigest()[:16]
+
+
+def _registry_status(seat, uid: str) -> str:
+    chip = seat.registry.get(uid)
+    if chip is None:
+        return "unknown"
+    return f"{chip.status} {chip.denomination}"
+
+
+def service_sections(seat, table=None, controller=None, config_digest: str = NOT_AVAILABLE,
+                     log_lines: Iterable[str] = ()) -> tuple[ServiceSection, ...]:
+    """``table``: an in-process table when there is one (the demo); ``controller``: a
+    :class:`ui.source.ControllerFeed` or None."""
+    ident = ServiceSection("Unit", (
+        ("unit", seat.unit_id), ("role", seat.role), ("table", seat.table), ("box", str(seat.box)),
+        ("firmware", firmware.__version__), ("configuration hash", config_digest),
+        ("profile", seat.profile.name if seat.profile else NOT_AVAILABLE),
+    ))
+    bus = type(seat.bus).__name__
+    links = ServiceSection("Links", (
+        ("broker", "in-process bus (no broker)" if bus == "InProcessBus" else NOT_AVAILABLE),
+        ("jackpot controller", (controller.state.link or NOT_AVAILABLE) if controller else NOT_AVAILABLE),
+        ("meter", str(controller.state.meter) if controller and controller.state.meter is not None
+         else NOT_AVAILABLE),
+        ("stream position", str(seat.last_stream)),
+    ))
+    reader_rows = []
+    for spot, uids in seat.present.items():
+        tags = ", ".join(f"{u} ({_registry_status(seat, u)})" for u in sorted(uids)) or "—"
+        reader_rows.append((spot, tags))
+    reader = ServiceSection("Chip reader (live, debounced)", tuple(reader_rows))
+    if table is not None:
+        shoe = table.shoe
+        shoe_rows = (("connected", str(shoe.connected)), ("cards since shuffle", str(table.dealer.shoe_counter)),
+                     ("shoe number", str(table.dealer.shoe_number)))
+    else:
+        shoe_rows = (("shoe", NOT_AVAILABLE + " (the dealer unit reads the shoe)"),)
+    shoe_section = ServiceSection("Card shoe", shoe_rows)
+    lamps = seat.lamps
+    lamp_rows = tuple((name, str(lamps.state(name))) for name in lamps.lamps) if lamps else (("lamps", NOT_AVAILABLE),)
+    stats: dict[str, Any] = seat.journal.stats()
+    journal = ServiceSection("Journal and outbox", (
+        ("inputs journalled", str(stats.get("accepted"))), ("messages emitted", str(stats.get("emitted"))),
+        ("undelivered", str(stats.get("undelivered"))), ("steps", str(stats.get("steps"))),
+        ("MQTT outbox depth", NOT_AVAILABLE + " (no MQTT link yet)"),
+    ))
+    recent = [f"alarm {a.get('alarm')}: {a.get('detail')}" for a in seat.alarms[-5:]]
+    recent += list(log_lines)[-8:]
+    logs = ServiceSection("Recent log", tuple(("", line) for line in recent) or (("", "—"),))
+    return (ident, links, reader, shoe_section, ServiceSection("Lamps", lamp_rows), journal, logs)
+
+
+def lamp_test(seat) -> bool:
+    """All lamps on (the caller restores them with :func:`lamp_restore` a moment later)."""
+    if seat.lamps is None or seat.lamps.closed:
+        return False
+    for name in seat.lamps.lamps:
+        seat.lamps.on(name)
+    return True
+
+
+def lamp_restore(seat) -> None:
+    if seat.lamps is None or seat.lamps.closed:
+        return
+    for name, on in seat.lamp_wanted().items():
+        if name in seat.lamps.lamps:
+            (seat.lamps.on if on else seat.lamps.off)(name)
