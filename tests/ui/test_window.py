@@ -1,0 +1,100 @@
+"""The seat display in a real Kivy window under Xvfb: every screen at 800x480 and
+1024x600, touches opening each screen, screenshots in artifacts/ui/ to look at."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts" / "ui"
+XVFB = shutil.which("Xvfb")
+
+pytestmark = pytest.mark.skipif(XVFB is None, reason="Xvfb is not installed (apt-get install xvfb)")
+
+
+def _free_display() -> int:
+    for n in range(140, 400):
+        if not Path(f"/tmp/.X{n}-lock").exists() and not Path(f"/tmp/.X11-unix/X{n}").exists():
+            return n
+    raise RuntimeError("no free X display number")
+
+
+@pytest.fixture(scope="module")
+def display():
+    for _ in range(5):
+        n = _free_display()
+        proc = subprocess.Popen([XVFB, f":{n}", "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            if Path(f"/tmp/.X11-unix/X{n}").exists() or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        if proc.poll() is None:
+            break
+    else:
+        pytest.fail("Xvfb did not start")
+    yield f":{n}"
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module", params=["800x480", "1024x600"])
+def shots(request, display, tmp_path_factory):
+    size = request.param
+    env = dict(os.environ, DISPLAY=display, KIVY_NO_ARGS="1", KIVY_NO_CONSOLELOG="1",
+               KIVY_HOME=str(tmp_path_factory.mktemp("kivy")))
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    run = subprocess.run([sys.executable, "-m", "ui.shots", "--size", size, "--out", str(ARTIFACTS)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return size, json.loads((ARTIFACTS / f"{size}-texts.json").read_text())
+
+
+def test_every_screen_is_rendered_and_saved(shots):
+    size, texts = shots
+    for step in ("seat-betting", "seat-hand", "seat-results", "rules", "history", "help", "language",
+                 "seat-zh", "seat-ms", "pin", "service", "seat-fault"):
+        assert step in texts, step
+        png = ARTIFACTS / f"{size}-{step}.png"
+        assert png.stat().st_size > 5000, png
+
+
+def test_betting_screen_texts(shots):
+    _, t = shots
+    s = t["seat-betting"]
+    assert "Place your bets" in s and "Blackjack Perfect Pairs" in s and "Limits 10–500" in s
+    assert "Unknown chip: not counted" in s and "Counted" in s and "Seat 1\nRound 1" in s
+
+
+def test_hand_and_results_texts(shots):
+    _, t = shots
+    assert "Your hand" in t["seat-hand"] and "8♥" in t["seat-hand"] and "16" in t["seat-hand"]
+    r = t["seat-results"]
+    assert "Perfect Pair 25:1  +250" in r and "Round net +230" in r and "Lose  −20" in r and "19" in r
+
+
+def test_touches_open_rules_history_language_help_and_service(shots):
+    _, t = shots
+    assert "Blackjack Perfect Pairs — rules and pay tables" in t["rules"]
+    assert "House edge 6.11%" in t["rules"]
+    assert any(line.startswith("Round 1:") and "+230" in line for line in t["history"])
+    assert {"English", "简体中文", "Bahasa Melayu"} <= set(t["language"])
+    assert "Play responsibly" in t["help"]
+    assert "结算中" in t["seat-zh"] and "本局净额 +230" in t["seat-zh"]
+    assert "Penyelesaian" in t["seat-ms"]
+    assert "••••" in t["pin"]
+    service = t["service"]
+    assert "unit: demo/seat-1" in service and any(x.startswith("MQTT outbox depth: not available") for x in service)
+
+
+def test_fault_is_said_plainly(shots):
+    _, t = shots
+    assert "Kerosakan kasut kad. Sila tunggu peniaga." in t["seat-fault"]

@@ -1,0 +1,42 @@
+"""A running seat unit as the screen's feed (``betbox run``): the same interface as
+:class:`ui.demo.DemoTable` — ``start(on_snapshot)``, ``stop()``, ``source``, ``profile``,
+``controller`` — for a seat pumped by the runtime's own thread. Plain Python, no Kivy."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .model import SeatSnapshot
+from .source import ControllerFeed, SeatSource
+
+
+class SeatFeed:
+    auto = False
+
+    def __init__(self, seat, controller: ControllerFeed | None = None, bus=None, table=None,
+                 config_digest: str | None = None) -> None:
+        self.seat = seat
+        self.controller = controller or ControllerFeed()
+        self.source = SeatSource(seat, self.controller, bus=bus)
+        self._table = table
+        self.config_digest = config_digest
+        self.on_snapshot: Callable[[SeatSnapshot], None] | None = None
+
+    @property
+    def profile(self):
+        return self.seat.profile
+
+    def start(self, on_snapshot: Callable[[SeatSnapshot], None]) -> None:
+        """Observe the seat: ``on_snapshot`` runs in the seat's thread after each step."""
+        self.on_snapshot = on_snapshot
+        self.seat.observe(lambda _unit: on_snapshot(self.source.snapshot()))
+        on_snapshot(self.source.snapshot())
+
+    def stop(self) -> None:
+        self.on_snapshot = None
+
+    def command(self, fn) -> None:          # nothing to drive on a real table
+        return None
+
+    def service_table(self):
+        return self._table

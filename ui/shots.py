@@ -1,0 +1,187 @@
+"""Scripted screenshots of every screen: ``python -m ui.shots --size 800x480 --out DIR``.
+
+Opens the seat display on a manually driven demo table (``rws-perfect-pairs``, seat 1),
+plays one scripted round, opens each screen with simulated touches, writes
+``DIR/<size>-<step>.png`` and ``DIR/<size>-texts.json`` (every label's text per step).
+Used by ``tests/ui/test_window.py`` under Xvfb; handy for a look by hand too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from fractions import Fraction
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", default="800x480")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--profile", default="rws-perfect-pairs")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    from firmware.engine.profile import load_profile
+    from .app import SIZES, build_app
+    from .demo import DemoTable
+
+    table = DemoTable(load_profile(args.profile), box=1, pace=0, auto=False)
+    app = build_app(table, size=SIZES[args.size])
+    from kivy.clock import Clock
+    from kivy.core.window import Window
+    from kivy.tests.common import UnitTestTouch
+
+    texts: dict[str, list[str]] = {}
+    size = args.size
+
+    def labels(widget) -> list[str]:
+        found = []
+        for w in widget.walk(restrict=True):
+            t = getattr(w, "text", None)
+            if isinstance(t, str) and t.strip():
+                found.append(t)
+        return found
+
+    def touch(widget) -> None:
+        x, y = widget.to_window(*widget.center)
+        t = UnitTestTouch(x, y)
+        t.touch_down()
+        t.touch_up()
+
+    def find(text: str):
+        for w in app.sm.current_screen.walk(restrict=True):
+            if getattr(w, "text", None) == text and hasattr(w, "on_release"):
+                return w
+        raise LookupError(f"no button {text!r} on {app.sm.current}")
+
+    def table_then(fn):
+        """Run fn once the table's thread has done everything queued and the screen shows it."""
+        done = threading.Event()
+        table.command(lambda _t: done.set())
+
+        def poll(_dt):
+            if done.is_set() and app._pending_snapshot is None:
+                Clock.schedule_once(lambda _dt: fn(), 0.15)
+            else:
+                Clock.schedule_once(poll, 0.05)
+        Clock.schedule_once(poll, 0.05)
+
+    def shot(name: str):
+        texts[name] = labels(app.sm.current_screen)
+        written = Window.screenshot(name=str(out / f"{size}-{name}.png"))
+        if written:                     # Kivy numbers the file: give it the step's name
+            Path(written).replace(out / f"{size}-{name}.png")
+
+    steps = []
+
+    def step(fn):
+        steps.append(fn)
+        return fn
+
+    def run_next(*_a):
+        if not steps:
+            (out / f"{size}-texts.json").write_text(json.dumps(texts, ensure_ascii=False, indent=1))
+            app.stop()
+            return
+        fn = steps.pop(0)
+        fn()
+
+    def then_shoot(name):
+        def after():
+            shot(name)
+            Clock.schedule_once(run_next, 0.1)
+        Clock.schedule_once(lambda _dt: after(), 0.2)
+
+    @step
+    def betting():
+        def cmds(t):
+            t.open_bets()
+            t.bet("main", Fraction(20))
+            t.bet("perfect_pairs", Fraction(10))
+            t.key("m")                      # an unknown chip on main
+        table.command(cmds)
+        table_then(lambda: then_shoot("seat-betting"))
+
+    @step
+    def hand():
+        def cmds(t):
+            t.press("no_more_bets")
+            for c in ("8H", "9D", "8H"):
+                t.table.shoe.deal(c)
+                t.table.settle()
+        table.command(cmds)
+        table_then(lambda: then_shoot("seat-hand"))
+
+    @step
+    def results():
+        def cmds(t):
+            t.press("stand")
+            t.table.shoe.deal("TC")
+            t.table.settle()
+        table.command(cmds)
+        table_then(lambda: then_shoot("seat-results"))
+
+    def via(button_text, name, back=True):
+        def go():
+            touch(find(button_text))
+            Clock.schedule_once(lambda _dt: after(), 0.2)
+
+        def after():
+            shot(name)
+            if back:
+                touch(app.sm.current_screen.ids.back)
+            Clock.schedule_once(run_next, 0.15)
+        return go
+
+    steps.append(via("Rules", "rules"))
+    steps.append(via("Last rounds", "history"))
+    steps.append(via("Play responsibly", "help"))
+    steps.append(via("Language", "language", back=False))
+
+    @step
+    def chinese():
+        touch(find("简体中文"))
+        then_shoot("seat-zh")
+
+    @step
+    def malay():
+        touch(find("语言"))
+        Clock.schedule_once(lambda _dt: (touch(find("Bahasa Melayu")), then_shoot("seat-ms")), 0.2)
+
+    @step
+    def pin():
+        touch(app.seat_screen.ids.seat_button)
+
+        def keys():
+            for k in "2468":
+                touch(find(k))
+            shot("pin")
+            touch(find("OK"))
+            Clock.schedule_once(lambda _dt: (shot("service"), touch(app.sm.current_screen.ids.back),
+                                             Clock.schedule_once(run_next, 0.1)), 0.3)
+        Clock.schedule_once(lambda _dt: keys(), 0.2)
+
+    @step
+    def fault():
+        def cmds(t):
+            t.open_bets()
+            t.bet("main", Fraction(20))
+            t.table.shoe.jam()
+            t.table.settle()
+        table.command(cmds)
+        table_then(lambda: then_shoot("seat-fault"))
+
+    app.first_frame_hook = Clock.schedule_once(lambda _dt: table_then(run_next), 0.5)
+    app.run()
+    if table.error is not None:
+        print(f"table error: {table.error!r}", file=sys.stderr)
+        return 1
+    return 0 if not steps else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
