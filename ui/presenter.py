@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Iterable
 
-from firmware.engine.hand import hand_total, is_two_card_21
-from firmware.engine.cards import parse_card
 from firmware.engine.money import parse_amount
 
 from .i18n import DEFAULT_LANGUAGE, LANGUAGES, tr
@@ -224,11 +222,9 @@ def present(s: SeatSnapshot, lang: str = DEFAULT_LANGUAGE) -> SeatScreen:
                               total_text(lang, h.cards, h.total, h.soft, h.status),
                               h.in_play, result, tone))
     dealer_total = ""
-    if v.dealer_cards:
-        cards = [parse_card(c) for c in v.dealer_cards]
-        total, soft = hand_total(cards)
-        dealer_total = total_text(lang, v.dealer_cards, total, soft,
-                                  "blackjack" if is_two_card_21(cards) else None)
+    if v.dealer_cards and v.dealer_total is not None:
+        dealer_total = total_text(lang, v.dealer_cards, v.dealer_total, v.dealer_soft,
+                                  "blackjack" if v.dealer_blackjack else None)
     switch_note = ""
     if s.switched:
         switch_note = tr(lang, "switched")
@@ -256,6 +252,7 @@ class RoundRecall:
     void: bool
     hands: tuple[tuple[tuple[str, ...], int, bool, str, str | None, str | None], ...]
     dealer: tuple[str, ...]
+    dealer_total: tuple[int | None, bool, bool]      # total, soft, Blackjack — as the engine said
     results: tuple[tuple[str, str], ...]
     side_results: tuple[tuple[str, str | None], ...]
 
@@ -277,7 +274,8 @@ class RecallBook:
         self.rounds.append(RoundRecall(
             v.round, v.phase == "void",
             tuple((h.cards, h.total, h.soft, h.status, h.result, h.net) for h in v.hands),
-            v.dealer_cards, v.results, tuple(sorted(s.side_results.items()))))
+            v.dealer_cards, (v.dealer_total, v.dealer_soft, v.dealer_blackjack), v.results,
+            tuple(sorted(s.side_results.items()))))
         return True
 
     def lines(self, lang: str) -> list[tuple[str, str, str, str]]:
@@ -287,10 +285,9 @@ class RecallBook:
             cards = "  ".join(" ".join(card_face(c).text for c in h[0])
                               + f" ({total_text(lang, h[0], h[1], h[2], h[3])})" for h in r.hands)
             dealer = " ".join(card_face(c).text for c in r.dealer)
-            if r.dealer:
-                cs = [parse_card(c) for c in r.dealer]
-                t, soft = hand_total(cs)
-                dealer += f" ({total_text(lang, r.dealer, t, soft, 'blackjack' if is_two_card_21(cs) else None)})"
+            total, soft, blackjack = r.dealer_total
+            if r.dealer and total is not None:
+                dealer += f" ({total_text(lang, r.dealer, total, soft, 'blackjack' if blackjack else None)})"
             net = sum((parse_amount(n) for _, n in r.results), Fraction(0))
             sides = [category_label(lang, c) for _, c in r.side_results if c]
             result = (tr(lang, "history.void") if r.void else money(net, signed=True) or "0")

@@ -382,9 +382,12 @@ class SeatUnit(Unit):
         decisions: tuple = ()
         dealer: tuple = ()
         dealer_total = None
+        dealer_soft = dealer_blackjack = False
         if state is not None and state.phase != Phase.BETTING:
             dealer = tuple(str(c) for c in state.dealer)
-            dealer_total = hand_total(state.dealer)[0] if state.dealer else None
+            if state.dealer:
+                dealer_total, dealer_soft = hand_total(state.dealer)
+                dealer_blackjack = state.dealer_blackjack
             box = next((b for b in state.boxes if b.number == self.box), None)
             if box is not None:
                 cur = state.hand_in_play()
@@ -400,4 +403,5 @@ class SeatUnit(Unit):
         lamps = tuple((k, "on" if v else "off") for k, v in self.lamp_wanted().items())
         return SeatView(self.box, self.round_no, self.phase, tuple(spots), tuple(hands), dealer,
                         dealer_total, results, tuple(self.messages[-8:]),
-                        tuple(a["detail"] for a in self.alarms[-8:]), lamps, decisions)
+                        tuple(a["detail"] for a in self.alarms[-8:]), lamps, decisions,
+                        dealer_soft, dealer_blackjack)

@@ -39,3 +39,5 @@ class SeatView:
     alarms: tuple[str, ...] = ()
     lamps: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     decisions: tuple[str, ...] = ()             # legal now for the hand in play
+    dealer_soft: bool = False                   # as the engine counts them (§3.2)
+    dealer_blackjack: bool = False

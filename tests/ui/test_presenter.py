@@ -298,3 +298,17 @@ def test_controller_state_defaults_hide_the_meter_without_progressive(table):
     table.open()
     assert present(table.snap()).meter == ""
     assert ControllerState().link is None
+
+
+def test_dealer_total_and_blackjack_come_from_the_engine(table):
+    """The screen shows the engine's verdict on the dealer's hand; it never judges it itself."""
+    table.open()
+    table.bet(1, "main", 20)
+    table.press("no_more_bets")
+    table.deal("5S", "AD", "9C")                     # box 1: 5 9; dealer Ace
+    assert present(table.snap()).dealer_total == "Soft 11"
+    table.press("stand")
+    table.deal("KS")                                 # dealer Ace + King: Blackjack
+    view = table.snap().view
+    assert view.dealer_blackjack and view.dealer_total == 21
+    assert present(table.snap()).dealer_total == "Blackjack"
