@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from hal.mock import MockCardShoe, MockChipReader, MockConsole
-from hal.sim.script import ScriptLine, parse_script, run_script
+from hal.sim.script import parse_script, run_script
 
 #: Default keys: console buttons on letters, a few cards and chip moves on digits.
 DEFAULT_KEYS: dict[str, str] = {

@@ -63,7 +63,7 @@ def _play(args, profiles, rng, total: Summary, state_dir: Path) -> int:
         table_seed = rng.randrange(2 ** 32)
         label = f"table {t + 1} ({profile.name})"
         summary = Summary()
-        if args.direct or not _units_available():
+        if args.direct:
             from firmware.sim.direct import play_direct
             for i, state in enumerate(play_direct(profile, args.rounds, random.Random(table_seed)), 1):
                 summary.add_round(state)
@@ -99,9 +99,3 @@ def _progress(label: str, done: int, rounds: int) -> None:
         print(f"{label}: round {done}/{rounds}", file=sys.stderr, flush=True)
 
 
-def _units_available() -> bool:
-    try:
-        import firmware.runtime.table  # noqa: F401
-    except ImportError:
-        return False
-    return True

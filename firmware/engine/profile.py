@@ -24,6 +24,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+from firmware.strict import Section
+
 from .money import parse_amount, parse_odds
 
 
@@ -141,45 +143,11 @@ class Profile:
 
 # --- strict reading -------------------------------------------------------------------
 
-class _Section:
-    """Reads one TOML table, remembering which keys were used so leftovers are errors."""
+class _Section(Section):
+    """A profile table: strict reading plus odds (``"3:2"``, ``25``)."""
 
     def __init__(self, data: Any, where: str, source: str):
-        if not isinstance(data, dict):
-            raise ProfileError(f"{source}: [{where}] must be a table, not {type(data).__name__}")
-        self.data = data
-        self.where = where
-        self.source = source
-        self.used: set[str] = set()
-
-    def fail(self, key: str, msg: str) -> ProfileError:
-        return ProfileError(f"{self.source}: [{self.where}] {key}: {msg}")
-
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
-        self.used.add(key)
-        if key not in self.data:
-            if default is ...:
-                raise self.fail(key, "missing")
-            return default
-        value = self.data[key]
-        # bool is an int in Python: never accept one for the other
-        if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-            raise self.fail(key, f"expected {_kind_name(kind)}, got {value!r}")
-        if not isinstance(value, kind):
-            raise self.fail(key, f"expected {_kind_name(kind)}, got {value!r}")
-        return value
-
-    def int_in(self, key: str, lo: int, hi: int, default: Any = ...) -> int:
-        value = self.get(key, int, default)
-        if not lo <= value <= hi:
-            raise self.fail(key, f"{value} is out of range {lo}..{hi}")
-        return value
-
-    def choice(self, key: str, options: tuple[str, ...], default: Any = ...) -> str:
-        value = self.get(key, str, default)
-        if value not in options:
-            raise self.fail(key, f"{value!r} is not one of {', '.join(options)}")
-        return value
+        super().__init__(data, where, source, ProfileError)
 
     def odds(self, key: str) -> Fraction:
         value = self.get(key, (str, int, float))
@@ -187,18 +155,6 @@ class _Section:
             return parse_odds(value)
         except ValueError as exc:
             raise self.fail(key, str(exc)) from None
-
-    def finish(self) -> None:
-        unknown = sorted(set(self.data) - self.used)
-        if unknown:
-            raise self.fail(unknown[0], "unknown key" + (f" (also: {', '.join(unknown[1:])})" if unknown[1:] else ""))
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
-             list: "a list", dict: "a table"}
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
 def _read_rules(s: _Section) -> Rules:

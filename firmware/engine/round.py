@@ -635,7 +635,7 @@ class Round:
         if d.action in TURN_ACTIONS:
             cur = self.hand_in_play()
             if cur is None:
-                raise NotYourTurn(f"no hand is in play: the dealer is drawing", p.clause("dealer"))
+                raise NotYourTurn("no hand is in play: the dealer is drawing", p.clause("dealer"))
             cbox, chand = cur
             if cbox.number != d.box:
                 raise NotYourTurn(f"box {cbox.number} is in play, not box {d.box}", p.clause("deal"))
@@ -793,7 +793,6 @@ class Round:
             raise IllegalDecision("the switch must be decided before hit, stand, split or double", clause)
 
     def _decide(self, d: Decision, out: list[Outcome]) -> None:
-        p = self.profile
         box = self.box(d.box)
         if d.action == Action.INSURANCE:
             box.insurance[self._family(box, d)] = d.amount

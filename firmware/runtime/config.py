@@ -24,6 +24,7 @@ from typing import Any, Mapping
 
 from firmware.engine.money import parse_amount
 from firmware.engine.profile import ProfileError, load_profile
+from firmware.strict import Section
 
 ROLES = ("dealer", "seat")
 TRANSPORTS = ("inproc",)
@@ -35,49 +36,17 @@ class ConfigError(ValueError):
     """A configuration that must not start a unit; says file, section and key."""
 
 
-class _Section:
+class _Section(Section):
+    """A configuration table: strict reading plus identifiers."""
+
     def __init__(self, data: Any, name: str, source: str) -> None:
-        if not isinstance(data, dict):
-            raise ConfigError(f"{source}: [{name}] must be a table")
-        self.data, self.name, self.source, self.used = data, name, source, set()
-
-    def fail(self, key: str, msg: str) -> ConfigError:
-        return ConfigError(f"{self.source}: [{self.name}] {key}: {msg}")
-
-    def get(self, key: str, kind: type | tuple, default: Any = ...) -> Any:
-        self.used.add(key)
-        if key not in self.data:
-            if default is ...:
-                raise self.fail(key, "missing")
-            return default
-        value = self.data[key]
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-            raise self.fail(key, f"expected {' or '.join(k.__name__ for k in kinds)}, got {value!r}")
-        return value
-
-    def int_in(self, key: str, lo: int, hi: int, default: Any = ...) -> int:
-        value = self.get(key, int, default)
-        if not lo <= value <= hi:
-            raise self.fail(key, f"{value} is out of range {lo}..{hi}")
-        return value
-
-    def choice(self, key: str, options: tuple[str, ...], default: Any = ...) -> str:
-        value = self.get(key, str, default)
-        if value not in options:
-            raise self.fail(key, f"{value!r} is not one of {', '.join(options)}")
-        return value
+        super().__init__(data, name, source, ConfigError)
 
     def ident(self, key: str) -> str:
         value = self.get(key, str)
         if not ID.match(value):
             raise self.fail(key, f"{value!r}: letters, digits, '_', '.', '-' (at most 64)")
         return value
-
-    def finish(self) -> None:
-        extra = sorted(set(self.data) - self.used)
-        if extra:
-            raise self.fail(extra[0], "unknown key" + (f" (also: {', '.join(extra[1:])})" if extra[1:] else ""))
 
 
 @dataclass(frozen=True)

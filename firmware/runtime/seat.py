@@ -26,11 +26,11 @@ from firmware.engine.settlement import settlement
 from hal.events import HalEvent, InventoryCycle
 from hal.ports import LAMP_OFF, LAMP_ON, Lamps
 
-from .bus import Bus, Message, alarm_topic, down_topic, stream_topic, up_topic
+from .bus import Bus, Message, down_topic, stream_topic, up_topic
 from .journal import Journal
 from .unit import Unit
 from .view import HandView, SeatView, SpotView
-from .wire import bets_from_json, bets_to_json, shoe_from_json
+from .wire import bets_to_json, shoe_from_json
 
 ADDITION_SPOTS = ("insurance",)   # spots that take only additions, never an initial wager
 

@@ -10,6 +10,8 @@ exactly what the journal holds, re-sends what was never delivered, and carries o
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import json
 import queue
 from typing import Any, Callable
@@ -27,7 +29,7 @@ def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-class Unit:
+class Unit(ABC):
     role = "unit"
 
     def __init__(self, unit_id: str, table: str, bus: Bus, journal: Journal) -> None:
@@ -145,14 +147,16 @@ class Unit:
             return [item]
         raise TypeError(f"{self.unit_id}: cannot handle {item!r}")
 
+    @abstractmethod
     def handle(self, kind: str, body: dict[str, Any]) -> bool:
-        raise NotImplementedError
+        """Must override: apply one journalled input; True when it changed the state."""
 
     def current_round(self) -> int | None:
         return None
 
+    @abstractmethod
     def publish_alarm(self, entry: dict[str, Any]) -> None:
-        raise NotImplementedError
+        """Must override: send an alarm where this role sends them."""
 
     def after_step(self) -> None:
         """Drive lamps / refresh the screen from the state (skipped while replaying)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import random
 import threading
 import time
@@ -12,7 +14,7 @@ from hal.protocol.framing import Parser, Sequencer
 from hal.sim.transport import Transport
 
 
-class SimulatedDevice:
+class SimulatedDevice(ABC):
     """Base of the simulators. Subclasses send messages with :meth:`send` and say what a
     heartbeat carries (:meth:`heartbeat_payload`); they add their own script commands.
 
@@ -74,8 +76,9 @@ class SimulatedDevice:
                 frame = bytes(data)
             self.transport.write(frame)
 
+    @abstractmethod
     def heartbeat_payload(self) -> bytes:
-        raise NotImplementedError
+        """Must override: the payload of this device's periodic heartbeat frame."""
 
     # -- faults
 

@@ -1,0 +1,70 @@
+"""Strict reading of configuration tables (profiles, unit configurations).
+
+Every key is read with its type and bounds; a missing key, a wrong type, an impossible
+value or a key nobody read (:meth:`Section.finish`) raises the caller's error class with
+the source, the section and the key: ``seat.toml: [seat] box: 0 is out of range 1..14``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+               list: "a list", dict: "a table"}
+
+
+def kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+
+
+class Section:
+    """One TOML table; remembers which keys were read so leftovers are errors."""
+
+    def __init__(self, data: Any, where: str, source: str, error: type[ValueError] = ValueError):
+        self.error = error
+        if not isinstance(data, dict):
+            raise error(f"{source}: [{where}] must be a table, not {type(data).__name__}")
+        self.data = data
+        self.where = where
+        self.source = source
+        self.used: set[str] = set()
+
+    def fail(self, key: str, msg: str) -> ValueError:
+        return self.error(f"{self.source}: [{self.where}] {key}: {msg}")
+
+    def section(self, key: str, default: Any = ...) -> "Section":
+        """A sub-table, read as strictly, under ``[where.key]``."""
+        name = f"{self.where}.{key}" if self.where else key
+        return type(self)(self.get(key, dict, default), name, self.source, self.error)
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            if default is ...:
+                raise self.fail(key, "missing")
+            return default
+        value = self.data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        # bool is an int in Python: never accept one for the other
+        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+            raise self.fail(key, f"expected {kind_name(kind)}, got {value!r}")
+        return value
+
+    def int_in(self, key: str, lo: int, hi: int, default: Any = ...) -> int:
+        value = self.get(key, int, default)
+        if not lo <= value <= hi:
+            raise self.fail(key, f"{value} is out of range {lo}..{hi}")
+        return value
+
+    def choice(self, key: str, options: tuple[str, ...], default: Any = ...) -> str:
+        value = self.get(key, str, default)
+        if value not in options:
+            raise self.fail(key, f"{value!r} is not one of {', '.join(options)}")
+        return value
+
+    def finish(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            also = f" (also: {', '.join(unknown[1:])})" if unknown[1:] else ""
+            raise self.fail(unknown[0], "unknown key" + also)
