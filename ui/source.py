@@ -21,7 +21,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any, Callable
 
-from firmware.engine.errors import RuleError
+from firmware.engine.errors import IllegalWager, RuleError
 from firmware.engine.events import BetsClosed
 from firmware.engine.money import format_amount, parse_amount
 from firmware.engine.round import Phase, Round
@@ -224,8 +224,8 @@ class SeatSource:
 
 def wager_preview(state: Round, box: int, bets: dict[str, Fraction]) -> tuple[WagerIssue, ...]:
     """Ask the engine what "no more bets" would make of these wagers now (the dealer asks
-    the same question when it receives the seat's offer). Refusals are put on the spot
-    whose removal makes the engine accept the rest."""
+    the same question when it receives the seat's offer). A refusal is shown on the spot
+    the engine names."""
     bets = {k: v for k, v in bets.items() if v}
     if not bets:
         return ()
@@ -237,20 +237,10 @@ def wager_preview(state: Round, box: int, bets: dict[str, Fraction]) -> tuple[Wa
 
     try:
         outcomes = close(bets)
-    except RuleError as exc:
-        culprit = None
-        for spot in sorted(bets, key=lambda s: s == "main"):
-            rest = {k: v for k, v in bets.items() if k != spot}
-            try:
-                close(rest) if rest else None
-            except RuleError:
-                continue
-            culprit = spot
-            break
-        reason = getattr(exc, "reason", str(exc))
-        issue = ("over_maximum" if "over the maximum" in reason else
-                 "under_minimum" if "under the minimum" in reason else "refused")
-        return (WagerIssue(culprit or "main", issue, reason),)
+    except IllegalWager as exc:
+        # the engine names the spot and the issue; the screen only shows them
+        issue = exc.issue if exc.issue in ("over_maximum", "under_minimum") else "refused"
+        return (WagerIssue(exc.bet or "main", issue, exc.reason),)
     out = []
     for o in outcomes:
         kind = type(o).__name__

@@ -17,7 +17,16 @@ class RuleError(ValueError):
 
 
 class IllegalWager(RuleError):
-    """A wager the table must refuse at "no more bets"."""
+    """A wager the table must refuse at "no more bets". ``box``, ``bet`` and ``issue`` say
+    which spot and why, for screens that show it on the spot (``over_maximum``,
+    ``under_minimum``, ``above_initial_bet``, ``progressive_amount``, ``not_cents``, ...)."""
+
+    def __init__(self, message: str, clause: str | None = None, *, box: int | None = None,
+                 bet: str | None = None, issue: str | None = None):
+        super().__init__(message, clause)
+        self.box = box
+        self.bet = bet
+        self.issue = issue
 
 
 class IllegalDecision(RuleError):

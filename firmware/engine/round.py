@@ -353,13 +353,16 @@ class Round:
             for name, amount in bets:
                 if name not in known:
                     raise IllegalWager(f"box {number}: {name!r} is not a bet at {p.name} "
-                                       f"(bets: {', '.join(sorted(known))})")
+                                       f"(bets: {', '.join(sorted(known))})", box=number, bet=name,
+                                       issue="unknown_bet")
                 if name in placed:
                     raise IllegalWager(f"box {number}: {name} is listed twice")
                 if amount < 0:
-                    raise IllegalWager(f"box {number}: {name} wager {amount} is negative")
+                    raise IllegalWager(f"box {number}: {name} wager {amount} is negative",
+                                       box=number, bet=name, issue="negative")
                 if not is_whole_cents(amount):
-                    raise IllegalWager(f"box {number}: {name} wager {amount} is not a whole number of cents")
+                    raise IllegalWager(f"box {number}: {name} wager {amount} is not a whole number of cents",
+                                       box=number, bet=name, issue="not_cents")
                 if amount > 0:
                     placed[name] = amount
             if placed:
@@ -391,7 +394,8 @@ class Round:
             if name == "progressive":
                 if amount != p.progressive.wager:
                     raise IllegalWager(f"box {number}: the progressive wager is fixed at "
-                                       f"{p.progressive.wager}, not {amount}", p.clause("initial_bets"))
+                                       f"{p.progressive.wager}, not {amount}", p.clause("initial_bets"),
+                                       box=number, bet=name, issue="progressive_amount")
                 box.stakes[name] = amount
                 continue
             table = p.side_bets[name]
@@ -401,7 +405,7 @@ class Round:
                 continue
             if table.max_of_initial_bet is not None and amount > table.max_of_initial_bet * placed["main"]:
                 raise IllegalWager(f"box {number}: {name} {amount} is above the initial bet {placed['main']}",
-                                   p.clause("side_bet_limit"))
+                                   p.clause("side_bet_limit"), box=number, bet=name, issue="above_initial_bet")
             box.stakes[name] = self._within_limits(box, name, amount, out)
         if box.dealt:
             box.hands = [Hand(family=f, stake=box.stakes["main"], id=f + 1) for f in range(p.hands_per_box)]
@@ -416,7 +420,8 @@ class Round:
         if amount > hi:
             if r.over_maximum == "refuse":
                 raise IllegalWager(f"box {box.number}: {name} {amount} is over the maximum {hi}",
-                                   self.profile.clause("over_maximum"))
+                                   self.profile.clause("over_maximum"), box=box.number, bet=name,
+                                   issue="over_maximum")
             # §5.1.1: not rejected, so won or lost pro rata on the permissible maximum
             flag = WagerFlagged(box.number, name, "over_maximum", amount, hi, self.profile.clause("over_maximum"))
             box.flags.append(flag)
@@ -425,7 +430,8 @@ class Round:
         if amount < lo:
             if r.under_minimum == "refuse":
                 raise IllegalWager(f"box {box.number}: {name} {amount} is under the minimum {lo}",
-                                   self.profile.clause("under_minimum"))
+                                   self.profile.clause("under_minimum"), box=box.number, bet=name,
+                                   issue="under_minimum")
             # §5.2.1: not noticed in time, so won or lost as placed
             flag = WagerFlagged(box.number, name, "under_minimum", amount, amount, self.profile.clause("under_minimum"))
             box.flags.append(flag)

@@ -557,3 +557,18 @@ def test_an_interruption_voids_only_while_no_outcome_is_established_s5_4():
         state.apply(VoidRound("interruption"))
     foreign, _ = state.apply(VoidRound("foreign_card"))               # §5.5 voids whatever happened
     assert foreign.phase == Phase.VOID
+
+
+def test_a_refused_wager_names_its_box_bet_and_issue():
+    from firmware.engine.errors import IllegalWager
+    from firmware.engine.events import BetsClosed
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round
+
+    state = Round.new(load_profile("uk-4-deck"), limits={"main": [10, 500], "top_3": [1, 50]})
+    with pytest.raises(IllegalWager) as err:
+        state.apply(BetsClosed.of({3: {"main": 100, "twenty_one_plus_three": 5, "top_3": 60}}))
+    assert (err.value.box, err.value.bet, err.value.issue) == (3, "top_3", "over_maximum")
+    with pytest.raises(IllegalWager) as err:
+        state.apply(BetsClosed.of({2: {"main": 5}}))
+    assert (err.value.box, err.value.bet, err.value.issue) == (2, "main", "under_minimum")
