@@ -1,4 +1,5 @@
-"""``betbox demo --headless``: whole tables of simulated players on mock hardware.
+"""``betbox demo``: a simulated table with one seat's display in a window, or (``--headless``)
+whole tables of simulated players on mock hardware.
 
 Each table is a dealer unit and seven seat units talking over the in-process bus, every
 unit journalling to ``--state-dir``; players play basic strategy for the table's profile,
@@ -31,14 +32,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--direct", action="store_true",
                    help="drive the rules engine directly, without units (reference mode)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    w = p.add_argument_group("the window (without --headless)")
+    w.add_argument("--box", type=int, default=1, help="the seat whose display is shown, 1-7 (default 1)")
+    w.add_argument("--lang", default="en", help="the display's language: en, zh or ms (default en)")
+    w.add_argument("--size", default="800x480", help="window size: 800x480, 1024x600 or 1280x800")
+    w.add_argument("--manual", action="store_true",
+                   help="start driven by a person (keyboard and on-screen dealer controls)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.headless:
-        print("betbox demo: the windowed demo needs the seat screen UI, which is not built yet; "
-              "use --headless", file=sys.stderr)
-        return 2
+        return _window(args)
     if args.rounds < 1 or args.tables < 1:
         print("betbox demo: --rounds and --tables must be at least 1", file=sys.stderr)
         return 2
@@ -55,6 +60,19 @@ def run(args: argparse.Namespace) -> int:
         return _play(args, profiles, rng, total, state_dir)
     with tempfile.TemporaryDirectory(prefix="betbox-demo-") as tmp:
         return _play(args, profiles, rng, total, Path(tmp))
+
+
+def _window(args: argparse.Namespace) -> int:
+    """The windowed demo; Kivy is imported only here, so the headless demo never needs it."""
+    if not 1 <= args.box <= 7:
+        print(f"betbox demo: --box must be 1 to 7, not {args.box}", file=sys.stderr)
+        return 2
+    from ui.i18n import LANGUAGES
+    if args.lang not in LANGUAGES:
+        print(f"betbox demo: --lang must be one of {', '.join(LANGUAGES)}, not {args.lang!r}", file=sys.stderr)
+        return 2
+    from ui.app import run_demo_window
+    return run_demo_window(args)
 
 
 def _play(args, profiles, rng, total: Summary, state_dir: Path) -> int:

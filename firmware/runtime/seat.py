@@ -29,7 +29,8 @@ from hal.ports import LAMP_OFF, LAMP_ON, Lamps
 from .bus import Bus, Message, down_topic, stream_topic, up_topic
 from .journal import Journal
 from .unit import Unit
-from .view import HandView, SeatView, SpotView
+from .seatview import build_seat_view
+from .view import SeatView
 from .wire import bets_to_json, shoe_from_json
 
 ADDITION_SPOTS = ("insurance",)   # spots that take only additions, never an initial wager
@@ -366,42 +367,4 @@ class SeatUnit(Unit):
         self.debouncer.clear()
 
     def _build_view(self) -> SeatView:
-        state = self.round
-        spots = []
-        locked = self.phase in ("closing", "play")
-        for spot in self.spots:
-            uids = self.present[spot]
-            worth = self._worth(uids)
-            refused = tuple(u for u in sorted(uids) if (c := self.registry.get(u)) is None
-                            or c.status is not ChipStatus.VALID)
-            status = ("refused" if refused else "locked" if locked and worth else
-                      "open" if worth else "empty")
-            spots.append(SpotView(spot, format_amount(worth), status, refused))
-        hands: list[HandView] = []
-        results: tuple = ()
-        decisions: tuple = ()
-        dealer: tuple = ()
-        dealer_total = None
-        dealer_soft = dealer_blackjack = False
-        if state is not None and state.phase != Phase.BETTING:
-            dealer = tuple(str(c) for c in state.dealer)
-            if state.dealer:
-                dealer_total, dealer_soft = hand_total(state.dealer)
-                dealer_blackjack = state.dealer_blackjack
-            box = next((b for b in state.boxes if b.number == self.box), None)
-            if box is not None:
-                cur = state.hand_in_play()
-                for hand in box.hands:
-                    total, soft = hand_total(hand.cards)
-                    hands.append(HandView(tuple(str(c) for c in hand.cards), total, soft, hand.status,
-                                          hand.result, None if hand.net is None else format_amount(hand.net),
-                                          cur is not None and cur[1] is hand))
-                if state.is_over:
-                    results = tuple((k, format_amount(v)) for k, v in sorted(box.ledger.items()))
-                if cur is not None and cur[0] is box:
-                    decisions = tuple(str(a) for a, r in state.legal_decisions(self.box).items() if r is None)
-        lamps = tuple((k, "on" if v else "off") for k, v in self.lamp_wanted().items())
-        return SeatView(self.box, self.round_no, self.phase, tuple(spots), tuple(hands), dealer,
-                        dealer_total, results, tuple(self.messages[-8:]),
-                        tuple(a["detail"] for a in self.alarms[-8:]), lamps, decisions,
-                        dealer_soft, dealer_blackjack)
+        return build_seat_view(self)

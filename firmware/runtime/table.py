@@ -16,16 +16,9 @@ from .bus import InProcessBus
 from .dealer import DealerUnit
 from .journal import JOURNAL_NAME, Journal
 from .seat import SeatUnit
+from .spots import seat_spots
 
 LAMPS = ("progressive", "bets_locked")
-
-
-def seat_spots(profile: Profile) -> tuple[str, ...]:
-    """The antennas a seat needs for a profile: main, insurance, each side bet, progressive."""
-    spots = ["main", "insurance", *profile.side_bets]
-    if profile.progressive is not None:
-        spots.append("progressive")
-    return tuple(spots)
 
 
 @dataclass(frozen=True)
