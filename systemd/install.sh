@@ -1,14 +1,17 @@
 #!/bin/sh
-# Install betbox on Raspberry Pi OS: ./install.sh dealer|seat [CONFIG]
+# Install betbox on Raspberry Pi OS: ./install.sh dealer|seat|jackpot [CONFIG]
 # Creates the betbox user, installs the package, the configuration and the unit file,
 # validates the configuration and starts the unit.
 set -eu
-role="${1:?usage: install.sh dealer|seat [CONFIG]}"
-case "$role" in dealer|seat) ;; *) echo "role must be dealer or seat" >&2; exit 2 ;; esac
+role="${1:?usage: install.sh dealer|seat|jackpot [CONFIG]}"
+case "$role" in dealer|seat|jackpot) ;; *) echo "role must be dealer, seat or jackpot" >&2; exit 2 ;; esac
 here="$(cd "$(dirname "$0")" && pwd)"
 config="${2:-$here/../docs/examples/$role.toml}"
 id betbox >/dev/null 2>&1 || useradd --system --home /var/lib/betbox --shell /usr/sbin/nologin betbox
-usermod -aG dialout,gpio betbox 2>/dev/null || true
+case "$role" in
+  dealer) usermod -aG dialout,gpio betbox 2>/dev/null || true ;;
+  seat) usermod -aG dialout,gpio,video,render,input betbox 2>/dev/null || true ;;
+esac
 python3 -m pip install --break-system-packages "$here/.."
 ln -sf "$(command -v betbox)" /usr/local/bin/betbox 2>/dev/null || true
 install -d -o root -g betbox -m 0750 /etc/betbox

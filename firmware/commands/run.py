@@ -1,29 +1,55 @@
-"""``betbox run --config FILE``: run one unit (dealer or seat) as configured.
+"""``betbox run --config FILE``: run one unit (dealer, seat or jackpot controller) as configured.
 
 Hardware ports are opened by name through ``hal.backends.open_backend`` (their own options
 are checked strictly there). The unit recovers from its journal, then serves its one
-dispatch queue until stopped.
+dispatch queue until SIGTERM/SIGINT.
+
+With ``[link]`` the unit's bus is MQTT (:func:`firmware.link.connect_bus`): a seat reports
+its box's results to the jackpot controller through a durable outbox in its state
+directory (:class:`~firmware.link.reporter.SeatReporter`), and a
+:class:`~firmware.link.presence.ControllerWatch` gives seat and dealer the controller's
+link state and meter as journalled ``("controller", ...)`` inputs. Without ``[link]`` the
+unit runs on the in-process bus, alone. A seat with ``[display]`` serves its dispatch queue
+on a background thread and shows the seat display on the main thread (Kivy, imported only
+then). ``role = "jackpot"`` runs the progressive controller.
+
+``--drive PATH`` (bench and tests): a named pipe from which lines of the bench-script
+language (``press open_bets``, ``deal AS``, ``place main 0A0B``, ``cycle 2``) drive the
+unit's *mock* ports, so a unit running as its own process can be played from outside.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import queue
 import signal
+import stat
 import sys
+import threading
+from typing import Any, Callable
 
 from firmware.runtime.config import ConfigError, UnitConfig, load_config
 
+log = logging.getLogger("betbox.run")
+
+DRAIN_ON_STOP = 5.0          # seconds a stopping seat waits for the broker to take its reports
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run a dealer or seat unit from its configuration file")
+    p = sub.add_parser("run", help="run a dealer, seat or jackpot unit from its configuration file")
     p.add_argument("--config", required=True, help="the unit's TOML configuration")
     p.add_argument("--check", action="store_true", help="validate the configuration and exit")
+    p.add_argument("--drive", metavar="FIFO",
+                   help="drive the unit's mock ports with bench-script lines read from this named pipe")
+    p.add_argument("-v", "--verbose", action="store_true", help="log the link and the controller")
     p.set_defaults(func=run)
 
 
-def build(config: UnitConfig):
-    """The unit and its started ports, from a validated configuration."""
+def build(config: UnitConfig, bus: Any = None):
+    """The unit and its started ports, from a validated configuration; ``bus`` (default: a
+    new in-process bus) is the unit's bus."""
     from firmware.chips import ChipRegistry
     from firmware.engine.profile import load_profile
     from firmware.runtime.bus import InProcessBus
@@ -32,7 +58,7 @@ def build(config: UnitConfig):
     from firmware.runtime.seat import SeatUnit
     from hal.backends import open_backend
 
-    bus = InProcessBus()
+    bus = bus if bus is not None else InProcessBus()
     journal = Journal(config.state_dir / JOURNAL_NAME, config.unit_id, config.role, config.synchronous)
     ports = {name: open_backend(name, hw["backend"], hw["options"]) for name, hw in config.hardware.items()}
     if config.role == "dealer":
@@ -53,7 +79,7 @@ def build(config: UnitConfig):
     return unit, ports
 
 
-def serve(unit, stop) -> None:
+def serve(unit, stop: Callable[[], bool]) -> None:
     """The one dispatch queue: one input at a time, journal first, then act."""
     while not stop():
         try:
@@ -64,28 +90,190 @@ def serve(unit, stop) -> None:
             unit.step(kind, body)
 
 
+class Link:
+    """A unit's MQTT side: the bus, the controller watch, a seat's reporter."""
+
+    def __init__(self, config: UnitConfig) -> None:
+        from firmware.link import connect_bus
+
+        outbox = config.state_dir / "outbox.db" if config.role == "seat" else None
+        self.config = config
+        self.bus = connect_bus(None, config.bus_id, link=config.link, outbox_path=outbox, role=config.role,
+                               link_id=config.jackpot_link, config=config.raw, wait=5.0)
+        self.watch = None
+        self.reporter = None
+
+    def attach(self, unit) -> None:
+        """After the unit recovered: report what its state holds, then follow the controller."""
+        from firmware.link.presence import ControllerWatch
+        from firmware.link.reporter import SeatReporter
+
+        if self.config.role == "seat":
+            self.reporter = SeatReporter(unit, self.bus)
+            self.reporter.sync()
+        self.watch = ControllerWatch(self.bus, self.config.jackpot_link, self.config.table)
+        if takes_controller_input(unit):
+            self.watch.feed(unit)
+        else:
+            log.warning("%s: this firmware's %s unit does not take the controller's state yet; "
+                        "progressive wagers are not gated by the link", self.config.bus_id, self.config.role)
+
+
+    def close(self) -> None:
+        if self.bus.outbox is not None and not self.bus.wait_drained(DRAIN_ON_STOP):
+            log.warning("%s: stopping with %d report(s) not yet at the broker; they stay in the outbox "
+                        "and go at the next start", self.config.bus_id, self.bus.outbox.stats()["waiting"])
+        self.bus.close()
+        if self.bus.outbox is not None:
+            self.bus.outbox.close()
+
+
+def takes_controller_input(unit) -> bool:
+    """Whether the unit's handler knows the ``("controller", ...)`` input (the runtime's
+    side of the contract in :mod:`firmware.link.presence`); posting it to a unit that does
+    not would stop its dispatch loop."""
+    import inspect
+
+    try:
+        return '"controller"' in inspect.getsource(type(unit).handle)
+    except (OSError, TypeError):
+        return False
+
+
+def _drive(path: str, ports: dict[str, Any], stop: threading.Event) -> threading.Thread:
+    """Read bench-script lines from a named pipe and run them on the unit's mock ports."""
+    from hal.mock import MockCardShoe, MockChipReader, MockConsole
+    from hal.mock_keys import MockDriver
+
+    def mock(cls):
+        return next((p for p in ports.values() if isinstance(p, cls)), None)
+
+    driver = MockDriver(mock(MockCardShoe), mock(MockChipReader), mock(MockConsole))
+    if not driver.commands():
+        raise ValueError(f"--drive {path}: this unit has no mock port to drive")
+    if not os.path.exists(path):
+        os.mkfifo(path, 0o600)
+    elif not stat.S_ISFIFO(os.stat(path).st_mode):
+        raise ValueError(f"--drive {path}: exists and is not a named pipe")
+    fd = os.open(path, os.O_RDWR)              # never sees end-of-file between writers
+
+    def loop() -> None:
+        with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as pipe:
+            for line in pipe:
+                if stop.is_set():
+                    return
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                try:
+                    driver.run(line, source=f"--drive {path}")
+                except Exception as exc:  # noqa: BLE001 - a bad line is told, the unit goes on
+                    print(f"betbox run: --drive: {line!r}: {exc}", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=loop, name="drive", daemon=True)
+    thread.start()
+    return thread
+
+
+def _display(config: UnitConfig, unit, link: Link | None, stopping: threading.Event) -> None:
+    """The seat display on this (main) thread until it is closed or the unit is stopped."""
+    from firmware.engine.money import parse_amount
+    from firmware.link.config import config_hash
+    from ui.app import run_seat_display
+    from ui.source import ControllerFeed
+
+    feed = ControllerFeed()
+    if link is not None:
+        link.watch.on_state(lambda s: feed.set(link=s["link"], pending=s["pending"],
+                                               meter=None if s["meter"] is None else parse_amount(s["meter"])))
+
+    def stop_window(*_: Any) -> None:
+        stopping.set()
+        from kivy.app import App
+        app = App.get_running_app()
+        if app is not None:
+            app.stop()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop_window)
+    d = config.display
+    run_seat_display(unit, controller=feed, bus=link.bus if link else None, lang=d.lang, pin=d.pin,
+                     size=d.size, fullscreen=d.fullscreen, config_digest=config_hash(config.raw))
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         print(f"betbox run: {exc}", file=sys.stderr)
         return 2
+    where = f" on {config.link.url} as {config.bus_id if config.role != 'jackpot' else 'jackpot/' + config.unit_id}" \
+        if config.link else " (in-process bus)"
     if args.check:
-        print(f"{args.config}: {config.role} {config.unit_id!r} at table {config.table!r}: configuration OK")
+        at = f" at table {config.table!r}" if config.role != "jackpot" else ""
+        print(f"{args.config}: {config.role} {config.unit_id!r}{at}{where}: configuration OK")
         return 0
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if config.role == "jackpot":
+        from firmware.jackpot.service import run_controller
+        print(f"betbox: jackpot controller {config.unit_id}{where}, database {config.jackpot.db}",
+              file=sys.stderr, flush=True)
+        try:
+            return run_controller(config.jackpot)
+        except (ValueError, OSError) as exc:
+            print(f"betbox run: {exc}", file=sys.stderr)
+            return 2
+    stopping = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopping.set())
+    link = None
+    ports: dict[str, Any] = {}
     try:
-        unit, ports = build(config)
+        if config.link is not None:
+            link = Link(config)
+        unit, ports = build(config, link.bus if link else None)
+        if link is not None:
+            link.attach(unit)
+        if args.drive:
+            _drive(args.drive, ports, stopping)
     except (ValueError, OSError) as exc:
         print(f"betbox run: {exc}", file=sys.stderr)
+        for port in ports.values():
+            port.close()
+        if link is not None:
+            link.close()
         return 2
-    stopping = {"now": False}
-    signal.signal(signal.SIGTERM, lambda *_: stopping.update(now=True))
-    print(f"betbox: {config.role} {config.unit_id} running (journal {unit.journal.path}, "
+    print(f"betbox: {config.role} {config.unit_id} running{where} (journal {unit.journal.path}, "
           f"{unit.replayed_steps} steps replayed)", file=sys.stderr, flush=True)
+    failed: list[BaseException] = []
+
+    def dispatch() -> None:
+        try:
+            serve(unit, stopping.is_set)
+        except Exception as exc:  # noqa: BLE001 - a unit that cannot go on stops, saying why
+            log.exception("%s: the dispatch loop failed", config.unit_id)
+            failed.append(exc)
+            stopping.set()
+
     try:
-        serve(unit, lambda: stopping["now"])
+        if config.role == "seat" and config.display is not None:
+            worker = threading.Thread(target=dispatch, name=f"dispatch:{config.unit_id}", daemon=True)
+            worker.start()
+            try:
+                _display(config, unit, link, stopping)
+            finally:
+                stopping.set()
+                worker.join(10)
+        else:
+            dispatch()
     finally:
         for port in ports.values():
             port.close()
+        if link is not None:
+            link.close()
         unit.journal.close()
+    if failed:
+        print(f"betbox run: {config.unit_id} stopped: {failed[0]!r}", file=sys.stderr)
+        return 1
     return 0

@@ -1,33 +1,57 @@
 """Whether a seat can take progressive wagers: its own MQTT link is up *and* the jackpot
 controller says it is online (retained status, ``offline`` as its will). Also keeps the
-last meter the controller broadcast, for the seat's screen.
+last meter the controller broadcast, for the seat's screen and the dealer's next round.
 
-The seat-side hook: ``ControllerWatch.available`` / ``reason`` feed the seat's
-progressive lamp and the refusal of progressive wagers (see the issue #6 report).
+The runtime hook (the contract with the units): :meth:`ControllerWatch.feed` posts
+``("controller", {"link": "up"|"down", "meter": "<amount>"|None, "pending": bool})`` to a
+unit's dispatch queue whenever that triple changes, and only then. The seat journals it and
+refuses progressive wagers while ``link`` is ``"down"`` (lamp off, reason on its screen);
+the dealer takes ``meter`` as the meter of the next round it opens. ``meter`` is the live
+amount of the pool that serves this table (``pending`` true while a 100% hit is locked).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from typing import Any, Callable
 
 from . import topics
 from .mqtt import MqttBus
 
+log = logging.getLogger("betbox.link")
+
 UNAVAILABLE_NO_BROKER = "progressive closed: this seat has lost its link to the jackpot controller"
 UNAVAILABLE_CONTROLLER = "progressive closed: the jackpot controller is offline"
 
+ControllerInput = dict[str, Any]
+
+
+def pool_for_table(meter: dict[str, Any] | None, table: str | None) -> dict[str, Any] | None:
+    """The pool of a meter broadcast that serves ``table`` (an explicit listing first, then
+    a ``"*"`` pool); None when no pool does."""
+    if not isinstance(meter, dict) or not isinstance(meter.get("pools"), dict):
+        return None
+    pools = [p for p in meter["pools"].values() if isinstance(p, dict)]
+    for pool in pools:
+        if table is not None and table in (pool.get("tables") or ()):
+            return pool
+    return next((p for p in pools if "*" in (p.get("tables") or ("*",))), None)
+
 
 class ControllerWatch:
-    def __init__(self, bus: MqttBus, link_id: str = "main") -> None:
+    def __init__(self, bus: MqttBus, link_id: str = "main", table: str | None = None) -> None:
         self.bus = bus
         self.link_id = topics.check_link_id(link_id)
+        self.table = table if table is not None else bus.unit_id.split("/")[0]
         self._controller_online = False
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._listeners: list[Callable[[bool, str | None], None]] = []
+        self._input_listeners: list[Callable[[ControllerInput], None]] = []
         self.meter: dict[str, Any] | None = None
         self._last = False                  # unavailable until the controller says online
+        self._last_input: ControllerInput | None = None
         bus.subscribe_raw(topics.jackpot_status_topic(link_id), self._on_status)
         bus.subscribe_raw(topics.meter_topic(link_id), self._on_meter)
         bus.add_link_listener(lambda up: self._changed())
@@ -36,6 +60,7 @@ class ControllerWatch:
         try:
             state = json.loads(payload).get("state")
         except (ValueError, AttributeError):
+            log.warning("unreadable jackpot status %r: taken as offline", payload[:100])
             state = None
         with self._lock:
             self._controller_online = state == "online"
@@ -43,9 +68,14 @@ class ControllerWatch:
 
     def _on_meter(self, topic: str, payload: bytes) -> None:
         try:
-            self.meter = json.loads(payload)
+            meter = json.loads(payload)
         except ValueError:
-            pass
+            log.warning("unreadable meter broadcast %r: ignored", payload[:100])
+            return
+        if not isinstance(meter, dict):
+            return
+        self.meter = meter
+        self._changed()
 
     @property
     def available(self) -> bool:
@@ -62,14 +92,41 @@ class ControllerWatch:
                 return UNAVAILABLE_CONTROLLER
         return None
 
+    def state(self) -> ControllerInput:
+        """The unit input now: link, the meter of this table's pool, pending."""
+        pool = pool_for_table(self.meter, self.table)
+        amount = pool.get("amount") if pool else None
+        return {"link": "up" if self.available else "down",
+                "meter": amount if isinstance(amount, str) else None,
+                "pending": bool(pool and pool.get("state") == "pending")}
+
     def on_change(self, listener: Callable[[bool, str | None], None]) -> None:
         """``listener(available, reason)`` on every change (paho's thread: only queue)."""
         self._listeners.append(listener)
 
+    def on_state(self, listener: Callable[[ControllerInput], None]) -> None:
+        """``listener(state())`` now and whenever it changes (paho's thread: only queue)."""
+        with self._lock:
+            self._input_listeners.append(listener)
+            now = self._last_input = self.state()
+        listener(dict(now))
+
+    def feed(self, unit: Any) -> None:
+        """Post ``("controller", state)`` to ``unit`` now and on every change."""
+        self.on_state(lambda state: unit.post(("controller", state)))
+
     def _changed(self) -> None:
-        now = self.available
-        if now == self._last:
-            return
-        self._last = now
-        for listener in list(self._listeners):
-            listener(now, self.reason)
+        with self._lock:
+            now = self.available
+            flip = now != self._last
+            self._last = now
+            state = self.state()
+            moved = state != self._last_input and bool(self._input_listeners)
+            if moved:
+                self._last_input = state
+            inputs = list(self._input_listeners) if moved else []
+        if flip:
+            for listener in list(self._listeners):
+                listener(now, self.reason)
+        for listener in inputs:
+            listener(dict(state))

@@ -53,6 +53,11 @@ class SeatReporter:
         if seq is not None:
             self.reported += 1
 
+    def sync(self) -> None:
+        """Report what the seat's state holds now (after its journal was replayed: a crash
+        between a step and its report loses nothing; the keys make it idempotent)."""
+        self._after_step(self.seat)
+
     def _after_step(self, seat: Any) -> None:
         state = seat.round
         if state is None or not seat.round_no:

@@ -3,14 +3,24 @@ start-up with a message naming the section and the key.
 
 ::
 
-    [unit]      role = "dealer" | "seat", id, table, state_dir
-    [bus]       transport = "inproc"            (the MQTT transport is the next issue)
+    [unit]      role = "dealer" | "seat" | "jackpot", id, table (not for jackpot), state_dir
+    [bus]       transport = "inproc"            (alone, in one process; see [link])
+    [link]      broker = "mqtt://HOST:PORT" | "mqtts://HOST:PORT", username, password,
+                keepalive, reconnect_max, jackpot (the controller's link id, default "main")
+    [link.tls]  ca, cert, key                   (files; relative to the configuration file)
     [journal]   synchronous = "FULL" | "EXTRA"
     [game]      profile, decks                  (dealer)
     [limits]    BET = [minimum, maximum]        (dealer)
     [seat]      box, spots, chips (CSV registry), confirm_cycles, release_cycles
+    [display]   lang, size, fullscreen, pin     (seat: run the seat display in a window)
     [hardware.PORT]  backend = "mock" | "serial" | "gpio", then the backend's own options
                 PORT: card_shoe, console (dealer); chip_reader, lamps (seat)
+    [jackpot]   db, pools.NAME = {seed, rate, maximum, tables}   (role "jackpot")
+
+With ``[link]`` the unit's bus is MQTT: its id on the broker (and its username under the
+documented ACL) is ``<table>/<id>``; a seat reports to the jackpot controller through a
+durable outbox in ``state_dir``. Without it the unit runs on the in-process bus, alone.
+The jackpot role needs ``[link]``; its id is the link id in the jackpot topics.
 """
 
 from __future__ import annotations
@@ -26,10 +36,15 @@ from firmware.engine.money import parse_amount
 from firmware.engine.profile import ProfileError, load_profile
 from firmware.strict import Section
 
-ROLES = ("dealer", "seat")
+ROLES = ("dealer", "seat", "jackpot")
 TRANSPORTS = ("inproc",)
 PORTS = {"dealer": ("card_shoe", "console"), "seat": ("chip_reader", "lamps")}
 ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# the seat display's choices (ui.i18n.LANGUAGES, ui.app.SIZES): repeated here so that
+# reading a configuration never imports the UI
+DISPLAY_LANGS = ("en", "zh", "ms")
+DISPLAY_SIZES = ("800x480", "1024x600", "1280x800")
+PIN = re.compile(r"^[0-9]{4,8}$")
 
 
 class ConfigError(ValueError):
@@ -39,14 +54,22 @@ class ConfigError(ValueError):
 class _Section(Section):
     """A configuration table: strict reading plus identifiers."""
 
-    def __init__(self, data: Any, name: str, source: str) -> None:
-        super().__init__(data, name, source, ConfigError)
+    def __init__(self, data: Any, name: str, source: str, error: type[ValueError] = ConfigError) -> None:
+        super().__init__(data, name, source, error)
 
     def ident(self, key: str) -> str:
         value = self.get(key, str)
         if not ID.match(value):
             raise self.fail(key, f"{value!r}: letters, digits, '_', '.', '-' (at most 64)")
         return value
+
+
+@dataclass(frozen=True)
+class DisplayConfig:
+    lang: str = "en"
+    size: str = "800x480"
+    fullscreen: bool | None = None          # None: full screen when there is no desktop
+    pin: str = "2468"                       # the service menu's PIN
 
 
 @dataclass(frozen=True)
@@ -66,19 +89,101 @@ class UnitConfig:
     confirm_cycles: int = 2
     release_cycles: int = 3
     hardware: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    link: Any = None                        # firmware.link.config.LinkConfig, or None: in-process
+    jackpot_link: str = "main"              # the jackpot controller's link id (topics)
+    display: DisplayConfig | None = None
+    jackpot: Any = None                     # firmware.jackpot.config.JackpotConfig (role jackpot)
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def bus_id(self) -> str:
+        """The unit's id on the broker and its username under the ACL: ``<table>/<id>``."""
+        return f"{self.table}/{self.unit_id}"
 
 
-def parse_config(data: Mapping[str, Any], source: str = "<config>") -> UnitConfig:
+def _link(top: _Section, source: str, base: Path | None, required: bool) -> tuple[Any, str]:
+    """``[link]``: the broker, read by the link's own strict reader (names the key)."""
+    from firmware.link import topics
+    from firmware.link.config import LinkConfigError, load_link_config
+
+    if "link" not in top.data:
+        top.used.add("link")
+        if required:
+            raise ConfigError(f"{source}: [link] is missing: this role talks to the units through a "
+                              "broker (broker = \"mqtt://HOST:PORT\")")
+        return None, "main"
+    section = top.section("link")
+    data = dict(section.data)
+    jackpot = data.pop("jackpot", "main")
+    if not isinstance(jackpot, str):
+        raise section.fail("jackpot", f"expected a string, got {jackpot!r}")
+    try:
+        topics.check_link_id(jackpot)
+        link = load_link_config(data, "link", base)
+    except LinkConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    except ValueError as exc:
+        raise section.fail("jackpot", str(exc)) from None
+    return link, jackpot
+
+
+def _display(top: _Section) -> DisplayConfig | None:
+    if "display" not in top.data:
+        top.used.add("display")
+        return None
+    d = top.section("display")
+    pin = d.get("pin", str, "2468")
+    if not PIN.match(pin):
+        raise d.fail("pin", "4 to 8 digits, written as a string (pin = \"2468\")")
+    out = DisplayConfig(lang=d.choice("lang", DISPLAY_LANGS, "en"), size=d.choice("size", DISPLAY_SIZES, "800x480"),
+                        fullscreen=d.get("fullscreen", bool, None), pin=pin)
+    d.finish()
+    return out
+
+
+def _jackpot(top: _Section, unit_id: str, state_dir: Path, link: Any, source: str,
+             base: Path | None) -> Any:
+    """``role = "jackpot"``: ``[jackpot]`` db (default ``state_dir/jackpot.db``) and pools."""
+    from firmware.jackpot.config import DEFAULT_POOLS, JackpotConfig, JackpotConfigError, load_pools
+
+    j = top.section("jackpot", {})
+    db = Path(j.get("db", str, str(state_dir / "jackpot.db")))
+    if base is not None and not db.is_absolute():
+        db = base / db
+    pools = j.get("pools", dict, DEFAULT_POOLS)
+    j.finish()
+    try:
+        specs = load_pools(pools)
+    except JackpotConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    raw = {"role": "jackpot", "unit": {"id": unit_id}, "jackpot": {"db": str(db), "pools": pools}}
+    return JackpotConfig(link, db, unit_id, specs, raw)
+
+
+def parse_config(data: Mapping[str, Any], source: str = "<config>", base: Path | None = None) -> UnitConfig:
+    """``base``: the directory relative file names (TLS files, the jackpot database) are in."""
     top = _Section(dict(data), "", source)
     unit = _Section(top.get("unit", dict), "unit", source)
     role = unit.choice("role", ROLES)
     unit_id = unit.ident("id")
-    table = unit.ident("table")
+    table = unit.ident("table") if role != "jackpot" else ""
     state_dir = Path(unit.get("state_dir", str))
     unit.finish()
+    link, jackpot_link = _link(top, source, base, required=role == "jackpot")
+    if role == "jackpot":
+        from firmware.link import topics
+        try:
+            topics.check_link_id(unit_id)
+        except ValueError as exc:
+            raise unit.fail("id", str(exc)) from None
+        jackpot = _jackpot(top, unit_id, state_dir, link, source, base)
+        top.finish()
+        return UnitConfig(role=role, unit_id=unit_id, table=table, state_dir=state_dir, link=link,
+                          jackpot_link=unit_id, jackpot=jackpot, raw=dict(data))
     bus = _Section(top.get("bus", dict, {}), "bus", source)
     transport = bus.choice("transport", TRANSPORTS, "inproc")
     bus.finish()
+    display = _display(top) if role == "seat" else None
     journal = _Section(top.get("journal", dict, {}), "journal", source)
     synchronous = journal.choice("synchronous", ("FULL", "EXTRA"), "FULL")
     journal.finish()
@@ -134,7 +239,8 @@ def parse_config(data: Mapping[str, Any], source: str = "<config>") -> UnitConfi
     hw.finish()
     top.finish()
     return UnitConfig(role=role, unit_id=unit_id, table=table, state_dir=state_dir, transport=transport,
-                      synchronous=synchronous, hardware=hardware, **kw)
+                      synchronous=synchronous, hardware=hardware, link=link, jackpot_link=jackpot_link,
+                      display=display, raw=dict(data), **kw)
 
 
 def load_config(path: str | Path) -> UnitConfig:
@@ -147,4 +253,4 @@ def load_config(path: str | Path) -> UnitConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return parse_config(data, str(path))
+    return parse_config(data, str(path), path.resolve().parent)
