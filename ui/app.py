@@ -100,7 +100,7 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
                     row.ids.cards.add_widget(make('CardLabel', text=c.text, red=c.red))
                 ids.hands.add_widget(row)
             ids.hands.add_widget(Factory.Widget())
-            ids.note.text = s.decisions or s.switch_note or (s.messages[-1] if s.messages else "")
+            ids.note.text = s.decisions or s.switch_note
             ids.results.clear_widgets()
             u = App.get_running_app().u
             for r in s.results:

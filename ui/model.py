@@ -1,73 +1,39 @@
 """Plain values the seat display is made of. No Kivy here.
 
-``SeatSnapshot`` is what the UI reads from the seat unit (its view plus a few facts the
-view does not carry yet, see ``ui/source.py``); ``SeatScreen`` is what the widgets show,
+``SeatSnapshot`` is what the UI reads from the seat unit (its view, plus the table's
+alarms heard on the bus, see ``ui/source.py``); ``SeatScreen`` is what the widgets show,
 every text already in the player's language. Both are frozen, so a snapshot taken in the
 table's thread can be handed to the UI thread as it is.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Mapping
 
-from firmware.runtime.view import SeatView
+from firmware.runtime.view import AlarmView, SeatView
 
 
 # --- what the UI reads ----------------------------------------------------------------
 
 @dataclass(frozen=True)
-class WagerIssue:
-    """Why the engine would not count a spot as placed (asked of the engine, never guessed).
-
-    ``issue``: over_maximum | under_minimum | pro_rata | no_initial_bet | requires | refused.
-    """
-
-    spot: str
-    issue: str
-    detail: str = ""
-    requires: str | None = None
-
-
-@dataclass(frozen=True)
-class Fault:
-    """An alarm or fault worth telling the player. ``kind`` groups the runtime's alarm codes:
-    shoe | link | tamper | void | integrity | chip | other."""
-
-    kind: str
-    code: str
-    detail: str
-
-
-@dataclass(frozen=True)
 class ControllerState:
-    """The jackpot controller as this seat sees it. ``link`` None: no controller configured."""
+    """The jackpot controller as this seat sees it. ``link`` None: no controller known."""
 
     link: str | None = None          # "up" | "down" | None
-    meter: Fraction | None = None
+    meter: Fraction | str | None = None
     pending: bool = False            # a hit is locked: the meter shows PENDING
 
 
 @dataclass(frozen=True)
 class SeatSnapshot:
+    """The seat's view, and what the seat cannot know itself: the table's alarms (shoe,
+    door) heard on the bus, and the simulated controller of a demo table without one."""
+
     view: SeatView
-    profile_name: str = ""
-    title: str = ""
-    limits: Mapping[str, tuple[Fraction, Fraction]] = field(default_factory=dict)
-    turn: str | None = None                                  # mine | others | dealer | dealing
-    issues: tuple[WagerIssue, ...] = ()
-    chips: tuple[tuple[str, str, str], ...] = ()              # (spot, uid, unknown | barred | ...)
-    late_spots: tuple[str, ...] = ()                          # chips added after no more bets
-    side_results: Mapping[str, str | None] = field(default_factory=dict)   # bet -> category
-    side_odds: Mapping[str, Mapping[str, Fraction]] = field(default_factory=dict)  # pay tables
-    insurance_odds: Fraction | None = None
-    progressive: tuple[str | None, str | None] | None = None  # (category, award) once judged
-    envy: tuple[tuple[int, str], ...] = ()                    # (from box, amount)
-    switched: bool = False
-    switch_legal: bool = False
+    title: str = ""                                    # a configured name for the table
     controller: ControllerState = ControllerState()
-    faults: tuple[Fault, ...] = ()
+    table_alarms: tuple[AlarmView, ...] = ()
 
 
 # --- what the widgets show ------------------------------------------------------------
@@ -105,7 +71,7 @@ class ResultLine:
 
 @dataclass(frozen=True)
 class Banner:
-    kind: str           # jackpot | envy | fault
+    kind: str           # jackpot | win | envy | fault
     title: str
     text: str
 
@@ -132,7 +98,6 @@ class SeatScreen:
     meter: str
     meter_tone: str
     banners: tuple[Banner, ...]
-    messages: tuple[str, ...]
 
     def texts(self) -> list[str]:
         """Every text on the screen (for tests and accessibility checks)."""
@@ -146,5 +111,4 @@ class SeatScreen:
         out += [r.text for r in self.results]
         for b in self.banners:
             out += [b.title, b.text]
-        out += list(self.messages)
         return [t for t in out if t]

@@ -14,7 +14,9 @@ from typing import Callable, Iterable
 
 from firmware.engine.money import parse_amount
 
-from .i18n import DEFAULT_LANGUAGE, LANGUAGES, tr
+from firmware.runtime.view import ResultView, SeatView, SpotIssue, SpotView
+
+from .i18n import DEFAULT_LANGUAGE, LANGUAGES, has, tr
 from .model import (Banner, CardFace, HandLine, ResultLine, SeatScreen, SeatSnapshot, SpotLine)
 
 SUITS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
@@ -86,39 +88,75 @@ PLAY_TURNS = {"mine": "phase.your_hand", "others": "phase.others", "dealer": "ph
 def phase_key(s: SeatSnapshot) -> str:
     v = s.view
     if v.phase == "play":
-        if any(h.in_play for h in v.hands) or s.turn == "mine":
+        if any(h.in_play for h in v.hands) or v.turn == "mine":
             return "phase.your_hand"
-        return PLAY_TURNS.get(s.turn or "dealing", "phase.dealing")
+        return PLAY_TURNS.get(v.turn or "dealing", "phase.dealing")
     return f"phase.{v.phase}" if v.phase in ("idle", "open", "closing", "over", "void") else "phase.idle"
 
 
-def _spot(lang: str, s: SeatSnapshot, spot) -> SpotLine:
+def _chips_note(lang: str, issue: SpotIssue, amount: str) -> str:
+    kind = "unknown" if issue.code == "unknown_chip" else "barred"
+    chips = tr(lang, f"chips.{kind}" if issue.count <= 1 else f"chips.{kind}_n", n=issue.count)
+    if amount:
+        return tr(lang, "status.chips_not_counted_part", chips=chips, amount=amount)
+    return tr(lang, "status.chips_not_counted", chips=chips)
+
+
+#: Spot issue codes -> (text key, tone). Texts take {hi}, {lo}, {bet}, {why}.
+ISSUE_TEXTS = {
+    "over_maximum": ("status.over_maximum", "bad"),
+    "under_minimum": ("status.under_minimum", "bad"),
+    "pro_rata": ("status.pro_rata", "warn"),
+    "played_under_minimum": ("status.played_under_minimum", "warn"),
+    "no_initial_bet": ("status.no_initial_bet", "warn"),
+    "requires": ("status.requires", "warn"),
+    "bets_closed": ("status.bets_closed", "bad"),
+    "bets_not_taken": ("status.bets_not_taken", "bad"),
+    "above_initial_bet": ("status.above_initial_bet", "bad"),
+    "progressive_amount": ("status.progressive_amount", "bad"),
+}
+
+
+def issue_text(lang: str, issue: SpotIssue, v: SeatView, spot: str) -> tuple[str, str]:
+    code = issue.code
+    if code == "progressive_unavailable":
+        key = ("status.progressive_unavailable" if issue.reason in (None, "controller_link_down")
+               else "status.progressive_off")
+        return tr(lang, key), "bad"
+    if code == "refused":
+        if issue.reason and issue.reason in ISSUE_TEXTS:
+            why = tr(lang, f"why.{issue.reason}") if has(f"why.{issue.reason}") else ""
+            return (tr(lang, "status.refused_why", why=why) if why else tr(lang, "status.refused")), "bad"
+        return tr(lang, "status.refused"), "bad"
+    key, tone = ISSUE_TEXTS.get(code, ("status.refused", "bad"))
+    lo, hi = v.limit(spot) or (None, None)
+    limit = issue.limit
+    return tr(lang, key, hi=money(limit or hi), lo=money(limit or lo),
+              bet=spot_label(lang, issue.requires or "")), tone
+
+
+def _spot(lang: str, s: SeatSnapshot, spot: SpotView) -> SpotLine:
+    v = s.view
     label = spot_label(lang, spot.name)
     amount = "" if spot.amount in ("0", "") else money(spot.amount)
-    refused = [status for sp, _uid, status in s.chips if sp == spot.name]
-    issue = next((i for i in s.issues if i.spot == spot.name), None)
-    lo, hi = s.limits.get(spot.name, (None, None))
-    if refused:
-        key = "status.unknown_chip" if "unknown" in refused else "status.barred_chip"
-        return SpotLine(spot.name, label, amount, tr(lang, key), "bad")
-    if spot.name == "progressive" and s.controller.link == "down":
-        return SpotLine(spot.name, label, amount, tr(lang, "status.progressive_unavailable"), "bad")
-    if spot.name in s.late_spots:
-        return SpotLine(spot.name, label, amount, tr(lang, "status.bets_closed"), "bad")
-    if issue is not None:
-        if issue.issue == "over_maximum":
-            return SpotLine(spot.name, label, amount, tr(lang, "status.over_maximum", hi=money(hi)), "bad")
-        if issue.issue == "under_minimum":
-            return SpotLine(spot.name, label, amount, tr(lang, "status.under_minimum", lo=money(lo)), "bad")
-        if issue.issue == "pro_rata":
-            return SpotLine(spot.name, label, amount, tr(lang, "status.pro_rata", hi=money(hi)), "warn")
-        if issue.issue == "no_initial_bet":
-            return SpotLine(spot.name, label, amount, tr(lang, "status.no_initial_bet"), "warn")
-        if issue.issue == "requires":
-            return SpotLine(spot.name, label, amount,
-                            tr(lang, "status.requires", bet=spot_label(lang, issue.requires or "")), "warn")
-        return SpotLine(spot.name, label, amount,
-                        tr(lang, "status.refused") + (f": {issue.detail}" if issue.detail else ""), "bad")
+    issues = list(spot.issues)
+    if spot.name == "progressive" and s.controller.link == "down" and not any(
+            i.code == "progressive_unavailable" for i in issues):
+        issues.insert(0, SpotIssue("progressive_unavailable", reason="controller_link_down"))
+    notes: list[str] = []
+    tone = ""
+    for issue in issues:
+        if issue.code in ("unknown_chip", "barred_chip"):
+            notes.append(_chips_note(lang, issue, amount))
+            tone = tone or "bad"
+        else:
+            text, t = issue_text(lang, issue, v, spot.name)
+            notes.append(text)
+            tone = tone or t
+        if len(notes) == 2:
+            break
+    if notes:
+        return SpotLine(spot.name, label, amount, " · ".join(notes), tone)
     if spot.status == "locked":
         return SpotLine(spot.name, label, amount, tr(lang, "status.locked"), "ok")
     if amount:
@@ -126,33 +164,31 @@ def _spot(lang: str, s: SeatSnapshot, spot) -> SpotLine:
     return SpotLine(spot.name, label, "", "", "muted")
 
 
+def result_text(lang: str, r: ResultView) -> str:
+    net = parse_amount(r.net)
+    signed = money(net, signed=True)
+    if r.bet == "progressive" and r.category:
+        return f"{spot_label(lang, r.bet)}: {category_label(lang, r.category)}  {signed}"
+    if r.category and r.odds:
+        return f"{category_label(lang, r.category)} {r.odds}  {signed}"
+    if r.odds:
+        return f"{spot_label(lang, r.bet)} {r.odds}  {signed}"
+    if net == 0 and r.bet not in ("main",):
+        return f"{spot_label(lang, r.bet)}  {tr(lang, 'result.returned')}"
+    return f"{spot_label(lang, r.bet)}  {signed}"
+
+
 def _results(lang: str, s: SeatSnapshot) -> tuple[tuple[ResultLine, ...], str, str]:
     v = s.view
-    if v.phase not in ("over", "void") or not v.results:
+    if v.phase not in ("over", "void") or not v.pay_lines:
         return (), "", "muted"
     lines: list[ResultLine] = []
     total = Fraction(0)
-    for bet, net_text in v.results:
-        net = parse_amount(net_text)
+    for r in v.pay_lines:
+        net = parse_amount(r.net)
         total += net
         tone = "ok" if net > 0 else "bad" if net < 0 else "muted"
-        signed = money(net, signed=True)
-        if bet in s.side_odds:
-            category = s.side_results.get(bet)
-            pays = s.side_odds[bet].get(category) if category else None
-            if category and pays is not None:
-                text = f"{category_label(lang, category)} {odds(pays)}  {signed}"
-            elif net == 0:
-                text = f"{spot_label(lang, bet)}  {tr(lang, 'result.returned')}"
-            else:
-                text = f"{spot_label(lang, bet)}  {signed}"
-        elif bet == "insurance" and net > 0 and s.insurance_odds is not None:
-            text = f"{spot_label(lang, bet)} {odds(s.insurance_odds)}  {signed}"
-        elif bet == "progressive" and s.progressive and s.progressive[0]:
-            text = f"{spot_label(lang, bet)}: {category_label(lang, s.progressive[0])}  {signed}"
-        else:
-            text = f"{spot_label(lang, bet)}  {signed}"
-        lines.append(ResultLine(text, tone))
+        lines.append(ResultLine(result_text(lang, r), tone))
     net_tone = "ok" if total > 0 else "bad" if total < 0 else "muted"
     return tuple(lines), tr(lang, "net", net=money(total, signed=True)), net_tone
 
@@ -160,52 +196,80 @@ def _results(lang: str, s: SeatSnapshot) -> tuple[tuple[ResultLine, ...], str, s
 def _meter(lang: str, s: SeatSnapshot) -> tuple[str, str]:
     c = s.controller
     has_progressive = any(sp.name == "progressive" for sp in s.view.spots)
+    if not has_progressive and c.link is None:
+        return "", "muted"
     if c.link is None:
-        return (tr(lang, "meter.none"), "muted") if has_progressive else ("", "muted")
+        return tr(lang, "meter.none"), "muted"
     if c.link == "down":
         return tr(lang, "meter.link_down"), "bad"
     if c.pending:
         return tr(lang, "meter.pending"), "warn"
-    if c.meter is None:
+    if c.meter is None or c.meter == "":
         return tr(lang, "meter.none"), "muted"
     return tr(lang, "meter", amount=money(c.meter)), "gold"
 
 
-FAULT_KEYS = {"shoe": "fault.shoe", "link": "fault.link", "tamper": "fault.tamper",
-              "void": "fault.void", "integrity": "fault.integrity", "chip": "fault.chip",
-              "other": "fault.other"}
+#: Alarm codes -> what the player is told (``fault.*`` in ``ui.i18n``).
+FAULT_KINDS = {
+    "shoe_jam": "shoe", "misread": "shoe", "card_gap": "shoe", "shuffle_in_round": "shoe",
+    "card_while_betting": "shoe", "interruption_continue": "shoe", "shoe_misread": "shoe",
+    "shoe_card_gap": "shoe", "shoe_disconnected": "shoe",
+    "shoe_door_opened": "tamper", "pinching": "tamper", "past_posting": "tamper",
+    "addition_mismatch": "tamper", "tamper": "tamper",
+    "interruption_void": "void", "integrity": "integrity",
+    "link_lost": "link", "broker_link": "link", "dealer_link": "link",
+    "controller_link": "controller", "controller_link_down": "controller",
+    "bets_not_taken": "not_taken",
+}
+#: Alarms shown on the spot itself, or not for the player at all.
+NOT_BANNERS = {"unknown_chip", "barred_chip", "seats_missing", "shoe_cut_card", "shoe_shuffled",
+               "shoe_jam_cleared", "shoe_door_closed"}
+
+
+def faults(s: SeatSnapshot) -> tuple[str, ...]:
+    """The kinds of fault to tell the player about, in order, each once."""
+    kinds: list[str] = []
+    if s.view.phase == "void":
+        kinds.append("void")
+    for a in (*s.table_alarms, *s.view.round_alarms):
+        if a.code in NOT_BANNERS:
+            continue
+        kind = FAULT_KINDS.get(a.code, "other")
+        if kind not in kinds:
+            kinds.append(kind)
+    if s.controller.link == "down" and "controller" not in kinds:
+        kinds.append("controller")
+    return tuple(kinds)
 
 
 def _banners(lang: str, s: SeatSnapshot) -> tuple[Banner, ...]:
     out: list[Banner] = []
-    if s.progressive and s.progressive[0] and len(s.progressive) > 2 and s.progressive[2]:
-        category, award = s.progressive[0], s.progressive[1]
-        text = (tr(lang, "jackpot.award", amount=money(award)) if award
-                else tr(lang, "jackpot.pending"))
-        out.append(Banner("jackpot", tr(lang, "jackpot", hand=category_label(lang, category)), text))
-    for from_box, amount in s.envy:
+    v = s.view
+    p = v.progressive
+    if p is not None:
+        hand = category_label(lang, p.hand)
+        if p.share:
+            text = (tr(lang, "jackpot.award", amount=money(p.award)) if p.award
+                    else tr(lang, "jackpot.pending"))
+            out.append(Banner("jackpot", tr(lang, "jackpot", hand=hand), text))
+        else:
+            out.append(Banner("win", tr(lang, "progressive.hit", hand=hand),
+                              tr(lang, "jackpot.award", amount=money(p.award)) if p.award else ""))
+    for from_box, amount in v.envy:
         out.append(Banner("envy", spot_label(lang, "envy_bonus"),
                           tr(lang, "envy", amount=money(amount), seat=from_box)))
-    kinds = set()
-    if s.view.phase == "void":
-        out.append(Banner("fault", tr(lang, "alarm.title"), tr(lang, "fault.void")))
-        kinds.add("void")
-    for f in s.faults:
-        if f.kind in kinds and f.kind in ("void", "integrity"):
-            continue
-        kinds.add(f.kind)
-        out.append(Banner("fault", tr(lang, "alarm.title"),
-                          tr(lang, FAULT_KEYS.get(f.kind, "fault.other"), detail=f.detail)))
+    for kind in faults(s):
+        out.append(Banner("fault", tr(lang, "alarm.title"), tr(lang, f"fault.{kind}")))
     return tuple(out)
 
 
 def present(s: SeatSnapshot, lang: str = DEFAULT_LANGUAGE) -> SeatScreen:
     v = s.view
     key = phase_key(s)
-    main = s.limits.get("main")
+    main = v.limit("main")
     limits = tr(lang, "limits", lo=money(main[0]), hi=money(main[1])) if main else ""
     spots = tuple(_spot(lang, s, sp) for sp in v.spots
-                  if sp.name != "insurance" or sp.amount not in ("0", "") or sp.refused_chips)
+                  if not sp.name.startswith("insurance") or sp.amount not in ("0", "") or sp.issues)
     hands = []
     many = len(v.hands) > 1
     for i, h in enumerate(v.hands, 1):
@@ -226,22 +290,22 @@ def present(s: SeatSnapshot, lang: str = DEFAULT_LANGUAGE) -> SeatScreen:
         dealer_total = total_text(lang, v.dealer_cards, v.dealer_total, v.dealer_soft,
                                   "blackjack" if v.dealer_blackjack else None)
     switch_note = ""
-    if s.switched:
+    if v.switched:
         switch_note = tr(lang, "switched")
-    elif s.switch_legal:
+    elif "switch" in v.decisions:
         switch_note = tr(lang, "switch_offer")
     decisions = ""
     if key == "phase.your_hand" and v.decisions:
-        decisions = tr(lang, "decisions", actions=", ".join(tr(lang, f"action.{d}") for d in v.decisions))
+        decisions = tr(lang, "decisions", actions=tr(lang, "list.sep").join(tr(lang, f"action.{d}") for d in v.decisions))
     results, net, net_tone = _results(lang, s)
     meter, meter_tone = _meter(lang, s)
     return SeatScreen(
-        lang=lang, title=s.title, limits=limits, seat=tr(lang, "seat", box=v.box),
+        lang=lang, title=s.title or v.title, limits=limits, seat=tr(lang, "seat", box=v.box),
         round=tr(lang, "round", n=v.round) if v.round else "", phase=tr(lang, key), phase_key=key,
         spots=spots, hands=tuple(hands), dealer_label=tr(lang, "dealer") if v.dealer_cards else "",
         dealer_cards=tuple(card_face(c) for c in v.dealer_cards), dealer_total=dealer_total,
         switch_note=switch_note, decisions=decisions, results=results, net=net, net_tone=net_tone,
-        meter=meter, meter_tone=meter_tone, banners=_banners(lang, s), messages=tuple(v.messages[-2:]))
+        meter=meter, meter_tone=meter_tone, banners=_banners(lang, s))
 
 
 # --- the last rounds (recall) ---------------------------------------------------------
@@ -275,7 +339,7 @@ class RecallBook:
             v.round, v.phase == "void",
             tuple((h.cards, h.total, h.soft, h.status, h.result, h.net) for h in v.hands),
             v.dealer_cards, (v.dealer_total, v.dealer_soft, v.dealer_blackjack), v.results,
-            tuple(sorted(s.side_results.items()))))
+            tuple((r.bet, r.category) for r in v.pay_lines if r.bet != "main" and r.category)))
         return True
 
     def lines(self, lang: str) -> list[tuple[str, str, str, str]]:

@@ -1,59 +1,301 @@
 """Builds a seat's :class:`~firmware.runtime.view.SeatView` from the seat unit's state after
 every step. Kept apart from the seat unit so the screen's needs and the seat's rules change
-separately; it reads the seat and asks the engine, and decides no rule itself."""
+separately; it reads the seat and asks the engine, and decides no rule itself.
+
+Every fact is a code, an amount string or a card: the screen words it in the player's
+language. Why a wager would not be counted is the engine's own answer ("no more bets" for
+this box, asked of a fresh round exactly as the dealer asks it), never guessed here.
+
+It is a fold: the previous view (``seat.view``) carries where this round's alarms start in
+``seat.alarms`` (used while the seat's alarm entries do not carry their round).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from firmware.chips import ChipStatus
+from firmware.engine.errors import IllegalWager, RuleError
+from firmware.engine.events import BetsClosed
 from firmware.engine.hand import hand_total
 from firmware.engine.money import format_amount
-from firmware.engine.round import Phase
+from firmware.engine.outcomes import BetReturned, WagerFlagged
+from firmware.engine.round import Phase, Round
 
-from .view import HandView, SeatView, SpotView
+from .view import (AlarmView, ChipView, ControllerView, HandView, ProgressiveView, ResultView,
+                   SeatView, SpotIssue, SpotView)
 
 if TYPE_CHECKING:
     from .seat import SeatUnit
 
+#: Spots that take only additions (insurance), never an initial wager.
+ADDITION_PREFIX = "insurance"
+#: Alarm parameters worth carrying to the screen (plain scalars only).
+_SKIP_PARAMS = {"unit", "alarm", "detail"}
+
+
+def _odds(value: Fraction) -> str:
+    value = Fraction(value)
+    return f"{value.numerator}:{value.denominator}"
+
+
+def _amount(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return format_amount(Fraction(value))
+
+
+def _worth(seat: "SeatUnit", uids: Iterable[str]) -> Fraction:
+    return seat._worth(uids)
+
+
+# --- the wager preview ------------------------------------------------------------------
+
+def wager_issues(state: Round, box: int, bets: Mapping[str, Fraction]) -> dict[str, list[SpotIssue]]:
+    """What "no more bets" would make of ``bets`` for ``box`` now (the dealer asks the
+    same question of the seat's offer): issues per spot."""
+    bets = {k: v for k, v in bets.items() if v}
+    if not bets:
+        return {}
+    fresh = Round.new(state.profile, decks=state.decks, limits=state.limits, meter=state.meter,
+                      shoe=state.shoe)
+    try:
+        _, outcomes = fresh.apply(BetsClosed.of({box: bets}))
+    except IllegalWager as exc:
+        return {exc.bet or "main": [_refusal(state, exc)]}
+    except RuleError as exc:
+        return {"main": [SpotIssue("refused", getattr(exc, "clause", "") or "")]}
+    return _from_outcomes(state, outcomes)
+
+
+def _refusal(state: Round, exc: IllegalWager) -> SpotIssue:
+    code = exc.issue or "refused"
+    limit = None
+    if exc.bet and code in ("over_maximum", "under_minimum"):
+        lo, hi = state.limits.get(exc.bet, (None, None))
+        limit = _amount(hi if code == "over_maximum" else lo)
+    return SpotIssue(code, getattr(exc, "clause", "") or "", limit)
+
+
+def _from_outcomes(state: Round, outcomes: Iterable[Any]) -> dict[str, list[SpotIssue]]:
+    out: dict[str, list[SpotIssue]] = {}
+    for o in outcomes:
+        if isinstance(o, WagerFlagged):
+            lo, hi = state.limits.get(o.bet, (None, None))
+            if o.issue == "over_maximum":
+                issue = SpotIssue("pro_rata", o.clause, _amount(o.counted))
+            elif o.issue == "under_minimum":
+                issue = SpotIssue("played_under_minimum", o.clause, _amount(lo))
+            else:
+                issue = SpotIssue(o.issue, o.clause)
+            out.setdefault(o.bet, []).append(issue)
+        elif isinstance(o, BetReturned):
+            if o.reason.startswith("requires_"):
+                issue = SpotIssue("requires", o.clause, requires=o.reason[len("requires_"):])
+            else:
+                issue = SpotIssue(o.reason, o.clause)
+            out.setdefault(o.bet, []).append(issue)
+    return out
+
+
+def _box(state: Round | None, number: int):
+    if state is None or state.phase == Phase.BETTING:
+        return None
+    return next((b for b in state.boxes if b.number == number), None)
+
+
+# --- pieces -----------------------------------------------------------------------------
+
+def _chips(seat: "SeatUnit", uids: Iterable[str]) -> tuple[ChipView, ...]:
+    out = []
+    for uid in sorted(uids):
+        chip = seat.registry.get(uid)
+        if chip is None:
+            out.append(ChipView(uid, "unknown"))
+        else:
+            out.append(ChipView(uid, str(chip.status), format_amount(Fraction(chip.denomination))))
+    return tuple(out)
+
+
+def _controller(seat: "SeatUnit") -> ControllerView:
+    c = getattr(seat, "controller", None)
+    if not isinstance(c, Mapping):
+        return ControllerView()
+    link = c.get("link")
+    return ControllerView(None if link is None else str(link), _amount(c.get("meter")),
+                          bool(c.get("pending")))
+
+
+def _progressive_refusal(seat: "SeatUnit", controller: ControllerView) -> str | None:
+    """The seat's own word on why progressive wagers are off; the link state meanwhile."""
+    if hasattr(seat, "progressive_refusal"):
+        reason = seat.progressive_refusal
+        return None if reason is None else str(reason)
+    return "controller_link_down" if controller.link == "down" else None
+
+
+def _round_alarms(seat: "SeatUnit") -> tuple[tuple[AlarmView, ...], int]:
+    prev: SeatView | None = getattr(seat, "view", None)
+    mark = prev.alarm_mark if prev is not None else 0
+    if prev is None or prev.round != seat.round_no:
+        # a new round: its alarms are those raised from now on (chips sensed before the
+        # round opened are judged again when it opens)
+        mark = len(seat.alarms) if seat.phase in ("open", "idle") else mark
+    mark = min(mark, len(seat.alarms))
+    out = []
+    for entry in seat.alarms[mark:]:
+        if "round" in entry and entry["round"] not in (None, seat.round_no):
+            continue
+        params = tuple(sorted((k, str(v)) for k, v in entry.items()
+                              if k not in _SKIP_PARAMS and isinstance(v, (str, int, float))))
+        out.append(AlarmView(str(entry.get("alarm", "")), params))
+    return tuple(out), mark
+
+
+def _spot_issues(seat: "SeatUnit", state: Round | None, alarms: tuple[AlarmView, ...],
+                 refusal: str | None) -> dict[str, list[SpotIssue]]:
+    profile = seat.profile
+    issues: dict[str, list[SpotIssue]] = {}
+    if state is None or profile is None:
+        return issues
+    if seat.phase == "open":
+        issues = wager_issues(state, seat.box, seat.wagers())
+    elif seat.phase == "closing":
+        issues = wager_issues(state, seat.box, seat.locked)
+    elif seat.phase in ("play", "over", "void"):
+        box = _box(state, seat.box)
+        if seat.refused_round is not None:
+            # the dealer refused this box's wagers: the engine's reason on its spot
+            why = wager_issues(state, seat.box, seat.locked)
+            reason = next((i[0].code for i in why.values() if i), None)
+            issues = {s: [SpotIssue("refused", reason=reason)] for s, a in seat.locked.items() if a}
+            for spot, found in why.items():
+                issues[spot] = found
+        elif box is not None:
+            issues = _from_outcomes(state, [*box.flags, *box.returned])
+    unwagered = dict(getattr(seat, "unwagered", None) or {})
+    if refusal is not None and "progressive" in seat.present:
+        unwagered.setdefault("progressive", refusal)
+    for spot, reason in unwagered.items():
+        # chips the seat does not offer as a wager this round (progressive while the
+        # controller link is down), and the seat's code for why
+        code = "progressive_unavailable" if spot == "progressive" else "not_wagered"
+        issues.setdefault(spot, []).insert(0, SpotIssue(code, profile.clause("progressive"), reason=str(reason)))
+    closed = profile.clause("bets_closed")
+    for a in alarms:
+        spot = a.param("spot")
+        if a.code == "past_posting" and spot:
+            if not any(i.code == "bets_closed" for i in issues.get(spot, [])):
+                issues.setdefault(spot, []).insert(0, SpotIssue("bets_closed", closed))
+        elif a.code == "bets_not_taken":
+            for s, amount in (seat.locked or {}).items():
+                if amount:
+                    issues.setdefault(s, []).insert(0, SpotIssue("bets_not_taken", a.param("clause") or ""))
+    return issues
+
+
+def _pay_lines(seat: "SeatUnit", box) -> tuple[ResultView, ...]:
+    profile = seat.profile
+    out = []
+    for bet, net in sorted(box.ledger.items()):
+        category = odds = None
+        if bet in profile.side_bets:
+            category = box.side_results.get(bet)
+            pays = profile.side_bets[bet].pays.get(category) if category else None
+            odds = _odds(pays) if pays is not None and net > 0 else None
+        elif bet.startswith("insurance") and net > 0:
+            odds = _odds(profile.rules.insurance_pays)
+        elif bet == "progressive":
+            category = box.progressive_hand
+        out.append(ResultView(bet, format_amount(net), category, odds))
+    return tuple(out)
+
+
+def _turn(seat: "SeatUnit", state: Round | None) -> str | None:
+    if state is None or seat.phase != "play" or state.is_over:
+        return None
+    if state.phase == Phase.INITIAL_DEAL:
+        return "dealing"
+    if state.phase == Phase.DEALER:
+        return "dealer"
+    cur = state.hand_in_play()
+    if cur is None:
+        return "dealing"
+    return "mine" if cur[0].number == seat.box else "others"
+
+
+# --- the view ---------------------------------------------------------------------------
 
 def build_seat_view(seat: "SeatUnit") -> SeatView:
-    state = seat.round
+    state: Round | None = seat.round
+    profile = seat.profile
+    controller = _controller(seat)
+    alarms, mark = _round_alarms(seat)
+    refusal = _progressive_refusal(seat, controller) if profile is not None and profile.progressive else None
+    issues = _spot_issues(seat, state, alarms, refusal)
     spots = []
     locked = seat.phase in ("closing", "play")
     for spot in seat.spots:
         uids = seat.present[spot]
-        worth = seat._worth(uids)
-        refused = tuple(u for u in sorted(uids) if (c := seat.registry.get(u)) is None
-                        or c.status is not ChipStatus.VALID)
+        worth = _worth(seat, uids)
+        chips = _chips(seat, uids)
+        refused = tuple(c.uid for c in chips if c.status != str(ChipStatus.VALID))
+        found = list(issues.get(spot, []))
+        barred = sum(1 for c in chips if c.status not in (str(ChipStatus.VALID), "unknown"))
+        unknown = sum(1 for c in chips if c.status == "unknown")
+        if barred:
+            found.insert(0, SpotIssue("barred_chip", count=barred))
+        if unknown:
+            found.insert(0, SpotIssue("unknown_chip", count=unknown))
         status = ("refused" if refused else "locked" if locked and worth else
                   "open" if worth else "empty")
-        spots.append(SpotView(spot, format_amount(worth), status, refused))
+        spots.append(SpotView(spot, format_amount(worth), status, refused, tuple(found), chips))
     hands: list[HandView] = []
     results: tuple = ()
+    pay_lines: tuple = ()
     decisions: tuple = ()
     dealer: tuple = ()
     dealer_total = None
-    dealer_soft = dealer_blackjack = False
+    dealer_soft = dealer_blackjack = switched = False
+    progressive = None
+    envy: tuple = ()
+    box = _box(state, seat.box)
     if state is not None and state.phase != Phase.BETTING:
         dealer = tuple(str(c) for c in state.dealer)
         if state.dealer:
             dealer_total, dealer_soft = hand_total(state.dealer)
             dealer_blackjack = state.dealer_blackjack
-        box = next((b for b in state.boxes if b.number == seat.box), None)
         if box is not None:
             cur = state.hand_in_play()
             for hand in box.hands:
                 total, soft = hand_total(hand.cards)
                 hands.append(HandView(tuple(str(c) for c in hand.cards), total, soft, hand.status,
                                       hand.result, None if hand.net is None else format_amount(hand.net),
-                                      cur is not None and cur[1] is hand))
+                                      cur is not None and cur[1] is hand, hand.switched))
+            switched = bool(box.switched or any(h.switched for h in box.hands))
+            if box.progressive_hand is not None:
+                progressive = ProgressiveView(box.progressive_hand, _amount(box.progressive_award),
+                                              box.progressive_share is not None,
+                                              box.progressive_pending and not state.is_over)
+            if box.envy_from and profile.progressive and profile.progressive.envy_bonus is not None:
+                envy = tuple((b, format_amount(profile.progressive.envy_bonus)) for b in box.envy_from)
             if state.is_over:
                 results = tuple((k, format_amount(v)) for k, v in sorted(box.ledger.items()))
+                pay_lines = _pay_lines(seat, box)
             if cur is not None and cur[0] is box:
                 decisions = tuple(str(a) for a, r in state.legal_decisions(seat.box).items() if r is None)
+    limits = ()
+    if state is not None:
+        limits = tuple((bet, format_amount(lo), format_amount(hi)) for bet, (lo, hi) in sorted(state.limits.items()))
     lamps = tuple((k, "on" if v else "off") for k, v in seat.lamp_wanted().items())
     return SeatView(seat.box, seat.round_no, seat.phase, tuple(spots), tuple(hands), dealer,
                     dealer_total, results, tuple(seat.messages[-8:]),
                     tuple(a["detail"] for a in seat.alarms[-8:]), lamps, decisions,
-                    dealer_soft, dealer_blackjack)
+                    dealer_soft, dealer_blackjack,
+                    profile=profile.name if profile else "", title=profile.title if profile else "",
+                    limits=limits, turn=_turn(seat, state), pay_lines=pay_lines, switched=switched,
+                    progressive=progressive, envy=envy, round_alarms=alarms, controller=controller,
+                    alarm_mark=mark)

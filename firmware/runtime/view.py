@@ -1,5 +1,7 @@
 """What a seat's screen shows: a plain, immutable view of the box, built from the seat's
-state after every step. The UI observes it; it never decides a rule."""
+state after every step (:mod:`firmware.runtime.seatview`). The UI observes it; it never
+decides a rule. Everything is a code or an amount string, never a sentence: the screen
+says it in the player's language."""
 
 from __future__ import annotations
 
@@ -7,11 +9,51 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
+class ChipView:
+    """One chip the reader senses on a spot, as the chip registry knows it."""
+
+    uid: str
+    status: str                 # the registry's status (valid, barred, ...) or "unknown"
+    denomination: str | None = None
+
+
+@dataclass(frozen=True)
+class SpotIssue:
+    """Why (part of) a spot is not counted as placed, with the rule that says so.
+
+    ``code``: unknown_chip | barred_chip (``count`` chips not counted) | no_initial_bet |
+    requires (``requires`` names the bet) | over_maximum | under_minimum (refused at this
+    table; ``limit``) | pro_rata (over the maximum, played on ``limit``) |
+    played_under_minimum | progressive_unavailable (``reason``: controller_link_down, ...) |
+    bets_closed (chips added after no more bets) | refused (the dealer refused the box's
+    wagers; ``reason`` the engine's issue code when known) | bets_not_taken | or an
+    :class:`~firmware.engine.errors.IllegalWager` issue (above_initial_bet,
+    progressive_amount, not_cents, ...)."""
+
+    code: str
+    clause: str = ""
+    limit: str | None = None
+    requires: str | None = None
+    reason: str | None = None
+    count: int = 0
+
+
+@dataclass(frozen=True)
 class SpotView:
     name: str
     amount: str                 # what the valid chips on the spot are worth
-    status: str                 # empty | open | offered | locked | refused
+    status: str                 # empty | open | locked | refused
     refused_chips: tuple[str, ...] = ()
+    issues: tuple[SpotIssue, ...] = ()
+    chips: tuple[ChipView, ...] = ()
+
+    @property
+    def issue(self) -> str | None:
+        return self.issues[0].code if self.issues else None
+
+    @property
+    def clause(self) -> str:
+        return self.issues[0].clause if self.issues else ""
 
 
 @dataclass(frozen=True)
@@ -23,6 +65,45 @@ class HandView:
     result: str | None
     net: str | None
     in_play: bool = False
+    switched: bool = False
+
+
+@dataclass(frozen=True)
+class ResultView:
+    """One bet's settlement with the pay-table line that paid it (``odds`` "25:1")."""
+
+    bet: str
+    net: str
+    category: str | None = None
+    odds: str | None = None
+
+
+@dataclass(frozen=True)
+class AlarmView:
+    """An alarm of this round: its code and plain parameters (spot, amount, uid, ...)."""
+
+    code: str
+    params: tuple[tuple[str, str], ...] = ()
+
+    def param(self, key: str) -> str | None:
+        return dict(self.params).get(key)
+
+
+@dataclass(frozen=True)
+class ControllerView:
+    """The jackpot controller as this seat knows it. ``link`` None: no controller known."""
+
+    link: str | None = None     # up | down | None
+    meter: str | None = None
+    pending: bool = False       # a hit is locked: the meter shows PENDING
+
+
+@dataclass(frozen=True)
+class ProgressiveView:
+    hand: str                   # the qualifying category the engine judged
+    award: str | None           # None while the controller has not fixed it
+    share: bool = False         # a share of the meter (100% wins), paid at the end
+    pending: bool = False
 
 
 @dataclass(frozen=True)
@@ -35,9 +116,23 @@ class SeatView:
     dealer_cards: tuple[str, ...] = ()
     dealer_total: int | None = None
     results: tuple[tuple[str, str], ...] = ()   # bet -> net, once settled
-    messages: tuple[str, ...] = ()
-    alarms: tuple[str, ...] = ()
+    messages: tuple[str, ...] = ()              # for logs; the screen shows codes only
+    alarms: tuple[str, ...] = ()                # details, for logs
     lamps: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     decisions: tuple[str, ...] = ()             # legal now for the hand in play
     dealer_soft: bool = False                   # as the engine counts them (§3.2)
     dealer_blackjack: bool = False
+    profile: str = ""
+    title: str = ""
+    limits: tuple[tuple[str, str, str], ...] = ()   # (bet, minimum, maximum)
+    turn: str | None = None                     # mine | others | dealer | dealing
+    pay_lines: tuple[ResultView, ...] = ()      # results with the line that paid, once settled
+    switched: bool = False
+    progressive: ProgressiveView | None = None
+    envy: tuple[tuple[int, str], ...] = ()      # (from box, amount)
+    round_alarms: tuple[AlarmView, ...] = ()    # this round's alarms, as codes
+    controller: ControllerView = ControllerView()
+    alarm_mark: int = 0                         # where this round's alarms start in seat.alarms
+
+    def limit(self, bet: str) -> tuple[str, str] | None:
+        return next(((lo, hi) for b, lo, hi in self.limits if b == bet), None)

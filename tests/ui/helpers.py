@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
+
+from firmware.chips import Chip, ChipRegistry, ChipStatus
 
 from firmware.engine.profile import load_profile
 from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
@@ -11,6 +14,13 @@ from firmware.sim import chipset
 from ui.source import ControllerFeed, SeatSource
 
 LIMITS = {"main": (Fraction(10), Fraction(500))}
+BARRED_UID = "BADC0FFEE1"
+
+
+def registry(boxes: int, spots: int) -> ChipRegistry:
+    """The demo's chips plus one barred 25 chip (``BARRED_UID``)."""
+    chips = list(chipset.registry(boxes, spots)._chips.values())
+    return ChipRegistry([*chips, Chip(BARRED_UID, Decimal(25), ChipStatus.BARRED)])
 
 
 class Table:
@@ -21,7 +31,7 @@ class Table:
         self.profile = load_profile(profile)
         self.spots = list(seat_spots(self.profile))
         spec = TableSpec("t1", self.profile, 1, tmp, boxes=boxes, limits=limits)
-        self.table = InProcessTable(spec, chipset.registry(boxes, len(self.spots)))
+        self.table = InProcessTable(spec, registry(boxes, len(self.spots)))
         if meter is not None:
             self.table.dealer.meter = Fraction(meter)
         self.controller = controller or ControllerFeed()
@@ -51,6 +61,19 @@ class Table:
     def unknown_chip(self, box: int, spot: str) -> None:
         self.table.readers[box].place_chips(spot, [chipset.unknown_uid(box, self.spots.index(spot))])
         self.table.cycle_readers(2, [box])
+
+    def barred_chip(self, box: int, spot: str) -> None:
+        self.table.readers[box].place_chips(spot, [BARRED_UID])
+        self.table.cycle_readers(2, [box])
+
+    def seat(self, box: int = 1):
+        return self.table.seats[box]
+
+    def poke(self, box: int = 1) -> None:
+        """One step of the seat (a chip read that changes nothing): its view is rebuilt."""
+        seat = self.table.seats[box]
+        seat.step("chips", {"spot": "main", "uids": sorted(seat.present["main"])})
+        self.table.settle()
 
     def deal(self, *cards: str) -> None:
         for c in cards:

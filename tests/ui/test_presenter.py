@@ -89,8 +89,34 @@ def test_unknown_chip_and_side_bet_without_main(table):
     table.bet(1, "perfect_pairs", 10)
     table.unknown_chip(1, "main")
     s = present(table.snap())
-    assert spot(s, "main").note == "Unknown chip: not counted" and spot(s, "main").tone == "bad"
+    assert spot(s, "main").note == "1 unknown chip: not counted" and spot(s, "main").tone == "bad"
+    assert spot(s, "main").amount == ""
     assert spot(s, "perfect_pairs").note == "Needs a main bet: will be returned"
+    view = table.snap().view
+    pp = next(sp for sp in view.spots if sp.name == "perfect_pairs")
+    assert pp.issue == "no_initial_bet" and "§" in pp.clause
+
+
+def test_unknown_chip_beside_counted_chips_says_what_is_counted(table):
+    table.open()
+    table.bet(1, "main", 20)
+    table.unknown_chip(1, "main")
+    s = present(table.snap())
+    assert (spot(s, "main").amount, spot(s, "main").note) == ("20", "1 unknown chip not counted · 20 counted")
+    assert spot(present(table.snap(), "zh"), "main").note == "1 枚未知筹码不计数 · 已计 20"
+    main = table.snap().view.spots[0]
+    assert [c.status for c in main.chips].count("unknown") == 1
+    assert {c.denomination for c in main.chips if c.status == "valid"} == {"5"}
+
+
+def test_barred_chip_is_named_and_not_counted(table):
+    table.open()
+    table.bet(1, "main", 20)
+    table.barred_chip(1, "main")
+    s = present(table.snap())
+    assert spot(s, "main").note == "1 barred chip not counted · 20 counted"
+    chips = table.snap().view.spots[0].chips
+    assert any(c.status == "barred" and c.denomination == "25" for c in chips)
 
 
 def test_over_and_under_limits_refused_and_top3_without_21_3(tmp_path):
@@ -201,9 +227,9 @@ def test_meter_live_pending_and_link_down(table, tmp_path):
         assert present(t.snap()).meter == "Jackpot PENDING"
         t.controller.set(link="down")
         s = present(t.snap())
-        assert s.meter == "Jackpot link down"
+        assert s.meter == "Progressive unavailable — jackpot link down"
         assert spot(s, "progressive").note == "Unavailable: jackpot link down"
-        assert any("Connection lost" in b.text for b in s.banners)
+        assert any(b.text.startswith("Jackpot link lost") for b in s.banners)
     finally:
         t.close()
 
