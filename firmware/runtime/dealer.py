@@ -24,7 +24,7 @@ from hal.events import ButtonPressed, CardDrawn as HalCard, HalEvent, ShoeSignal
 from .bus import Bus, Message, alarm_topic, console_topic, down_topic, stream_topic, up_topic
 from .journal import Journal
 from .unit import Unit
-from .wire import bets_from_json, bets_to_json, limits_to_json, shoe_to_json
+from .wire import bets_from_json, bets_to_json, controller_input, limits_to_json, shoe_to_json
 
 TURN_BUTTONS = {"hit": Action.HIT, "stand": Action.STAND, "double": Action.DOUBLE,
                 "split": Action.SPLIT, "switch": Action.SWITCH}
@@ -45,7 +45,8 @@ class DealerUnit(Unit):
         self.profile = profile
         self.decks = profile.default_decks if decks is None else decks
         self.limits = dict(limits or {})
-        self.meter = meter
+        self.meter = meter                       # the meter the next round opens with
+        self.controller: dict[str, Any] = {"link": None, "meter": None, "pending": False}
         Round.new(profile, decks=self.decks, limits=self.limits, meter=meter)  # validates now
         self.round_no = 0
         self.round: Round | None = None
@@ -78,6 +79,8 @@ class DealerUnit(Unit):
             return [("button", {"button": str(item.button)})]
         if isinstance(item, HalEvent):
             return []          # releases, key turns, link events: not inputs of the game
+        if isinstance(item, tuple) and len(item) == 2 and item[0] == "controller":
+            return [("controller", controller_input(item[1]))]
         return super().translate(item)
 
     def current_round(self) -> int | None:
@@ -92,6 +95,8 @@ class DealerUnit(Unit):
             self._on_button(body["button"])
         elif kind == "msg":
             return self._on_message(Message.from_dict(body))
+        elif kind == "controller":
+            return self._on_controller(controller_input(body))
         elif kind == "boot":
             # seats re-send what the dealer may have lost (offers, locks, additions)
             self._stream("dealer_boot", {})
@@ -187,6 +192,20 @@ class DealerUnit(Unit):
             self.alarm("interruption_void", f"{why}; no outcome established, the round is voided "
                        f"({self.profile.clause('interruption')})")
             self._apply(VoidRound("interruption"))
+
+    # -- the jackpot controller --------------------------------------------------------
+
+    def _on_controller(self, status: dict[str, Any]) -> bool:
+        """The controller's meter becomes the meter of the next round opened (Switch §3.7:
+        a 100% award is the meter's); the round in play keeps the meter it opened with,
+        which its ``round_open`` message carries so every seat and a replay agree. A status
+        without a meter (controller not yet heard) leaves the last meter in force."""
+        if status == self.controller:
+            return False
+        self.controller = status
+        if status["meter"] is not None:
+            self.meter = parse_amount(status["meter"])
+        return True
 
     # -- the console -------------------------------------------------------------------
 

@@ -6,6 +6,11 @@ addition only when the engine says a double or split (``main`` spot) or insuranc
 (``insurance`` spot) is legal for this box now; otherwise it is past-posting. A chip that
 leaves before the round is over is pinching. Both are alarms, never bet changes
 (``rws-blackjack-v5 §5.8``).
+
+The jackpot controller's link is an input like any other (``("controller", {"link",
+"meter", "pending"})``, journalled and replayed): while the link is down the progressive
+spot is not offered, its lamp is off and :attr:`SeatUnit.progressive_refusal` says why
+(DESIGN "Progressive jackpot"; issue #6).
 """
 
 from __future__ import annotations
@@ -31,9 +36,10 @@ from .journal import Journal
 from .unit import Unit
 from .seatview import build_seat_view
 from .view import SeatView
-from .wire import bets_to_json, shoe_from_json
+from .wire import bets_to_json, controller_input, shoe_from_json
 
 ADDITION_SPOTS = ("insurance",)   # spots that take only additions, never an initial wager
+LINK_DOWN = "controller_link_down"
 
 
 def _canon(value: Any) -> Any:
@@ -67,6 +73,11 @@ class SeatUnit(Unit):
         self.messages: list[str] = []
         self.refused_round: str | None = None
         self.joined_round = 0
+        # the jackpot controller as last heard: link None = no controller known yet
+        self.controller: dict[str, Any] = {"link": None, "meter": None, "pending": False}
+        # spots whose chips this round are not a wager, and why (e.g. progressive while
+        # the controller link was down when bets locked)
+        self.unwagered: dict[str, str] = {}
         self.view: SeatView = self._build_view()
         self._profiles: dict[str, Profile] = {}
         bus.subscribe(stream_topic(table), self.post, unit_id)
@@ -85,6 +96,8 @@ class SeatUnit(Unit):
             return out
         if isinstance(item, HalEvent):
             return []
+        if isinstance(item, tuple) and len(item) == 2 and item[0] == "controller":
+            return [("controller", controller_input(item[1]))]
         return super().translate(item)
 
     def start(self) -> None:
@@ -108,6 +121,8 @@ class SeatUnit(Unit):
             return self._on_screen(body["action"], body.get("hand"))
         if kind == "msg":
             return self._on_message(Message.from_dict(body))
+        if kind == "controller":
+            return self._on_controller(controller_input(body))
         raise ValueError(f"seat: unknown input {kind!r}")
 
     def _hello(self) -> None:
@@ -136,8 +151,37 @@ class SeatUnit(Unit):
         return Fraction(total)
 
     def wagers(self) -> dict[str, Fraction]:
+        """What the seat offers: every spot's valid chips, except addition-only spots and
+        the progressive spot while progressive play is refused here."""
+        refused = self.progressive_refusal
         return {spot: self._worth(uids) for spot, uids in self.present.items()
-                if spot not in ADDITION_SPOTS and self._worth(uids) > 0}
+                if spot not in ADDITION_SPOTS and self._worth(uids) > 0
+                and not (spot == "progressive" and refused is not None)}
+
+    # -- the jackpot controller --------------------------------------------------------
+
+    @property
+    def progressive_refusal(self) -> str | None:
+        """Why progressive wagers are refused at this seat now (a code), or None."""
+        return LINK_DOWN if self.controller["link"] == "down" else None
+
+    def _on_controller(self, status: dict[str, Any]) -> bool:
+        if status == self.controller:
+            return False                  # nothing changed: nothing to journal
+        was = self.progressive_refusal
+        self.controller = status
+        now = self.progressive_refusal
+        if now != was and "progressive" in self.present:
+            if now is not None:
+                self.messages.append("progressive wagers refused: the link to the jackpot controller "
+                                     "is down")
+            else:
+                self.messages.append("progressive wagers accepted again: the jackpot controller is back")
+            # While bets are open the offer follows the link. Once locked, the lock stands:
+            # the wager was judged when bets closed.
+            if self.phase == "open":
+                self._offer()
+        return True
 
     def _offer(self) -> None:
         bets = bets_to_json(self.wagers())
@@ -164,7 +208,9 @@ class SeatUnit(Unit):
             self._offer()
         elif self.phase in ("closing", "play"):
             clause = self.profile.clause("bets_closed") if self.profile else ""
-            if removed:
+            if removed and spot in self.unwagered:
+                self.messages.append(f"{format_amount(removed)} taken off {spot}: it was not a wager")
+            elif removed:
                 self.alarm("pinching", f"{format_amount(removed)} taken off {spot} after no more bets "
                            f"({clause})", spot=spot, amount=to_json_number(removed))
             if added:
@@ -255,6 +301,11 @@ class SeatUnit(Unit):
             if body["round"] == self.round_no and self.phase == "open":
                 self.phase = "closing"
                 self.locked = self.wagers()
+                refused = self.progressive_refusal
+                if refused is not None and self._worth(self.present.get("progressive", ())) > 0:
+                    self.unwagered["progressive"] = refused
+                    self.messages.append("the chips on progressive are not a wager this round: the link "
+                                         "to the jackpot controller is down")
                 self._up("lock", {"bets": bets_to_json(self.locked)})
         elif kind == "event":
             if body["round"] == self.round_no and self.round is not None:
@@ -281,7 +332,10 @@ class SeatUnit(Unit):
         self.locked, self.pending = {}, {}
         self.own_result = self.dealer_result = None
         self.refused_round = None
+        self.unwagered = {}
         self.messages = []
+        if self.progressive_refusal is not None and "progressive" in self.present:
+            self.messages.append("progressive wagers refused: the link to the jackpot controller is down")
         self._offer()
 
     def _event(self, data: dict[str, Any]) -> None:
@@ -349,7 +403,8 @@ class SeatUnit(Unit):
 
     def lamp_wanted(self) -> dict[str, bool]:
         progressive = (self.phase == "open" and self.profile is not None
-                       and self.profile.progressive is not None and "progressive" in self.present)
+                       and self.profile.progressive is not None and "progressive" in self.present
+                       and self.progressive_refusal is None)
         return {"progressive": progressive, "bets_locked": self.phase in ("closing", "play")}
 
     def after_step(self) -> None:
