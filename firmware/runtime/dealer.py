@@ -23,6 +23,7 @@ from hal.events import ButtonPressed, CardDrawn as HalCard, HalEvent, ShoeSignal
 
 from .bus import Bus, Message, alarm_topic, console_topic, down_topic, stream_topic, up_topic
 from .journal import Journal
+from .spots import insurance_hand, insurance_spot
 from .unit import Unit
 from .wire import bets_from_json, bets_to_json, controller_input, limits_to_json, shoe_to_json
 
@@ -310,10 +311,13 @@ class DealerUnit(Unit):
             return
         todo: list[Decision] = []
         if action == Action.INSURANCE:
+            # one decision per insured hand: Switch §3.9.1 insures either or both hands
             for box, adds in sorted(self.additions.items()):
-                if "insurance" in adds:
-                    todo.append(Decision(box, action, adds["insurance"],
-                                         1 if self.profile.hands_per_box > 1 else None))
+                for spot in sorted(adds):
+                    hand = insurance_hand(spot)
+                    if hand is not None:
+                        todo.append(Decision(box, action, adds[spot],
+                                             hand if self.profile.hands_per_box > 1 else None))
         else:
             for box, wanted in sorted(self.requests.items()):
                 todo.extend(Decision(box, a, None, hand) for a, hand in wanted if a == action)
@@ -327,7 +331,7 @@ class DealerUnit(Unit):
             else:
                 self._apply(decision)
             if action == Action.INSURANCE:
-                self.additions[decision.box].pop("insurance", None)
+                self.additions[decision.box].pop(insurance_spot(decision.hand), None)
             else:
                 self.requests[decision.box] = [r for r in self.requests[decision.box]
                                                if r != (decision.action, decision.hand)]

@@ -35,10 +35,10 @@ from .bus import Bus, Message, down_topic, stream_topic, up_topic
 from .journal import Journal
 from .unit import Unit
 from .seatview import build_seat_view
+from .spots import insurance_hand, insurance_spot
 from .view import SeatView
 from .wire import bets_to_json, controller_input, shoe_from_json
 
-ADDITION_SPOTS = ("insurance",)   # spots that take only additions, never an initial wager
 LINK_DOWN = "controller_link_down"
 
 
@@ -155,7 +155,7 @@ class SeatUnit(Unit):
         the progressive spot while progressive play is refused here."""
         refused = self.progressive_refusal
         return {spot: self._worth(uids) for spot, uids in self.present.items()
-                if spot not in ADDITION_SPOTS and self._worth(uids) > 0
+                if insurance_hand(spot) is None and self._worth(uids) > 0
                 and not (spot == "progressive" and refused is not None)}
 
     # -- the jackpot controller --------------------------------------------------------
@@ -223,15 +223,17 @@ class SeatUnit(Unit):
         return True
 
     def _addition_allowed(self, spot: str) -> bool:
-        """Asks the engine: is a double/split (main) or insurance (insurance) legal now?"""
+        """Asks the engine: is a double/split (main) or insurance on that spot's hand
+        (``insurance``: hand 1, ``insurance_2``: hand 2, Switch §3.9.1) legal now?"""
         state = self.round
         if self.phase != "play" or state is None or state.is_over:
             return False
+        hand = insurance_hand(spot)
         try:
-            legal = state.legal_decisions(self.box)
+            legal = state.legal_decisions(self.box, hand=hand)
         except RuleError:
             return False
-        if spot == "insurance":
+        if hand is not None:
             return legal.get(Action.INSURANCE) is None
         if spot == "main":
             cur = state.hand_in_play()
@@ -369,7 +371,7 @@ class SeatUnit(Unit):
             need = (d.amount if d.amount is not None else hand.stake) if d.action == Action.DOUBLE else hand.stake
             spot = "main"
         elif d.action == Action.INSURANCE:
-            need, spot = d.amount, "insurance"
+            need, spot = d.amount, insurance_spot(d.hand)
         else:
             return
         got = self.pending.pop(spot, Fraction(0))
@@ -387,10 +389,11 @@ class SeatUnit(Unit):
             if state.is_over or cur is None or cur[0].number != self.box:
                 self.pending.pop("main")
                 self.alarm("past_posting", f"{format_amount(main)} added to main without a double or split")
-        ins = self.pending.get("insurance")
-        if ins and not state.offers_open:
-            self.pending.pop("insurance")
-            self.alarm("past_posting", f"{format_amount(ins)} on insurance was never taken as insurance")
+        for spot in [s for s in self.pending if insurance_hand(s) is not None]:
+            if not state.offers_open:
+                ins = self.pending.pop(spot)
+                self.alarm("past_posting", f"{format_amount(ins)} on {spot} was never taken as insurance",
+                           spot=spot)
 
     def _compare(self) -> None:
         if self.own_result is None or self.dealer_result is None:

@@ -13,6 +13,7 @@ from fractions import Fraction
 
 from firmware.engine.events import Action
 from firmware.engine.round import Phase, Round
+from firmware.runtime.spots import insurance_spot
 from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 
 from . import chipset
@@ -179,9 +180,11 @@ class TableDriver:
             seat = t.seats[box]
             for decision in self._player(box, "offers").offers(state):
                 if decision.action == Action.INSURANCE:
-                    if not t.readers[box].chips_on("insurance"):
-                        t.readers[box].place_chips("insurance", chipset.chips_for(
-                            decision.amount, box, self.spots.index("insurance"), 1))
+                    # on the insured hand's own spot (Switch §3.9.1: either or both hands)
+                    spot = insurance_spot(decision.hand)
+                    if spot in self.spots and not t.readers[box].chips_on(spot):
+                        t.readers[box].place_chips(spot, chipset.chips_for(
+                            decision.amount, box, self.spots.index(spot), 1))
                         t.cycle_readers(2, [box])
                 else:
                     seat.request(str(decision.action), decision.hand)
