@@ -113,9 +113,11 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
             ids.net.tone = s.net_tone
             ids.meter.text = s.meter
             ids.meter.tone = s.meter_tone
+            self._controls(s)
             ids.banners.clear_widgets()
             for b in s.banners[:2]:
-                colour = {"jackpot": (0.85, 0.62, 0.05, 1), "envy": (0.2, 0.45, 0.75, 1)}.get(b.kind, (0.7, 0.1, 0.1, 1))
+                colour = {"jackpot": (0.85, 0.62, 0.05, 1), "win": (0.75, 0.55, 0.05, 1),
+                          "envy": (0.2, 0.45, 0.75, 1)}.get(b.kind, (0.7, 0.1, 0.1, 1))
                 band = Factory.BoxLayout(padding=(u * 10, 0), spacing=u * 10)
                 with band.canvas.before:
                     from kivy.graphics import Color, Rectangle
@@ -128,14 +130,46 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
                 band.add_widget(Factory.Label(text=b.text, font_size=u * 20, halign="left", valign="middle",
                                               text_size=(Window.width * 0.7, u * 52), shorten=True))
                 ids.banners.add_widget(band)
-            big = any(b.kind == "jackpot" for b in s.banners[:2])
             ids.banners.height = sum(u * (80 if (b.kind == "jackpot") else 52) for b in s.banners[:2]) if s.banners else 0
-            _ = big
+            self._celebrate(any(b.kind == "jackpot" for b in s.banners[:2]))
             lang = s.lang
             ids.b_rules.text = tr(lang, "menu.rules")
             ids.b_history.text = tr(lang, "menu.history")
             ids.b_language.text = {"en": "Language", "zh": "语言", "ms": "Bahasa"}[lang]
             ids.b_help.text = tr(lang, "menu.help")
+
+        def _controls(self, s) -> None:
+            """A demo table's dealer controls (deal, no more bets, the player's decisions)."""
+            bar = self.ids.dealer_bar
+            if getattr(self, "_shown_controls", None) == s.controls:
+                return
+            self._shown_controls = s.controls
+            bar.clear_widgets()
+            app = App.get_running_app()
+            for control, label in s.controls:
+                b = make('DealerButton', text=label)
+                b.control = control
+                b.bind(on_release=lambda _b, c=control: app.control(c))
+                bar.add_widget(b)
+            bar.height = app.u * 50 if s.controls else 0
+
+        _glow = None
+
+        def _celebrate(self, on: bool) -> None:
+            """A jackpot hit: the banner pulses for a few seconds (then stops: no idle CPU)."""
+            from kivy.animation import Animation
+            band = self.ids.banners.children[-1] if self.ids.banners.children else None
+            if self._glow is not None:
+                self._glow.cancel_all(self._glow_target)
+                self._glow = None
+            if not on or band is None:
+                return
+            pulse = (Animation(opacity=0.55, duration=0.35) + Animation(opacity=1.0, duration=0.35))
+            anim = pulse
+            for _ in range(4):
+                anim = anim + Animation(opacity=0.55, duration=0.35) + Animation(opacity=1.0, duration=0.35)
+            self._glow, self._glow_target = anim, band
+            anim.start(band)
 
     class InfoScreen(Screen):
         def fill(self, heading: str, lines: list[tuple[str, str]], back: str) -> None:
@@ -309,20 +343,11 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
             if source is None:
                 scr.fill("Service", [("", "the seat is starting")], "Back")
                 return
-            done = threading.Event()
-            result: list = []
-
-            def read(_t=None) -> None:
-                result.extend(service_sections(source.seat, feed.service_table(), feed.controller,
-                                               getattr(feed, "config_digest", None) or "not available",
-                                               list(self.log_lines.lines) if self.log_lines else []))
-                done.set()
-
-            if getattr(feed, "auto", False) or not hasattr(feed, "keys"):
-                read()          # a read of plain values; the seat's thread may be mid-step
-            else:
-                feed.command(read)
-                done.wait(2)
+            # safe on this thread: the sections read the seat's frozen view, copies and the
+            # journal through their own connection (see ui.service.service_sections)
+            result = service_sections(source.seat, feed.service_table(), feed.controller,
+                                      getattr(feed, "config_digest", None) or "not available",
+                                      list(self.log_lines.lines) if self.log_lines else [])
             lines = []
             for sec in result:
                 lines.append(("h", sec.heading))
@@ -340,14 +365,23 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
 
         # -- keys (demo) ---------------------------------------------------------------
 
-        def _on_key(self, _window, _key, _scancode, codepoint, _modifiers) -> bool:
+        def _on_key(self, _window, key, _scancode, codepoint, _modifiers) -> bool:
+            if key in (13, 271):            # Enter: deal, like the space bar
+                codepoint = " "
             if codepoint and hasattr(feed, "key"):
                 if codepoint == "a":
                     feed.set_auto(not feed.auto)
                 else:
-                    feed.command(lambda t, k=codepoint: t.key(k) if k != "o" else t.open_bets())
+                    feed.command(lambda t, k=codepoint: t.key(k))
                 return True
             return False
+
+        def control(self, name: str) -> None:
+            """An on-screen dealer control of the demo table (run in the table's thread)."""
+            if name in ("auto", "manual"):
+                feed.set_auto(name == "auto")
+            elif hasattr(feed, "control"):
+                feed.command(lambda t, c=name: t.control(c))
 
         def on_stop(self) -> None:
             feed.stop()

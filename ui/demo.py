@@ -18,6 +18,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Callable
 
+from dataclasses import replace
+
+from firmware.engine.events import Action
 from firmware.engine.profile import Profile
 from firmware.runtime.table import TableSpec, seat_spots
 from firmware.sim import chipset
@@ -29,8 +32,17 @@ from .source import ControllerFeed, SeatSource
 
 #: Keys of the demo on top of ``hal.mock_keys.DEFAULT_KEYS`` (console buttons, cards).
 DEMO_KEYS = {"a": "auto play on/off", "b": "bet 20 on main", "g": "bet on the side bets",
-             "c": "deal the next card", "l": "jackpot link down/up", "m": "unknown chip on main"}
+             "c": "deal the next card", " ": "deal (until the round waits for a decision)",
+             "l": "jackpot link down/up", "m": "unknown chip on main"}
+#: Keys for the player's decisions: the demo does what player and dealer do for them
+#: (chips for a double, split or insurance; the request on the screen for surrender).
+DECISION_KEYS = {"h": "hit", "s": "stand", "d": "double", "p": "split", "r": "surrender",
+                 "i": "insurance", "e": "even_money", "w": "switch"}
+#: Dealer controls (on-screen buttons) -> keys.
+CONTROL_KEYS = {"auto": "a", "manual": "a", "open_bets": "o", "bet": "b", "side_bets": "g",
+                "no_more_bets": "n", "deal": " ", **{v: k for k, v in DECISION_KEYS.items()}}
 SEED_METER = Fraction(25000)
+DEMO_BET = Fraction(20)
 
 
 class DemoTable:
@@ -92,7 +104,8 @@ class DemoTable:
             self.source = SeatSource(seat, self.controller, bus=t.bus)
             self.keys = KeyboardDriver(MockDriver(t.shoe, t.readers[self.box], t.console), DEFAULT_KEYS)
             seat.observe(self._observed)
-            self.controller.listen(lambda _state: self.command(lambda d: None))
+            self.controller.listen(lambda _state: self.command(lambda d: d._post_controller()))
+            self._post_controller()
             self._push()
             while not self._stop.is_set():
                 if self.auto:
@@ -137,10 +150,56 @@ class DemoTable:
         if self.auto and view is not None and self.pace > 0:
             self._pause(self.pace)
 
+    def _post_controller(self) -> None:
+        """The simulated controller's status as the seats' and the dealer's input, the way
+        the controller link delivers it on a real table."""
+        c = self.controller.state
+        if c.link is None:
+            return
+        status = {"link": c.link, "meter": None if c.meter is None else str(c.meter), "pending": c.pending}
+        t = self.table
+        for unit in [t.dealer, *t.seats.values()]:
+            if hasattr(unit, "progressive_refusal") or unit is t.dealer:
+                unit.post(("controller", status))
+        t.settle()
+
+    def controls(self) -> tuple[str, ...]:
+        """The dealer controls that do something now (read in the table's thread). The
+        player's decisions are the ones the engine offers this box now."""
+        if self.driver is None:
+            return ()
+        if self.auto:
+            return ("manual",)
+        d = self.table.dealer
+        if d.phase == "idle":
+            return ("auto", "open_bets")
+        if d.phase == "open":
+            return ("auto", "bet", *(("side_bets",) if self.profile.side_bets or self.profile.progressive
+                                     else ()), "no_more_bets")
+        if d.phase == "closing":
+            return ("no_more_bets",)
+        state = d.round
+        if state is None or state.is_over:
+            return ("auto", "open_bets")
+        expect = state.expecting()
+        if expect.kind == "card":
+            offers = ()
+            if state.offers_open:
+                offers = tuple(a for a in ("insurance", "even_money", "surrender")
+                               if state.legal_decisions(self.box).get(Action(a), "") is None)
+            return ("deal", *offers)
+        if expect.kind == "decision":
+            if expect.box != self.box:
+                return ("stand",)
+            legal = state.legal_decisions(self.box)
+            return tuple(a for a in ("hit", "stand", "double", "split", "surrender", "insurance",
+                                     "even_money", "switch") if legal.get(Action(a), "") is None)
+        return ()
+
     def _push(self):
         if self.source is None or self.on_snapshot is None:
             return None
-        snap = self.source.snapshot()
+        snap = replace(self.source.snapshot(), controls=self.controls())
         changed = snap.view != self._last_view
         self._last_view = snap.view
         self.on_snapshot(snap)
@@ -157,11 +216,17 @@ class DemoTable:
         self.table.settle()
 
     def key(self, key: str) -> None:
-        """A key of ``hal.mock_keys.DEFAULT_KEYS`` or :data:`DEMO_KEYS`."""
+        """A key of :data:`DEMO_KEYS`, :data:`DECISION_KEYS` or ``hal.mock_keys.DEFAULT_KEYS``."""
         if key == "a":
             self.set_auto(not self.auto)
+        elif key == "o":
+            self.open_bets()
+        elif key in DECISION_KEYS:
+            self.decide(DECISION_KEYS[key])
+        elif key == " ":
+            self.deal()
         elif key == "b":
-            self.bet("main", Fraction(20))
+            self.bet("main", DEMO_BET)
         elif key == "g":
             for name in self.profile.side_bets:
                 self.bet(name, Fraction(5))
@@ -193,10 +258,58 @@ class DemoTable:
 
     def bet(self, spot: str, amount: Fraction) -> None:
         spots = list(seat_spots(self.profile))
-        reader = self.table.readers[self.box]
-        layer = 1 + len(reader.chips_on(spot)) // 8 if reader.chips_on(spot) else 0
-        reader.place_chips(spot, chipset.chips_for(amount, self.box, spots.index(spot), min(layer, 7)))
+        self.table.readers[self.box].place_chips(
+            spot, chipset.chips_for(amount, self.box, spots.index(spot), self._next_layer(spot)))
         self.table.cycle_readers(2, [self.box])
+
+    def control(self, name: str) -> None:
+        """An on-screen dealer control (see :meth:`controls`)."""
+        self.key(CONTROL_KEYS[name])
+
+    def deal(self) -> None:
+        """Deal what the round asks for until it waits for a decision (or is over)."""
+        d = self.table.dealer
+        for _ in range(40):
+            state = d.round
+            if d.phase != "play" or state is None or state.is_over or state.expecting().kind != "card":
+                return
+            before = d.shoe_counter
+            self.deal_next()
+            if d.shoe_counter == before:
+                return
+
+    def decide(self, action: str) -> None:
+        """The player's decision for this box, done as player and dealer do it at the
+        table: chips on the spot for a double, split or insurance, the request on the
+        screen for surrender or even money, then the dealer's console button. The engine
+        judges it; a refused decision is the dealer's refusal, shown by the seat."""
+        t = self.table
+        state = t.dealer.round
+        if t.dealer.phase != "play" or state is None:
+            return
+        cur = state.hand_in_play()
+        if action in ("double", "split") and cur is not None and cur[0].number == self.box:
+            self._add_chips("main", cur[1].stake)
+        elif action == "insurance":
+            box = next((b for b in state.boxes if b.number == self.box), None)
+            if box is not None and box.hands:
+                self._add_chips("insurance", box.hands[0].stake / 2)
+        elif action in ("surrender", "even_money"):
+            t.seats[self.box].request(action, 1 if self.profile.hands_per_box > 1 else None)
+            t.settle()
+        self.press(action)
+
+    def _add_chips(self, spot: str, amount: Fraction) -> None:
+        spots = list(seat_spots(self.profile))
+        layer = max(1, self._next_layer(spot))
+        self.table.readers[self.box].place_chips(spot, chipset.chips_for(amount, self.box, spots.index(spot), layer))
+        self.table.cycle_readers(2, [self.box])
+
+    def _next_layer(self, spot: str) -> int:
+        """A fresh layer of the demo's chips for this spot (chips of one layer are distinct)."""
+        used = {int(u[4:6], 16) for u in self.table.readers[self.box].chips_on(spot)
+                if not u.startswith(chipset.UNKNOWN_PREFIX)}
+        return min(max((u for u in used if u < 8), default=-1) + 1, 7)
 
     def deal_next(self) -> None:
         shoe = self.driver._sim_shoe()

@@ -34,6 +34,7 @@ class SeatSnapshot:
     title: str = ""                                    # a configured name for the table
     controller: ControllerState = ControllerState()
     table_alarms: tuple[AlarmView, ...] = ()
+    controls: tuple[str, ...] = ()                     # a demo table's dealer controls now
 
 
 # --- what the widgets show ------------------------------------------------------------
@@ -98,6 +99,7 @@ class SeatScreen:
     meter: str
     meter_tone: str
     banners: tuple[Banner, ...]
+    controls: tuple[tuple[str, str], ...] = ()      # (control, label): a demo's dealer buttons
 
     def texts(self) -> list[str]:
         """Every text on the screen (for tests and accessibility checks)."""
@@ -111,4 +113,5 @@ class SeatScreen:
         out += [r.text for r in self.results]
         for b in self.banners:
             out += [b.title, b.text]
+        out += [label for _, label in self.controls]
         return [t for t in out if t]

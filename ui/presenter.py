@@ -305,7 +305,19 @@ def present(s: SeatSnapshot, lang: str = DEFAULT_LANGUAGE) -> SeatScreen:
         spots=spots, hands=tuple(hands), dealer_label=tr(lang, "dealer") if v.dealer_cards else "",
         dealer_cards=tuple(card_face(c) for c in v.dealer_cards), dealer_total=dealer_total,
         switch_note=switch_note, decisions=decisions, results=results, net=net, net_tone=net_tone,
-        meter=meter, meter_tone=meter_tone, banners=_banners(lang, s))
+        meter=meter, meter_tone=meter_tone, banners=_banners(lang, s),
+        controls=tuple((c, control_label(lang, c)) for c in s.controls))
+
+
+def control_label(lang: str, control: str) -> str:
+    """A dealer control's button text: the console's word, or the player's decision."""
+    if has(f"dealer.{control}"):
+        return tr(lang, f"dealer.{control}", amount=money(DEMO_BET))
+    text = tr(lang, f"action.{control}")
+    return text[:1].upper() + text[1:]
+
+
+DEMO_BET = Fraction(20)
 
 
 # --- the last rounds (recall) ---------------------------------------------------------

@@ -165,6 +165,41 @@ def main(argv=None) -> int:
                                              Clock.schedule_once(run_next, 0.1)), 0.3)
         Clock.schedule_once(lambda _dt: keys(), 0.2)
 
+    def find_control(name: str):
+        for w in app.seat_screen.ids.dealer_bar.children:
+            if getattr(w, "control", None) == name:
+                return w
+        return None
+
+    played: list[str] = []
+
+    @step
+    def manual_round():
+        """A round played only through the on-screen dealer controls."""
+        plan = ["open_bets", "bet", "no_more_bets"]
+
+        def next_touch(_dt=None):
+            controls = [getattr(w, "control", None) for w in reversed(app.seat_screen.ids.dealer_bar.children)]
+            if plan:
+                name = plan.pop(0)
+            elif "stand" in controls:
+                name = "stand"
+            elif "deal" in controls:
+                name = "deal"
+            else:
+                texts["manual-controls"] = played
+                return then_shoot("seat-manual")
+            button = find_control(name)
+            if button is None:
+                texts["manual-controls"] = played + [f"missing {name}"]
+                return then_shoot("seat-manual")
+            played.append(name)
+            if len(played) == 5:
+                shot("seat-manual-decide")
+            touch(button)
+            table_then(next_touch)
+        next_touch()
+
     @step
     def fault():
         def cmds(t):

@@ -1,5 +1,6 @@
-"""The seat display in a real Kivy window under Xvfb: every screen at 800x480 and
-1024x600, touches opening each screen, screenshots in artifacts/ui/ to look at."""
+"""The seat display in a real Kivy window under Xvfb: every screen at 800x480, 1024x600
+and 1280x800, touches opening each screen, a round played through the on-screen dealer
+controls, screenshots in artifacts/ui/ to look at."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def display():
     proc.wait(10)
 
 
-@pytest.fixture(scope="module", params=["800x480", "1024x600"])
+@pytest.fixture(scope="module", params=["800x480", "1024x600", "1280x800"])
 def shots(request, display, tmp_path_factory):
     size = request.param
     env = dict(os.environ, DISPLAY=display, KIVY_NO_ARGS="1", KIVY_NO_CONSOLELOG="1",
@@ -61,7 +62,7 @@ def shots(request, display, tmp_path_factory):
 def test_every_screen_is_rendered_and_saved(shots):
     size, texts = shots
     for step in ("seat-betting", "seat-hand", "seat-results", "rules", "history", "help", "language",
-                 "seat-zh", "seat-ms", "pin", "service", "seat-fault"):
+                 "seat-zh", "seat-ms", "pin", "service", "seat-manual", "seat-fault"):
         assert step in texts, step
         png = ARTIFACTS / f"{size}-{step}.png"
         assert png.stat().st_size > 5000, png
@@ -71,7 +72,8 @@ def test_betting_screen_texts(shots):
     _, t = shots
     s = t["seat-betting"]
     assert "Place your bets" in s and "Blackjack Perfect Pairs" in s and "Limits 10–500" in s
-    assert "Unknown chip: not counted" in s and "Counted" in s and "Seat 1\nRound 1" in s
+    assert "1 unknown chip not counted · 20 counted" in s and "Counted" in s and "Seat 1\nRound 1" in s
+    assert {"Bet 20", "No more bets", "Side bets"} <= set(s)          # the demo's dealer controls
 
 
 def test_hand_and_results_texts(shots):
@@ -98,3 +100,14 @@ def test_touches_open_rules_history_language_help_and_service(shots):
 def test_fault_is_said_plainly(shots):
     _, t = shots
     assert "Kerosakan kasut kad. Sila tunggu peniaga." in t["seat-fault"]
+
+
+def test_a_round_played_through_the_on_screen_dealer_controls(shots):
+    _, t = shots
+    played = t["manual-controls"]
+    assert played[:4] == ["open_bets", "bet", "no_more_bets", "deal"], played
+    assert not any(p.startswith("missing") for p in played), played
+    end = t["seat-manual"]
+    assert "Penyelesaian" in end                                   # settled (the screen is in Malay by then)
+    assert any(x.startswith("Bersih pusingan") for x in end)
+    assert "Buka pertaruhan" in end                                # the next round can be opened
