@@ -30,6 +30,19 @@ from .wire import bets_from_json, bets_to_json, controller_input, limits_to_json
 TURN_BUTTONS = {"hit": Action.HIT, "stand": Action.STAND, "double": Action.DOUBLE,
                 "split": Action.SPLIT, "switch": Action.SWITCH}
 KEEP_RESULTS = 16
+CLOSE_WAIT = 5.0          # seconds a seat has to lock its bets after "no more bets"
+
+
+def clock_reading(body: Any) -> dict[str, float]:
+    """A ``tick`` input: ``{"now": seconds}`` from the unit's monotonic clock. The clock is
+    an input like a card, so a replay decides exactly as the live unit did."""
+    if not isinstance(body, dict) or set(body) != {"now"}:
+        raise ValueError(f"a tick is {{'now': seconds}}, not {body!r}")
+    now = body["now"]
+    if isinstance(now, bool) or not isinstance(now, (int, float)) or now != now or now in (
+            float("inf"), float("-inf")):
+        raise ValueError(f"tick: now must be a finite number of seconds, not {now!r}")
+    return {"now": float(now)}
 
 
 def _canon(value: Any) -> Any:
@@ -41,8 +54,14 @@ class DealerUnit(Unit):
 
     def __init__(self, unit_id: str, table: str, bus: Bus, journal: Journal, profile: Profile,
                  decks: int | None = None, limits: Mapping[str, tuple[Fraction, Fraction]] | None = None,
-                 meter: Fraction | None = None) -> None:
+                 meter: Fraction | None = None, close_wait: float | None = CLOSE_WAIT) -> None:
         super().__init__(unit_id, table, bus, journal)
+        if close_wait is not None and not 0 < close_wait <= 600:
+            raise ValueError(f"close_wait {close_wait!r}: seconds above 0 and at most 600, or None")
+        # seats that have not locked this long after "no more bets" are closed without
+        # their wagers (None: wait for every seat, the dealer may press again)
+        self.close_wait = close_wait
+        self.closing_since: float | None = None   # clock reading when the wait began
         self.profile = profile
         self.decks = profile.default_decks if decks is None else decks
         self.limits = dict(limits or {})
@@ -82,6 +101,8 @@ class DealerUnit(Unit):
             return []          # releases, key turns, link events: not inputs of the game
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "controller":
             return [("controller", controller_input(item[1]))]
+        if isinstance(item, tuple) and len(item) == 2 and item[0] == "tick":
+            return [("tick", clock_reading(item[1]))]
         return super().translate(item)
 
     def current_round(self) -> int | None:
@@ -98,8 +119,12 @@ class DealerUnit(Unit):
             return self._on_message(Message.from_dict(body))
         elif kind == "controller":
             return self._on_controller(controller_input(body))
+        elif kind == "tick":
+            return self._on_tick(clock_reading(body)["now"])
         elif kind == "boot":
-            # seats re-send what the dealer may have lost (offers, locks, additions)
+            # seats re-send what the dealer may have lost (offers, locks, additions); a
+            # clock reading from before the restart means nothing now: the wait starts again
+            self.closing_since = None
             self._stream("dealer_boot", {})
         else:
             raise ValueError(f"dealer: unknown input {kind!r}")
@@ -256,10 +281,31 @@ class DealerUnit(Unit):
                 self._close()
         elif self.phase == "closing":
             # pressed again: close without the seats that have not locked
-            self.alarm("seats_missing", f"bets closed without seat(s) {sorted(self.waiting)}")
-            self._close()
+            self._close_without("closed_by_dealer", "the dealer pressed no more bets again")
         else:
             self._refuse(f"bets are not open (round {self.round_no} is {self.phase})")
+
+    def _on_tick(self, now: float) -> bool:
+        """The bounded wait for locks. Only a reading that starts the wait or ends it is
+        accepted (and so journalled); the rest change nothing and are dropped."""
+        if self.phase != "closing" or self.close_wait is None:
+            return False
+        if self.closing_since is None or now < self.closing_since:
+            self.closing_since = now            # the first reading since the wait began
+            return True
+        if now - self.closing_since < self.close_wait:
+            return False
+        self._close_without("lock_timeout", f"no lock within {self.close_wait:g}s of no more bets")
+        return True
+
+    def _close_without(self, code: str, why: str) -> None:
+        """Close bets without the seats still waited for: their boxes take no part. The
+        seats hear it in the stream, before the bets-closed event, so each can say so."""
+        missing = sorted(self.waiting)
+        self.alarm("seats_missing", f"bets closed without seat(s) {missing}: {why}", boxes=missing,
+                   reason=code)
+        self._stream("bets_not_taken", {"boxes": missing, "reason": code})
+        self._close()
 
     def _check_box(self, box: int, bets: Mapping[str, Fraction]) -> str | None:
         try:
@@ -281,6 +327,7 @@ class DealerUnit(Unit):
             wagers[box] = bets
         self.phase = "play"
         self.waiting = set()
+        self.closing_since = None
         self._apply(BetsClosed.of(wagers))
 
     def _turn(self, button: str) -> None:

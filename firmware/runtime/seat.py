@@ -78,6 +78,9 @@ class SeatUnit(Unit):
         # spots whose chips this round are not a wager, and why (e.g. progressive while
         # the controller link was down when bets locked)
         self.unwagered: dict[str, str] = {}
+        # the dealer closed bets without this seat's wagers this round, and why
+        # ("lock_timeout" | "closed_by_dealer")
+        self.bets_not_taken: str | None = None
         self.view: SeatView = self._build_view()
         self._profiles: dict[str, Profile] = {}
         bus.subscribe(stream_topic(table), self.post, unit_id)
@@ -309,6 +312,9 @@ class SeatUnit(Unit):
                     self.messages.append("the chips on progressive are not a wager this round: the link "
                                          "to the jackpot controller is down")
                 self._up("lock", {"bets": bets_to_json(self.locked)})
+        elif kind == "bets_not_taken":
+            if body["round"] == self.round_no and self.box in body["boxes"]:
+                self._not_taken(body["reason"])
         elif kind == "event":
             if body["round"] == self.round_no and self.round is not None:
                 self._event(body["event"])
@@ -318,6 +324,17 @@ class SeatUnit(Unit):
             if body["round"] == self.round_no:
                 self.dealer_result = _canon(body["settlement"]["boxes"].get(str(self.box)))
                 self._compare()
+
+    def _not_taken(self, reason: str) -> None:
+        """Bets closed without this box: whatever is on its spots is not a wager."""
+        self.bets_not_taken = reason
+        for spot, uids in self.present.items():
+            if self._worth(uids) > 0:
+                self.unwagered.setdefault(spot, "bets_not_taken")
+        self.locked = {}
+        self.messages.append("bets not taken: this seat did not lock its bets in time"
+                             if reason == "lock_timeout" else "bets not taken: the dealer closed bets "
+                             "without this seat")
 
     def _round_open(self, body: dict[str, Any]) -> None:
         name = body["profile"]
@@ -335,6 +352,7 @@ class SeatUnit(Unit):
         self.own_result = self.dealer_result = None
         self.refused_round = None
         self.unwagered = {}
+        self.bets_not_taken = None
         self.messages = []
         if self.progressive_refusal is not None and "progressive" in self.present:
             self.messages.append("progressive wagers refused: the link to the jackpot controller is down")
@@ -353,7 +371,8 @@ class SeatUnit(Unit):
             mine = bets_to_json(event.as_dict().get(self.box, {}))
             if self.joined_round == self.round_no:
                 self.locked = event.as_dict().get(self.box, {})
-            elif mine != bets_to_json(self.locked) and self.refused_round is None:
+            elif (mine != bets_to_json(self.locked) and self.refused_round is None
+                  and self.bets_not_taken is None):
                 self.alarm("integrity", f"the dealer closed bets with {mine} for this box; it locked "
                            f"{bets_to_json(self.locked)}", box=self.box)
         elif isinstance(event, Decision) and event.box == self.box:
