@@ -86,7 +86,6 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
             for line in s.spots:
                 ids.spots.add_widget(make('SpotRow', label=line.label, amount=line.amount,
                                                      note=line.note, tone=line.tone))
-            ids.spots.add_widget(Factory.Widget())
             ids.dealer_label.text = s.dealer_label
             ids.dealer_total.text = s.dealer_total
             ids.dealer_cards.clear_widgets()
@@ -104,11 +103,7 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
             ids.results.clear_widgets()
             u = App.get_running_app().u
             for r in s.results:
-                ids.results.add_widget(make('Tone', text=r.text, tone=r.tone, font_size=u * 19,
-                                                    size_hint_y=None, height=u * 26,
-                                                    text_size=(ids.results.width, u * 26),
-                                                    halign="right", valign="middle", shorten=True))
-            ids.results.height = u * 26 * len(s.results)
+                ids.results.add_widget(make('ResultLine', text=r.text, tone=r.tone))
             ids.net.text = s.net
             ids.net.tone = s.net_tone
             ids.meter.text = s.meter
@@ -118,19 +113,10 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
             for b in s.banners[:2]:
                 colour = {"jackpot": (0.85, 0.62, 0.05, 1), "win": (0.75, 0.55, 0.05, 1),
                           "envy": (0.2, 0.45, 0.75, 1)}.get(b.kind, (0.7, 0.1, 0.1, 1))
-                band = Factory.BoxLayout(padding=(u * 10, 0), spacing=u * 10)
-                with band.canvas.before:
-                    from kivy.graphics import Color, Rectangle
-                    Color(*colour)
-                    rect = Rectangle(pos=band.pos, size=band.size)
-                band.bind(pos=lambda w, v, r=rect: setattr(r, "pos", v), size=lambda w, v, r=rect: setattr(r, "size", v))
-                band.add_widget(Factory.Label(text=b.title, bold=True, font_size=u * (30 if b.kind == "jackpot" else 22),
-                                              size_hint_x=0.42 if b.kind == "jackpot" else 0.2,
-                                              text_size=(None, None)))
-                band.add_widget(Factory.Label(text=b.text, font_size=u * 20, halign="left", valign="middle",
-                                              text_size=(Window.width * 0.7, u * 52), shorten=True))
-                ids.banners.add_widget(band)
-            ids.banners.height = sum(u * (80 if (b.kind == "jackpot") else 52) for b in s.banners[:2]) if s.banners else 0
+                big = b.kind == "jackpot"
+                ids.banners.add_widget(make('BannerBand', title=b.title, text=b.text, colour=colour,
+                                            big=big, height=u * (62 if big else 48)))
+            ids.banners.height = sum(u * (62 if b.kind == "jackpot" else 48) for b in s.banners[:2])
             self._celebrate(any(b.kind == "jackpot" for b in s.banners[:2]))
             lang = s.lang
             ids.b_rules.text = tr(lang, "menu.rules")

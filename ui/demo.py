@@ -143,12 +143,24 @@ class DemoTable:
         if self._stop.wait(seconds):
             raise _Stopped
 
-    def _observed(self, _unit) -> None:
+    def _observed(self, unit) -> None:
         """After each step of the watched seat: a snapshot; in auto play, a pause when
         something a player sees changed (so a person can follow the round)."""
+        self._simulate_controller(unit.view)
         view = self._push()
         if self.auto and view is not None and self.pace > 0:
             self._pause(self.pace)
+
+    def _simulate_controller(self, view) -> None:
+        """The simulated controller locks a 100% hit (meter PENDING) until the round is
+        settled, then reseeds: what the jackpot controller does on a real link."""
+        c = self.controller.state
+        if c.link != "up" or view.progressive is None or not view.progressive.share:
+            return
+        if view.phase == "play" and not c.pending:
+            self.controller.set(pending=True)
+        elif view.phase in ("over", "void") and c.pending:
+            self.controller.set(pending=False, meter=SEED_METER)
 
     def _post_controller(self) -> None:
         """The simulated controller's status as the seats' and the dealer's input, the way

@@ -187,6 +187,7 @@ EN: dict[str, str] = {
     "dealer.auto": "Auto play",
     "dealer.manual": "Manual",
     "list.sep": ", ",
+    "spot.insurance_2": "Insurance (hand 2)",
 }
 
 ZH: dict[str, str] = {
@@ -358,6 +359,7 @@ ZH: dict[str, str] = {
     "dealer.auto": "自动",
     "dealer.manual": "手动",
     "list.sep": "、",
+    "spot.insurance_2": "保险（第 2 手）",
 }
 
 MS: dict[str, str] = {
@@ -529,6 +531,7 @@ MS: dict[str, str] = {
     "dealer.auto": "Auto",
     "dealer.manual": "Manual",
     "list.sep": ", ",
+    "spot.insurance_2": "Insurans (tangan 2)",
 }
 
 STRINGS: dict[str, dict[str, str]] = {"en": EN, "zh": ZH, "ms": MS}

@@ -21,7 +21,12 @@ def main(argv=None) -> int:
     ap.add_argument("--size", default="800x480")
     ap.add_argument("--out", required=True)
     ap.add_argument("--profile", default="rws-perfect-pairs")
+    ap.add_argument("--scene", choices=("screens", "jackpot"), default="screens",
+                    help="screens: every screen (rws-perfect-pairs); jackpot: the progressive meter, "
+                         "link down and a jackpot hit (rws-blackjack-switch)")
     args = ap.parse_args(argv)
+    if args.scene == "jackpot" and args.profile == "rws-perfect-pairs":
+        args.profile = "rws-blackjack-switch"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -137,6 +142,13 @@ def main(argv=None) -> int:
             Clock.schedule_once(run_next, 0.15)
         return go
 
+    if args.scene == "jackpot":
+        steps.clear()
+        jackpot_scene(table, step, table_then, then_shoot, shot, Clock, run_next)
+        app.first_frame_hook = Clock.schedule_once(lambda _dt: table_then(run_next), 0.5)
+        app.run()
+        return 1 if table.error is not None or steps else 0
+
     steps.append(via("Rules", "rules"))
     steps.append(via("Last rounds", "history"))
     steps.append(via("Play responsibly", "help"))
@@ -216,6 +228,46 @@ def main(argv=None) -> int:
         print(f"table error: {table.error!r}", file=sys.stderr)
         return 1
     return 0 if not steps else 1
+
+
+def jackpot_scene(table, step, table_then, then_shoot, shot, Clock, run_next) -> None:
+    """Blackjack Switch, seat 1 alone: the live meter, the link down, a suited four of a
+    kind (the 100% jackpot: celebration while PENDING), then the award."""
+
+    @step
+    def meter():
+        def cmds(t):
+            t.open_bets()
+            t.bet("main", Fraction(20))
+            t.bet("progressive", Fraction(5))
+        table.command(cmds)
+        table_then(lambda: then_shoot("jackpot-meter"))
+
+    @step
+    def link_down():
+        table.controller.set(link="down")
+        table_then(lambda: then_shoot("jackpot-link-down"))
+
+    @step
+    def hit():
+        table.controller.set(link="up")
+
+        def cmds(t):
+            t.press("no_more_bets")
+            for c in ("7S", "7S", "TD", "7S", "7S"):
+                t.table.shoe.deal(c)
+                t.table.settle()
+        table_then(lambda: (table.command(cmds), table_then(lambda: then_shoot("jackpot-hit"))))
+
+    @step
+    def award():
+        def cmds(t):
+            for _ in range(2):
+                t.press("stand")
+            t.table.shoe.deal("TC")
+            t.table.settle()
+        table.command(cmds)
+        table_then(lambda: then_shoot("jackpot-award"))
 
 
 if __name__ == "__main__":

@@ -111,3 +111,27 @@ def test_a_round_played_through_the_on_screen_dealer_controls(shots):
     assert "Penyelesaian" in end                                   # settled (the screen is in Malay by then)
     assert any(x.startswith("Bersih pusingan") for x in end)
     assert "Buka pertaruhan" in end                                # the next round can be opened
+
+
+@pytest.fixture(scope="module")
+def jackpot(display, tmp_path_factory):
+    env = dict(os.environ, DISPLAY=display, KIVY_NO_ARGS="1", KIVY_NO_CONSOLELOG="1",
+               KIVY_HOME=str(tmp_path_factory.mktemp("kivy")))
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    out = ARTIFACTS / "jackpot"
+    run = subprocess.run([sys.executable, "-m", "ui.shots", "--scene", "jackpot", "--size", "800x480",
+                          "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads((out / "800x480-texts.json").read_text())
+
+
+def test_live_meter_link_down_and_jackpot_celebration(jackpot):
+    t = jackpot
+    assert "Jackpot 25,000" in t["jackpot-meter"]
+    down = t["jackpot-link-down"]
+    assert "Progressive unavailable — jackpot link down" in down
+    assert "Unavailable: jackpot link down" in down
+    hit = t["jackpot-hit"]
+    assert "JACKPOT! Suited Four of a Kind" in hit and "Jackpot PENDING" in hit
+    award = t["jackpot-award"]
+    assert "Progressive: Suited Four of a Kind  +24,995" in award and "Jackpot 25,000" in award
