@@ -4,6 +4,10 @@ whole tables of simulated players on mock hardware.
 Each table is a dealer unit and seven seat units talking over the in-process bus, every
 unit journalling to ``--state-dir``; players play basic strategy for the table's profile,
 bet side bets and progressives at random and sometimes misbehave. Deterministic for a seed.
+The seats report to a jackpot controller in the same process (its meters end the summary).
+With ``--broker`` every unit has its own MQTT client on that broker and the seats report to
+the controller served there (``betbox jackpot serve``); the demo waits for quiet through the
+broker between steps.
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--direct", action="store_true",
                    help="drive the rules engine directly, without units (reference mode)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--broker", metavar="URL",
+                   help="run the units on this MQTT broker (mqtt://HOST:PORT); the jackpot controller is "
+                        "served separately (betbox jackpot serve). Default: in-process bus and controller")
+    p.add_argument("--link", default="main", help="the jackpot controller's link id (default main)")
     w = p.add_argument_group("the window (without --headless)")
     w.add_argument("--box", type=int, default=1, help="the seat whose display is shown, 1-7 (default 1)")
     w.add_argument("--lang", default="en", help="the display's language: en, zh or ms (default en)")
@@ -52,6 +60,16 @@ def run(args: argparse.Namespace) -> int:
     except ProfileError as exc:
         print(f"betbox demo: {exc}", file=sys.stderr)
         return 2
+    if args.broker:
+        from firmware.link.config import LinkConfigError, config_from_url
+        try:
+            config_from_url(args.broker)
+        except LinkConfigError as exc:
+            print(f"betbox demo: --broker: {exc}", file=sys.stderr)
+            return 2
+        if args.direct:
+            print("betbox demo: --direct has no units to put on a broker", file=sys.stderr)
+            return 2
     rng = random.Random(args.seed)
     total = Summary()
     if args.state_dir:
@@ -75,7 +93,121 @@ def _window(args: argparse.Namespace) -> int:
     return run_demo_window(args)
 
 
+class _Links:
+    """Where the seats report and the units learn the controller's state: the in-process
+    controller, or (``--broker``) one MQTT client per unit."""
+
+    def __init__(self, args, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.url = args.broker
+        self.link_id = args.link
+        self.buses: list = []
+        self.local = None
+        if not self.url:
+            from firmware.jackpot.config import DEFAULT_POOLS, load_pools
+            from firmware.jackpot.local import LocalController
+            self.local = LocalController(state_dir / "jackpot.db", load_pools(DEFAULT_POOLS),
+                                         self.link_id)
+
+    def bus_factory(self):
+        if not self.url:
+            return None
+        from firmware.link import connect_bus
+
+        def make(unit_id: str, role: str):
+            outbox = self.state_dir / unit_id / "outbox.db" if role == "seat" else None
+            bus = connect_bus(self.url, unit_id, outbox_path=outbox, role=role, link_id=self.link_id,
+                              config={"demo": unit_id, "broker": self.url}, wait=10.0)
+            if not bus.connected:
+                bus.close()
+                raise OSError(f"no broker at {self.url}")
+            self.buses.append(bus)
+            return bus
+        return make
+
+    def on_unit(self, unit, bus) -> None:
+        from firmware.link.reporter import SeatReporter
+
+        if self.local is not None:
+            if unit.role == "seat":
+                SeatReporter(unit, self.local.link(unit.unit_id, self.state_dir / unit.unit_id / "outbox.db"))
+            self.local.feed(unit, unit.table)
+            return
+        from firmware.link.presence import ControllerWatch, takes_controller_input
+        if unit.role == "seat":
+            SeatReporter(unit, bus)
+        if takes_controller_input(unit):
+            ControllerWatch(bus, self.link_id, unit.table).feed(unit)
+
+    def finish(self, timeout: float = 30.0, confirm_timeout: float = 10.0) -> dict:
+        """Every report at the broker (bounded wait), then (bounded again) at the
+        controller; how far each got. What is not confirmed stays in the outboxes."""
+        import time
+
+        if self.local is not None:
+            from firmware.jackpot.controller import report
+            data = report(self.local.controller.db)
+            self.local.close()
+            return data
+        deadline = time.monotonic() + timeout
+        for bus in self.buses:
+            bus.wait_drained(max(0.0, deadline - time.monotonic()))
+        seats = [b for b in self.buses if b.outbox is not None]
+        deadline = min(deadline, time.monotonic() + confirm_timeout)
+        while time.monotonic() < deadline and not all(b.outbox.stats()["confirmed"] == b.outbox.last_seq
+                                                      for b in seats):
+            time.sleep(0.05)
+        out = {"broker": self.url, "reports": sum(b.outbox.last_seq for b in seats),
+               "at_broker": sum(b.outbox.last_seq - b.outbox.stats()["waiting"] for b in seats),
+               "confirmed_by_controller": sum(b.outbox.stats()["confirmed"] for b in seats)}
+        for bus in self.buses:
+            bus.close()
+            if bus.outbox is not None:
+                bus.outbox.close()
+        return out
+
+
+def _progressive_lines(data: dict) -> list[str]:
+    if "pools" not in data:
+        return [f"reports {data['reports']}, at the broker {data['at_broker']}, confirmed by the controller "
+                f"{data['confirmed_by_controller']} ({data['broker']}; betbox jackpot report --db ...)"]
+    out = []
+    for name, pool in data["pools"].items():
+        m = pool["meters"]
+        out.append(f"pool {name}: meter {pool['meter']} ({pool['state']}), wagers {m['wagers']} "
+                   f"({m['wagers_in']} in), contributions {m['contributions']}, meter hits {m['hits']} "
+                   f"won {m['won']}, fixed awards {m['fixed_hits']} won {m['fixed_won']}, "
+                   f"envy bonuses {m['envy']} won {m['envy_won']}")
+    return out
+
+
 def _play(args, profiles, rng, total: Summary, state_dir: Path) -> int:
+    try:
+        links = _Links(args, state_dir)
+    except (OSError, ValueError) as exc:
+        print(f"betbox demo: {exc}", file=sys.stderr)
+        return 2
+    try:
+        _tables(args, profiles, rng, total, state_dir, links)
+    except OSError as exc:
+        print(f"betbox demo: {exc}", file=sys.stderr)
+        links.finish(timeout=1.0)
+        return 2
+    progressive = links.finish()
+    if args.json:
+        json.dump({**total.as_dict(), "progressive": progressive}, sys.stdout, indent=2)
+        print()
+    else:
+        print(f"== all tables ({args.tables})")
+        for line in total.lines():
+            print("   " + line)
+        print("== progressive (jackpot controller)")
+        for line in _progressive_lines(progressive):
+            print("   " + line)
+    return 0
+
+
+def _tables(args, profiles, rng, total: Summary, state_dir: Path, links: "_Links") -> None:
     for t in range(args.tables):
         profile = profiles[t % len(profiles)]
         table_seed = rng.randrange(2 ** 32)
@@ -91,7 +223,8 @@ def _play(args, profiles, rng, total: Summary, state_dir: Path) -> int:
             spec = TableSpec(table_id=f"table-{t + 1}", profile=profile, seed=table_seed,
                              state_dir=state_dir / f"table-{t + 1}")
             summary = run_demo_table(spec, args.rounds,
-                                     progress=lambda i: _progress(label, i, args.rounds))
+                                     progress=lambda i: _progress(label, i, args.rounds),
+                                     bus_factory=links.bus_factory(), on_unit=links.on_unit)
         if sys.stderr.isatty():
             print(file=sys.stderr)
         total.merge(summary)
@@ -99,14 +232,6 @@ def _play(args, profiles, rng, total: Summary, state_dir: Path) -> int:
             print(f"== {label}")
             for line in summary.lines():
                 print("   " + line)
-    if args.json:
-        json.dump(total.as_dict(), sys.stdout, indent=2)
-        print()
-    else:
-        print(f"== all tables ({args.tables})")
-        for line in total.lines():
-            print("   " + line)
-    return 0
 
 
 def _progress(label: str, done: int, rounds: int) -> None:

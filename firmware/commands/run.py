@@ -105,7 +105,7 @@ class Link:
 
     def attach(self, unit) -> None:
         """After the unit recovered: report what its state holds, then follow the controller."""
-        from firmware.link.presence import ControllerWatch
+        from firmware.link.presence import ControllerWatch, takes_controller_input
         from firmware.link.reporter import SeatReporter
 
         if self.config.role == "seat":
@@ -118,7 +118,6 @@ class Link:
             log.warning("%s: this firmware's %s unit does not take the controller's state yet; "
                         "progressive wagers are not gated by the link", self.config.bus_id, self.config.role)
 
-
     def close(self) -> None:
         if self.bus.outbox is not None and not self.bus.wait_drained(DRAIN_ON_STOP):
             log.warning("%s: stopping with %d report(s) not yet at the broker; they stay in the outbox "
@@ -126,18 +125,6 @@ class Link:
         self.bus.close()
         if self.bus.outbox is not None:
             self.bus.outbox.close()
-
-
-def takes_controller_input(unit) -> bool:
-    """Whether the unit's handler knows the ``("controller", ...)`` input (the runtime's
-    side of the contract in :mod:`firmware.link.presence`); posting it to a unit that does
-    not would stop its dispatch loop."""
-    import inspect
-
-    try:
-        return '"controller"' in inspect.getsource(type(unit).handle)
-    except (OSError, TypeError):
-        return False
 
 
 def _drive(path: str, ports: dict[str, Any], stop: threading.Event) -> threading.Thread:

@@ -19,6 +19,7 @@ def render_acl(tables: Mapping[str, int], link_id: str = "main") -> str:
            "",
            "pattern write " + ROOT + "/unit/%u/status",
            "pattern write " + ROOT + "/unit/%u/report",
+           "pattern readwrite " + ROOT + "/unit/%u/sync",
            "pattern read " + ROOT + "/unit/+/+/status",
            "pattern read " + ROOT + f"/jackpot/{link_id}/status",
            "pattern read " + ROOT + f"/jackpot/{link_id}/meter",

@@ -89,6 +89,9 @@ class MqttBus:
         c.on_publish = self._on_publish
         c.on_message = self._on_message
         self._sender: threading.Thread | None = None
+        self._unacked: list[mqtt.MQTTMessageInfo] = []     # table messages awaiting PUBACK
+        self._markers: dict[str, threading.Event] = {}
+        self.sync_topic = topics.sync_topic(unit_id) if topics.UNIT_ID.match(unit_id) else None
 
     # -- life cycle --------------------------------------------------------------------
 
@@ -148,6 +151,8 @@ class MqttBus:
             patterns = sorted({p for p, _, _ in self._subs} | {p for p, _ in self._raw})
         for pattern in patterns:
             client.subscribe(pattern, qos=1)
+        if self.sync_topic is not None:
+            client.subscribe(self.sync_topic, qos=1)
         if self.outbox is not None:
             client.subscribe(topics.confirmed_topic(self.link_id, self.unit_id), qos=1)
         client.publish(self.status_topic, self._status("online"), qos=1, retain=True)
@@ -178,6 +183,15 @@ class MqttBus:
 
     def _on_message(self, client, userdata, msg) -> None:
         topic, payload = msg.topic, msg.payload
+        if topic == self.sync_topic:
+            try:
+                token = json.loads(payload).get("token")
+            except (ValueError, AttributeError):
+                token = None
+            marker = self._markers.pop(token, None) if isinstance(token, str) else None
+            if marker is not None:
+                marker.set()
+            return
         if self.outbox is not None and topic == topics.confirmed_topic(self.link_id, self.unit_id):
             self._on_confirmed(payload)
             return
@@ -222,6 +236,43 @@ class MqttBus:
         if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):
             raise LinkError(f"{self.unit_id}: cannot publish on {message.topic}: {mqtt.error_string(info.rc)}")
         self.published += 1
+        with self._lock:
+            self._unacked = [i for i in self._unacked if not i.is_published()]
+            self._unacked.append(info)
+
+    # -- quiet (tables of units in one process: the demo, tests, the bench) -------------
+
+    def wait_published(self, timeout: float) -> bool:
+        """Every table message this bus published has been acknowledged by the broker
+        (and so is queued for every subscriber)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            infos = list(self._unacked)
+        for info in infos:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                info.wait_for_publish(left)
+            except (RuntimeError, ValueError):
+                return False
+            if not info.is_published():
+                return False
+        with self._lock:
+            self._unacked = [i for i in self._unacked if not i.is_published()]
+        return True
+
+    def send_marker(self) -> threading.Event:
+        """A marker through the broker back to this client: once it is back, everything the
+        broker had queued for this client before it has been delivered (the broker keeps
+        a client's QoS 1 messages in order)."""
+        token = uuid.uuid4().hex
+        event = threading.Event()
+        self._markers[token] = event
+        if self.sync_topic is None:
+            raise LinkError(f"{self.unit_id}: only a <table>/<unit> id has a sync topic")
+        self._client.publish(self.sync_topic, json.dumps({"schema": 1, "token": token}), qos=1)
+        return event
 
     def subscribe(self, pattern: str, sink: Sink, subscriber: str) -> None:
         with self._lock:

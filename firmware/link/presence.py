@@ -40,6 +40,18 @@ def pool_for_table(meter: dict[str, Any] | None, table: str | None) -> dict[str,
     return next((p for p in pools if "*" in (p.get("tables") or ("*",))), None)
 
 
+def takes_controller_input(unit: Any) -> bool:
+    """Whether the unit's handler knows the ``("controller", ...)`` input (the runtime's
+    side of the contract above); posting it to a unit that does not would stop its
+    dispatch loop, so firmware without it runs ungated (and says so)."""
+    import inspect
+
+    try:
+        return '"controller"' in inspect.getsource(type(unit).handle)
+    except (OSError, TypeError):
+        return False
+
+
 class ControllerWatch:
     def __init__(self, bus: MqttBus, link_id: str = "main", table: str | None = None) -> None:
         self.bus = bus

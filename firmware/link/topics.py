@@ -32,6 +32,12 @@ def status_topic(unit_id: str) -> str:
     return f"{ROOT}/unit/{unit_id}/status"
 
 
+def sync_topic(unit_id: str) -> str:
+    """A unit's own markers (QoS 1, to itself): a table of units run in one process waits
+    for quiet by sending one through the broker (demo, tests, bench)."""
+    return f"{ROOT}/unit/{unit_id}/sync"
+
+
 def report_topic(unit_id: str) -> str:
     """A unit's reports to the jackpot controller (QoS 1, from its durable outbox)."""
     return f"{ROOT}/unit/{unit_id}/report"

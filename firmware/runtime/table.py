@@ -1,24 +1,34 @@
-"""A whole table in one process: a dealer unit and seven seat units on mock hardware,
-talking over the in-process bus, each with its own journal under ``state_dir``."""
+"""A whole table in one process: a dealer unit and seven seat units on mock hardware, each
+with its own journal under ``state_dir``, talking over the in-process bus or, with a
+``bus_factory``, each over its own bus (an :class:`~firmware.link.mqtt.MqttBus` on a broker).
+
+:meth:`InProcessTable.settle` runs every unit's dispatch queue until the table is quiet. On
+the in-process bus delivery is synchronous, so an empty set of queues is quiet. On a broker
+it is not: a bus that can ``wait_published`` and ``send_marker`` (MqttBus) is asked to
+confirm that the broker took everything its unit published and then to send a marker
+through the broker to itself; when every marker is back, every message published before is
+in the queues, and the queues are run again. Each wait is bounded (``quiet_timeout``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from firmware.chips import ChipRegistry
 from firmware.engine.profile import Profile
 from hal.mock import MockCardShoe, MockChipReader, MockConsole, MockLamps
 
-from .bus import InProcessBus
+from .bus import Bus, InProcessBus
 from .dealer import DealerUnit
 from .journal import JOURNAL_NAME, Journal
 from .seat import SeatUnit
 from .spots import seat_spots
 
 LAMPS = ("progressive", "bets_locked")
+
+BusFactory = Callable[[str, str], Bus]           # (unit id, role) -> the unit's bus
 
 
 @dataclass(frozen=True)
@@ -34,10 +44,18 @@ class TableSpec:
 
 
 class InProcessTable:
-    def __init__(self, spec: TableSpec, registry: ChipRegistry) -> None:
+    def __init__(self, spec: TableSpec, registry: ChipRegistry, bus_factory: BusFactory | None = None,
+                 on_unit: Callable[[Any, Bus], None] | None = None, quiet_timeout: float = 10.0) -> None:
+        """``bus_factory(unit_id, role)``: each unit's own bus (default: one shared
+        in-process bus). ``on_unit(unit, bus)``: called for every unit made (a seat made
+        again after a restart too), e.g. to attach a reporter."""
         self.spec = spec
         self.registry = registry
         self.bus = InProcessBus()
+        self.bus_factory = bus_factory
+        self.on_unit = on_unit
+        self.quiet_timeout = quiet_timeout
+        self.buses: dict[str, Bus] = {}
         self.shoe = MockCardShoe("shoe")
         self.console = MockConsole("console")
         self.spots = seat_spots(spec.profile)
@@ -57,15 +75,30 @@ class InProcessTable:
         return Journal(self.spec.state_dir / unit / JOURNAL_NAME, f"{self.spec.table_id}/{unit}", role,
                        self.spec.synchronous)
 
+    def _bus(self, unit_id: str, role: str) -> Bus:
+        if self.bus_factory is None:
+            return self.bus
+        bus = self.buses.get(unit_id)
+        if bus is None:
+            bus = self.buses[unit_id] = self.bus_factory(unit_id, role)
+        return bus
+
+    def _made(self, unit, bus: Bus):
+        if self.on_unit is not None:
+            self.on_unit(unit, bus)
+        return unit
+
     def _make_dealer(self) -> DealerUnit:
-        return DealerUnit(f"{self.spec.table_id}/dealer", self.spec.table_id, self.bus,
-                          self._journal("dealer", "dealer"), self.spec.profile, decks=self.spec.decks,
-                          limits=self.spec.limits)
+        unit_id = f"{self.spec.table_id}/dealer"
+        bus = self._bus(unit_id, "dealer")
+        return self._made(DealerUnit(unit_id, self.spec.table_id, bus, self._journal("dealer", "dealer"),
+                                     self.spec.profile, decks=self.spec.decks, limits=self.spec.limits), bus)
 
     def _make_seat(self, box: int) -> SeatUnit:
-        seat = SeatUnit(f"{self.spec.table_id}/seat-{box}", self.spec.table_id, box, self.bus,
-                        self._journal(f"seat-{box}", "seat"), self.registry, self.spots, self.lamps[box])
-        return seat
+        unit_id = f"{self.spec.table_id}/seat-{box}"
+        bus = self._bus(unit_id, "seat")
+        return self._made(SeatUnit(unit_id, self.spec.table_id, box, bus, self._journal(f"seat-{box}", "seat"),
+                                   self.registry, self.spots, self.lamps[box]), bus)
 
     @property
     def units(self) -> list:
@@ -90,9 +123,30 @@ class InProcessTable:
         total = 0
         while True:
             n = sum(u.pump() for u in self.units)
+            if n:
+                total += n
+                continue
+            if not self.buses or not self._quiet():
+                return total
+            n = sum(u.pump() for u in self.units)
             if not n:
                 return total
             total += n
+
+    def _quiet(self) -> bool:
+        """Wait (bounded) until everything published so far has reached its subscribers'
+        queues. False when there is nothing to wait for or the wait timed out."""
+        import time
+
+        buses = [b for b in self.buses.values() if hasattr(b, "send_marker")]
+        if not buses:
+            return False
+        deadline = time.monotonic() + self.quiet_timeout
+        for bus in buses:
+            if not bus.wait_published(max(0.0, deadline - time.monotonic())):
+                return False
+        markers = [bus.send_marker() for bus in buses]
+        return all(m.wait(max(0.0, deadline - time.monotonic())) for m in markers)
 
     def cycle_readers(self, n: int = 2, boxes: list[int] | None = None) -> None:
         for box, reader in self.readers.items():
@@ -105,7 +159,7 @@ class InProcessTable:
     def stop_seat(self, box: int) -> None:
         """Power off a seat: it hears nothing more; its journal stays."""
         seat = self.seats.pop(box)
-        self.bus.unsubscribe(seat.unit_id)
+        self._bus(seat.unit_id, "seat").unsubscribe(seat.unit_id)
         self.readers[box].close()
         seat.journal.close()
         self._stopped = getattr(self, "_stopped", set()) | {box}
@@ -137,16 +191,22 @@ class InProcessTable:
             unit.journal.close()
 
 
-def run_demo_table(spec: TableSpec, rounds: int, progress: Callable[[int], None] | None = None):
+def run_demo_table(spec: TableSpec, rounds: int, progress: Callable[[int], None] | None = None,
+                   bus_factory: BusFactory | None = None, on_unit: Callable[[Any, Bus], None] | None = None):
     """Play ``rounds`` rounds of simulated players; the table's summary."""
+    from firmware.sim import chipset
     from firmware.sim.driver import TableDriver
 
-    driver = TableDriver.create(spec)
+    table = InProcessTable(spec, chipset.registry(spec.boxes, len(seat_spots(spec.profile))),
+                           bus_factory=bus_factory, on_unit=on_unit)
+    driver = TableDriver(table, spec.seed)
     try:
+        driver.boot()
         for i in range(rounds):
             driver.play_round()
             if progress:
                 progress(i + 1)
+        table.settle()
         return driver.summary()
     finally:
         driver.table.close()
