@@ -33,6 +33,13 @@ KEEP_RESULTS = 16
 CLOSE_WAIT = 5.0          # seconds a seat has to lock its bets after "no more bets"
 
 
+def keyed_card_input(body: Any) -> dict[str, str]:
+    """A card keyed in at the console: ``{"card": "AS"}`` (rank A 2-9 T J Q K, suit S H D C)."""
+    if not isinstance(body, dict) or set(body) != {"card"} or not isinstance(body["card"], str):
+        raise ValueError(f"a keyed card is {{'card': 'AS'}}, not {body!r}")
+    return {"card": str(parse_card(body["card"]))}
+
+
 def clock_reading(body: Any) -> dict[str, float]:
     """A ``tick`` input: ``{"now": seconds}`` from the unit's monotonic clock. The clock is
     an input like a card, so a replay decides exactly as the live unit did."""
@@ -62,6 +69,10 @@ class DealerUnit(Unit):
         # their wagers (None: wait for every seat, the dealer may press again)
         self.close_wait = close_wait
         self.closing_since: float | None = None   # clock reading when the wait began
+        # §5.4.1: cards the shoe dealt unseen while play continues. They are keyed in at the
+        # console; shoe cards that come meanwhile are held and follow them in order.
+        self.owed = 0
+        self.held: list[str] = []
         self.profile = profile
         self.decks = profile.default_decks if decks is None else decks
         self.limits = dict(limits or {})
@@ -101,6 +112,8 @@ class DealerUnit(Unit):
             return []          # releases, key turns, link events: not inputs of the game
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "controller":
             return [("controller", controller_input(item[1]))]
+        if isinstance(item, tuple) and len(item) == 2 and item[0] == "keyed_card":
+            return [("keyed_card", keyed_card_input(item[1]))]
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "tick":
             return [("tick", clock_reading(item[1]))]
         return super().translate(item)
@@ -119,6 +132,8 @@ class DealerUnit(Unit):
             return self._on_message(Message.from_dict(body))
         elif kind == "controller":
             return self._on_controller(controller_input(body))
+        elif kind == "keyed_card":
+            self._on_keyed_card(keyed_card_input(body)["card"])
         elif kind == "tick":
             return self._on_tick(clock_reading(body)["now"])
         elif kind == "boot":
@@ -154,6 +169,7 @@ class DealerUnit(Unit):
             self._stream("round_result", {"settlement": result})
             self.shoe = new.shoe
             self.phase = "idle"
+            self.owed, self.held = 0, []
             self.finished.append(new)
         return True
 
@@ -181,10 +197,37 @@ class DealerUnit(Unit):
                 self.alarm("card_while_betting", f"{card} was drawn while bets were {self.phase}")
             return
         if counter is not None and counter != expected:
-            self._interruption(f"the shoe counted {counter - expected} card(s) this unit never saw")
+            self._interruption(f"the shoe counted {counter - expected} card(s) this unit never saw",
+                               missed=counter - expected)
             if self.phase != "play":
                 return
+        if self.owed:
+            self.held.append(str(card))     # dealt after the missed cards: it follows them
+            return
         self._apply(CardDrawn(card))
+
+    def _on_keyed_card(self, text: str) -> None:
+        """A card keyed in at the console goes where a shoe card goes, with the engine's
+        refusals (a card the shoe cannot hold voids the round, §5.5.1, as from the shoe)."""
+        card = parse_card(text)
+        if self.phase != "play" or self.round is None:
+            self._refuse(f"key in {card}: no round is in play (bets {self.phase})")
+            return
+        if self.round.expecting().kind != "card":
+            self._refuse(f"key in {card}: the round expects {self.round.expecting()}",
+                         self.profile.clause("deal"))
+            return
+        if not self._apply(CardDrawn(card)):
+            return
+        self.alarm("card_keyed", f"{card} keyed in at the console", card=str(card))
+        if self.owed:
+            self.owed -= 1
+            if not self.owed:
+                held, self.held = self.held, []
+                for text in held:           # the shoe's cards that came after the missed ones
+                    if self.phase != "play":
+                        break
+                    self._apply(CardDrawn(parse_card(text)))
 
     def _on_shoe(self, signal: str, counter: int | None) -> None:
         kind = ShoeSignalKind(signal)
@@ -196,24 +239,31 @@ class DealerUnit(Unit):
             self.shoe_counter = 0 if counter is None else counter
             self.shoe_number += 1
         elif kind in (ShoeSignalKind.MISREAD, ShoeSignalKind.CARD_GAP):
+            # the cards that went out unseen: by the shoe's counter when it gives one
+            missed = (counter - self.shoe_counter if counter is not None
+                      else 1 if kind == ShoeSignalKind.MISREAD else 0)
             if counter is not None:
                 self.shoe_counter = counter
             if self.phase == "play":
-                self._interruption(f"shoe reported {kind.value}")
+                self._interruption(f"shoe reported {kind.value}", missed=missed)
             else:
                 self.alarm(kind.value, f"shoe reported {kind.value} outside a round")
         else:
             self.alarm(f"shoe_{kind.value}", f"shoe reported {kind.value}")
 
-    def _interruption(self, why: str) -> None:
+    def _interruption(self, why: str, missed: int = 0) -> None:
         """§5.4: a technical interruption. The engine says whether an outcome is established:
-        then play continues (and a supervisor must reconcile); else the round is voided."""
+        then play continues (§5.4.1) and the ``missed`` cards are owed: keyed in at the
+        console before any later shoe card is used; else the round is voided (§5.4.2)."""
         state = self.round
         if state is None or state.is_over:
             return
         if state.outcome_established():
+            self.owed += max(missed, 0)
+            owed = f"; key in the {self.owed} missed card(s) at the console" if self.owed else ""
             self.alarm("interruption_continue", f"{why}; an outcome is established, play continues "
-                       f"({self.profile.clause('interruption')}); a supervisor must reconcile the cards")
+                       f"({self.profile.clause('interruption')}); a supervisor must reconcile the cards"
+                       f"{owed}", owed=self.owed)
         else:
             self.alarm("interruption_void", f"{why}; no outcome established, the round is voided "
                        f"({self.profile.clause('interruption')})")
@@ -333,6 +383,10 @@ class DealerUnit(Unit):
     def _turn(self, button: str) -> None:
         if self.phase != "play":
             self._refuse(f"{button}: no hand is in play (bets {self.phase})")
+            return
+        if self.owed:
+            self._refuse(f"{button}: {self.owed} missed card(s) must be keyed in first",
+                         self.profile.clause("interruption"))
             return
         cur = self.round.hand_in_play()
         if cur is None:
