@@ -28,6 +28,7 @@ import signal
 import stat
 import sys
 import threading
+import time
 from typing import Any, Callable
 
 from firmware.runtime.config import ConfigError, UnitConfig, load_config
@@ -79,15 +80,28 @@ def build(config: UnitConfig, bus: Any = None):
     return unit, ports
 
 
-def serve(unit, stop: Callable[[], bool]) -> None:
-    """The one dispatch queue: one input at a time, journal first, then act."""
+TICK = 0.25                  # seconds between the dealer's clock readings
+
+
+def serve(unit, stop: Callable[[], bool], clock: Callable[[], float] = time.monotonic) -> None:
+    """The one dispatch queue: one input at a time, journal first, then act. The dealer's
+    bounded wait for locks reads the clock as an input (``("tick", {"now": ...})``, only
+    the readings that start or end a wait are journalled)."""
+    ticks = getattr(unit, "close_wait", None) is not None
+    next_tick = 0.0
     while not stop():
         try:
             item = unit.inbox.get(timeout=0.2)
         except queue.Empty:
-            continue
-        for kind, body in unit.translate(item):
-            unit.step(kind, body)
+            item = None
+        if item is not None:
+            for kind, body in unit.translate(item):
+                unit.step(kind, body)
+        if ticks and clock() >= next_tick:
+            now = clock()
+            next_tick = now + TICK
+            for kind, body in unit.translate(("tick", {"now": now})):
+                unit.step(kind, body)
 
 
 class Link:

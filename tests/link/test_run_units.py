@@ -132,3 +132,60 @@ def test_check_accepts_the_examples_and_the_jackpot_role_needs_a_link(tmp_path, 
     path = write_toml(tmp_path / "j.toml", {"unit": {"role": "jackpot", "id": "main", "state_dir": str(tmp_path)}})
     assert main(["run", "--config", str(path), "--check"]) == 2
     assert "[link] is missing" in capsys.readouterr().err
+
+
+def test_a_seat_cut_off_from_the_controller_refuses_progressive_wagers_and_takes_them_after(broker, tmp_path):
+    """Through the real chain: the controller process stops (its will/offline status on the
+    broker), the seat's ControllerWatch posts link "down", the seat's gate drops the
+    progressive from its offer; the controller back, the offer has it again."""
+    profile = load_profile("rws-blackjack-switch")
+    link_id = "run-gate"
+    devices = Devices(seat_spots(profile))
+    sniffer = Sniffer(broker.url)
+    procs: list[UnitProcess] = []
+    jackpot_toml = jackpot_config(tmp_path, broker.url, link_id)
+    jackpot_status = f"betbox/v1/jackpot/{link_id}/status"
+    try:
+        jackpot = UnitProcess("jackpot", jackpot_toml, tmp_path)
+        dealer = UnitProcess("dealer", dealer_config(tmp_path, broker.url, TABLE, profile, devices.shoe.transport.path,
+                                                     link_id), tmp_path, drive=tmp_path / "console.fifo")
+        seat = UnitProcess("seat-1", seat_config(tmp_path, broker.url, TABLE, 1, profile,
+                                                 devices.reader.transport.path, link_id), tmp_path)
+        procs = [jackpot, dealer, seat]
+        watch = TableWatch(sniffer, TABLE, {profile.name: profile})
+        wait_until(lambda: status(sniffer, jackpot_status) == "online"
+                   and any(m["kind"] == "catchup" for m in watch.messages("/seat/1/down")), 60,
+                   "the controller online and the seat caught up")
+        dealer.send("press open_bets")
+        wait_until(lambda: watch.update() is not None and watch.round_no == 1, 30, "round 1 open")
+        devices.reader.place("main", "0A01", "0A02")
+        devices.reader.place("progressive", "0B01")
+
+        def offer() -> dict | None:
+            devices.reader.cycle(1)
+            offers = [m["body"]["bets"] for m in watch.messages("/seat/1/up") if m["kind"] == "offer"]
+            return offers[-1] if offers else None
+        wait_until(lambda: set(offer() or {}) == {"main", "progressive"}, 30, "the progressive offered", step=0.1)
+        assert jackpot.terminate() == 0
+        wait_until(lambda: status(sniffer, jackpot_status) == "offline", 20, "the controller offline")
+        # the seat drops the progressive from its offer while bets are still open
+        wait_until(lambda: set(offer() or {}) == {"main"}, 30, "the progressive refused while cut off", step=0.1)
+        jackpot = UnitProcess("jackpot-again", jackpot_toml, tmp_path)
+        procs.append(jackpot)
+        wait_until(lambda: set(offer() or {}) == {"main", "progressive"}, 60, "the progressive taken again",
+                   step=0.1)
+        # cut off again, then bets close: the lock has no progressive and the round none either
+        assert jackpot.terminate() == 0
+        wait_until(lambda: set(offer() or {}) == {"main"}, 30, "the progressive refused again", step=0.1)
+        dealer.send("press no_more_bets")
+        wait_until(lambda: any(m["kind"] == "lock" and m["body"]["round"] == 1
+                               for m in watch.messages("/seat/1/up")), 30, "the seat's lock")
+        lock = [m["body"]["bets"] for m in watch.messages("/seat/1/up") if m["kind"] == "lock"][-1]
+        assert set(lock) == {"main"}
+        watch.wait_event(0, "bets closed")
+        assert watch.round.box(1).stakes.get("progressive") is None
+    finally:
+        for p in procs:
+            p.kill()
+        sniffer.close()
+        devices.close()
