@@ -20,6 +20,8 @@ MAX_REPORT_BYTES = 16 * 1024
 AMOUNT = re.compile(r"^-?(0|[1-9][0-9]{0,11})(\.[0-9]{1,2})?$")
 SHARE = re.compile(r"^(0(\.[0-9]{1,4})?|1(\.0{1,4})?)$")
 REPORT_ID = re.compile(r"^[A-Za-z0-9_.:-]{8,64}$")
+CODE = re.compile(r"^[a-z0-9_]{1,64}$")          # alarm codes, bet names
+MAX_DETAIL = 1000
 KINDS = ("progressive_wager", "progressive_hit", "envy_bonus", "round_result", "side_bet", "alarm")
 
 
@@ -134,9 +136,16 @@ def _check_body(kind: str, body: Mapping[str, Any]) -> None:
         amount(body, "net", positive=False)
     elif kind == "side_bet":
         _only(body, {"bet", "category", "stake", "net"}, {"bet", "stake", "net"}, where)
+        if not isinstance(body["bet"], str) or not CODE.match(body["bet"]):
+            raise ReportRejected("bad_field", f"bet: {body['bet']!r} is not a bet name")
+        category = body.get("category")
+        if category is not None and (not isinstance(category, str) or not 0 < len(category) <= 64):
+            raise ReportRejected("bad_field", f"category: {category!r} is not a category name or null")
         amount(body, "stake")
         amount(body, "net", positive=False)
     elif kind == "alarm":
         _only(body, {"alarm", "detail"}, {"alarm", "detail"}, where)
-        if not isinstance(body["alarm"], str) or not isinstance(body["detail"], str):
-            raise ReportRejected("bad_field", "alarm and detail are text")
+        if not isinstance(body["alarm"], str) or not CODE.match(body["alarm"]):
+            raise ReportRejected("bad_field", f"alarm: {body['alarm']!r} is not an alarm code")
+        if not isinstance(body["detail"], str) or len(body["detail"]) > MAX_DETAIL:
+            raise ReportRejected("bad_field", f"detail: text of at most {MAX_DETAIL} characters")

@@ -8,14 +8,25 @@ takes, :class:`SeatReporter` looks at the seat's round and queues, durably and o
 - ``progressive_hit`` for the highest qualifying hand (Switch §3.7.1): a fixed award or a
   meter share (the controller locks the amount);
 - ``envy_bonus`` for each other player's envy hand (Switch §3.7.2), at the end of the round;
+- ``side_bet`` for each side bet of the box when the round is over (bet, the category the
+  engine judged or null, stake, the player's net), not for a voided round (its bets are
+  returned and ``round_result`` says void);
 - ``round_result`` when the round is over (confirms a pending hit: §3.7 pays a 100% win at
-  the end of the round).
+  the end of the round);
+- ``alarm`` for each alarm the seat raises (unknown or barred chip, past-posting, pinching,
+  integrity, ...), keyed by its place in the seat's alarm record, which a restarted seat
+  rebuilds identically from its journal; an alarm before the first round has no round.
+
+Every report gets the unit's next ``seq`` from the outbox and an idempotency key, so a seat
+that restarts and looks at the same state again reports nothing twice.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 from typing import Any
+
+MAX_DETAIL = 1000             # characters of an alarm's text on the wire
 
 from firmware.engine.round import Phase
 
@@ -45,6 +56,7 @@ class SeatReporter:
         self.seat = seat
         self.bus = bus
         self.reported = 0
+        self.alarms_seen = 0
         seat.observe(self._after_step)
 
     def _report(self, round_no: int, kind: str, body: dict[str, Any], key: str | None = None) -> None:
@@ -58,7 +70,21 @@ class SeatReporter:
         between a step and its report loses nothing; the keys make it idempotent)."""
         self._after_step(self.seat)
 
+    def _alarms(self, seat: Any) -> None:
+        for n in range(self.alarms_seen, len(seat.alarms)):
+            entry = seat.alarms[n]
+            extra: dict[str, Any] = {"table": seat.table, "box": seat.box}
+            if seat.round_no:
+                extra["round"] = seat.round_no
+            seq = self.bus.report("alarm", {"alarm": str(entry.get("alarm", "unknown"))[:64],
+                                            "detail": str(entry.get("detail", ""))[:MAX_DETAIL]},
+                                  key=f"alarm/{n + 1}", **extra)
+            if seq is not None:
+                self.reported += 1
+        self.alarms_seen = len(seat.alarms)
+
     def _after_step(self, seat: Any) -> None:
+        self._alarms(seat)
         state = seat.round
         if state is None or not seat.round_no:
             return
@@ -83,5 +109,12 @@ class SeatReporter:
                                                      "award": amount_text(progressive.envy_bonus)},
                                  key=f"envy_bonus/{other}")
             void = state.phase == Phase.VOID
+            if not void:
+                for bet in sorted(state.profile.side_bets):
+                    if bet in box.stakes:
+                        self._report(rnd, "side_bet", {
+                            "bet": bet, "category": box.side_results.get(bet),
+                            "stake": amount_text(box.stakes[bet]),
+                            "net": amount_text(box.ledger.get(bet, Fraction(0)))}, key=f"side_bet/{bet}")
             net = sum(box.ledger.values(), start=Fraction(0)) if not void else Fraction(0)
             self._report(rnd, "round_result", {"void": void, "net": amount_text(net)})
