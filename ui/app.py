@@ -93,7 +93,7 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
                 ids.dealer_cards.add_widget(make('CardLabel', text=c.text, red=c.red))
             ids.hands.clear_widgets()
             for h in s.hands:
-                row = make('HandRow', label=h.label + ("  ▶" if h.in_play else ""), total=h.total,
+                row = make("HandRow", label=h.label + ("  ▶" if h.in_play and len(s.hands) > 1 else ""), total=h.total,
                                       result=h.result, tone=h.tone)
                 for c in h.cards:
                     row.ids.cards.add_widget(make('CardLabel', text=c.text, red=c.red))

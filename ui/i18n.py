@@ -185,7 +185,7 @@ EN: dict[str, str] = {
     "dealer.no_more_bets": "No more bets",
     "dealer.deal": "Deal",
     "dealer.auto": "Auto play",
-    "dealer.manual": "Manual",
+    "dealer.manual": "Manual play (take over)",
     "list.sep": ", ",
     "spot.insurance_2": "Insurance (hand 2)",
 }
@@ -357,7 +357,7 @@ ZH: dict[str, str] = {
     "dealer.no_more_bets": "停止下注",
     "dealer.deal": "发牌",
     "dealer.auto": "自动",
-    "dealer.manual": "手动",
+    "dealer.manual": "手动操作",
     "list.sep": "、",
     "spot.insurance_2": "保险（第 2 手）",
 }
@@ -529,7 +529,7 @@ MS: dict[str, str] = {
     "dealer.no_more_bets": "Tiada lagi pertaruhan",
     "dealer.deal": "Agih kad",
     "dealer.auto": "Auto",
-    "dealer.manual": "Manual",
+    "dealer.manual": "Main sendiri",
     "list.sep": ", ",
     "spot.insurance_2": "Insurans (tangan 2)",
 }
