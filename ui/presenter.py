@@ -237,6 +237,8 @@ def faults(s: SeatSnapshot) -> tuple[str, ...]:
         kind = FAULT_KINDS.get(a.code, "other")
         if kind not in kinds:
             kinds.append(kind)
+    if "not_taken" not in kinds and any(i.code == "bets_not_taken" for sp in s.view.spots for i in sp.issues):
+        kinds.append("not_taken")
     if s.controller.link == "down" and "controller" not in kinds:
         kinds.append("controller")
     return tuple(kinds)

@@ -182,6 +182,11 @@ def _spot_issues(seat: "SeatUnit", state: Round | None, alarms: tuple[AlarmView,
     for spot, reason in unwagered.items():
         # chips the seat does not offer as a wager this round (progressive while the
         # controller link is down), and the seat's code for why
+        if reason == "bets_not_taken":
+            # the dealer closed bets without this seat's lock (seat.bets_not_taken says why)
+            why = getattr(seat, "bets_not_taken", None)
+            issues.setdefault(spot, []).insert(0, SpotIssue("bets_not_taken", reason=why))
+            continue
         code = "progressive_unavailable" if spot == "progressive" else "not_wagered"
         issues.setdefault(spot, []).insert(0, SpotIssue(code, profile.clause("progressive"), reason=str(reason)))
     closed = profile.clause("bets_closed")
