@@ -1,7 +1,9 @@
 """``betbox jackpot``: the progressive jackpot controller.
 
 ``serve`` runs the controller against a broker; ``report`` prints its meters, the last
-hits and, per unit, the reports received and the highest sequence number seen.
+hits and, per unit, the reports received and the highest sequence number seen; ``confirm``
+is the attendant's confirmation of a pending hit (a hand pay), sent on the broker as the
+``confirm_hit`` command and answered by the controller.
 """
 
 from __future__ import annotations
@@ -32,6 +34,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--key", help="client key (mqtts://)")
     s.add_argument("-v", "--verbose", action="store_true")
     s.set_defaults(func=serve)
+    c = jsub.add_parser("confirm", help="an attendant confirms a pending hit (by unit and round, or by hit number)")
+    c.add_argument("--broker", required=True, help="mqtt://HOST:PORT or mqtts://HOST:PORT")
+    c.add_argument("--unit", help="the seat that hit, e.g. table-1/seat-3")
+    c.add_argument("--round", type=int, help="the round it hit in")
+    c.add_argument("--hit", type=int, help="the hit's number (betbox jackpot report), instead of --unit/--round")
+    c.add_argument("--by", help="who confirms (name or badge); default: the --username")
+    c.add_argument("--link", default="main", help="link id in the jackpot topics (default main)")
+    c.add_argument("--username", default="attendant", help="MQTT username (the ACL's 'attendant')")
+    c.add_argument("--password")
+    c.add_argument("--ca")
+    c.add_argument("--cert")
+    c.add_argument("--key")
+    c.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer (default 10)")
+    c.set_defaults(func=confirm)
     r = jsub.add_parser("report", help="meters, last hits and per-unit counts from the database")
     r.add_argument("--db", required=True)
     r.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -72,6 +88,81 @@ def serve(args: argparse.Namespace) -> int:
         return 2
 
 
+def confirm(args: argparse.Namespace) -> int:
+    """Publish confirm_hit and wait for the controller's answer (its tx echoed)."""
+    import threading
+    import uuid
+
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    from firmware.link import topics
+    from firmware.link.config import LinkConfigError, config_from_url
+
+    if (args.hit is None) == (args.unit is None and args.round is None) or \
+            (args.hit is None and (args.unit is None or args.round is None)):
+        print("betbox jackpot confirm: give --unit and --round, or --hit", file=sys.stderr)
+        return 2
+    tls = {k: getattr(args, k) for k in ("ca", "cert", "key") if getattr(args, k)}
+    try:
+        cfg = config_from_url(args.broker, username=args.username, password=args.password, tls=tls or None)
+        topics.check_link_id(args.link)
+        if args.unit is not None:
+            topics.check_unit_id(args.unit)
+    except (LinkConfigError, ValueError) as exc:
+        print(f"betbox jackpot confirm: {exc}", file=sys.stderr)
+        return 2
+    tx = uuid.uuid4().hex
+    command = {"schema": 1, "tx": tx, "command": "confirm_hit", "by": args.by or args.username}
+    command.update({"hit": args.hit} if args.hit is not None else {"unit": args.unit, "round": args.round})
+    answer: dict = {}
+    got = threading.Event()
+    subscribed = threading.Event()
+
+    def on_message(client, userdata, msg):
+        try:
+            data = json.loads(msg.payload)
+        except ValueError:
+            return
+        if isinstance(data, dict) and data.get("tx") == tx:
+            answer.update(data)
+            got.set()
+
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"attendant:{tx[:8]}")
+    if cfg.username:
+        client.username_pw_set(cfg.username, cfg.password)
+    if cfg.tls:
+        client.tls_set(ca_certs=str(cfg.tls.ca), certfile=str(cfg.tls.cert) if cfg.tls.cert else None,
+                       keyfile=str(cfg.tls.key) if cfg.tls.key else None)
+    client.on_message = on_message
+    client.on_subscribe = lambda *a: subscribed.set()
+    client.on_connect = lambda c, u, f, rc, p: c.subscribe(topics.response_topic(args.link), qos=1) \
+        if not rc.is_failure else print(f"betbox jackpot confirm: the broker refused: {rc}", file=sys.stderr)
+    try:
+        client.connect(cfg.host, cfg.port, keepalive=cfg.keepalive)
+    except OSError as exc:
+        print(f"betbox jackpot confirm: cannot reach {cfg.url}: {exc}", file=sys.stderr)
+        return 2
+    client.loop_start()
+    try:
+        if not subscribed.wait(args.timeout):
+            print(f"betbox jackpot confirm: no subscription on {cfg.url} (credentials?)", file=sys.stderr)
+            return 2
+        client.publish(topics.command_topic(args.link), json.dumps(command), qos=1)
+        if not got.wait(args.timeout):
+            print(f"betbox jackpot confirm: no answer from the controller '{args.link}' within {args.timeout:g}s",
+                  file=sys.stderr)
+            return 2
+    finally:
+        client.disconnect()
+        client.loop_stop()
+    if answer.get("ok"):
+        print(f"hit {answer['hit']}: {answer['state']}")
+        return 0
+    print(f"betbox jackpot confirm: refused: {answer.get('error')}", file=sys.stderr)
+    return 1
+
+
 def report(args: argparse.Namespace) -> int:
     from firmware.jackpot.controller import report as build
     from firmware.jackpot.store import StoreError, connect
@@ -99,7 +190,7 @@ def report(args: argparse.Namespace) -> int:
               f"seeds {m['seeds']} ({m['reseeds']} reseeds)")
         print(f"   meter hits {m['hits']} won {m['won']} ({m['pending']} pending), fixed awards "
               f"{m['fixed_hits']} won {m['fixed_won']}, envy bonuses {m['envy']} won {m['envy_won']}, "
-              f"voided wagers {m['voided']}")
+              f"voided wagers {m['voided']}, hits released (void round) {m.get('released', 0)}")
         if not pool["balanced"]:
             print("   !! seeds + contributions != meter + overflow + won")
     print(f"== last hits ({len(data['last_hits'])})")

@@ -170,12 +170,23 @@ class JackpotController:
             s = P.envy_bonus(s, award)
             self._hit(n, r, spec, "envy", award, None, "paid", category=f"envy_from_box_{r.body['from_box']}")
         elif r.kind == "round_result":
-            hits = [h for (h,) in db.execute("SELECT id FROM hit WHERE unit = ? AND round = ? AND kind = 'meter' "
-                                             "AND state = 'pending' ORDER BY id", (r.unit, r.round))]
-            for hit in hits:
-                s = P.confirm_hit(spec, s)
-                db.execute("UPDATE hit SET state = 'confirmed', confirmed_by = ? WHERE id = ?",
-                           (f"round_result {r.id}", hit))
+            rows = db.execute("SELECT id, amount, share FROM hit WHERE unit = ? AND round = ? AND kind = 'meter' "
+                              "AND state = 'pending' ORDER BY id", (r.unit, r.round)).fetchall()
+            hits = [h for h, _, _ in rows]
+            for hit, locked, share in rows:
+                if r.body["void"]:
+                    # the round never counted: the hit is released, not paid (see pools.py)
+                    other = db.execute("SELECT 1 FROM hit WHERE pool = ? AND kind = 'meter' AND state = 'pending' "
+                                       "AND share = '1' AND id != ?", (spec.name, hit)).fetchone()
+                    s = P.release_hit(spec, s, Fraction(locked), Fraction(share) == 1, other is not None)
+                    db.execute("UPDATE hit SET state = 'released', confirmed_by = ? WHERE id = ?",
+                               (f"void round_result {r.id}", hit))
+                    log.warning("hit %d: %s box %d round %s released (the round was voided); %s back in the pool",
+                                hit, r.table, r.box, r.round, locked)
+                else:
+                    s = P.confirm_hit(spec, s)
+                    db.execute("UPDATE hit SET state = 'confirmed', confirmed_by = ? WHERE id = ?",
+                               (f"round_result {r.id}", hit))
             if r.body["void"]:
                 w = db.execute("SELECT effect, body FROM event WHERE unit = ? AND round = ? AND "
                                "kind = 'progressive_wager' AND effect IS NOT NULL", (r.unit, r.round)).fetchone()
@@ -184,7 +195,7 @@ class JackpotController:
                     s = P.void_wager(s, Fraction(body["amount"]), Fraction(e["into"]), Fraction(e["over"]))
                     effect = {"voided_wager": body["amount"]}
             if hits:
-                effect = {**(effect or {}), "confirmed": hits}
+                effect = {**(effect or {}), ("released" if r.body["void"] else "confirmed"): hits}
         changed = s != self.states[spec.name]
         self.states[spec.name] = s
         return effect, changed
@@ -223,6 +234,24 @@ class JackpotController:
                 self.db.execute("ROLLBACK")
                 raise
             return {"hit": hit_id, "state": "confirmed"}
+
+    def pending_hit(self, unit: str, round_: int) -> int:
+        """The pending meter hit of ``unit`` in round ``round_`` (what an attendant names at
+        the table); raises ValueError naming why there is none or more than one."""
+        with self.lock:
+            rows = [h for (h,) in self.db.execute(
+                "SELECT id FROM hit WHERE unit = ? AND round = ? AND kind = 'meter' AND state = 'pending' "
+                "ORDER BY id", (unit, round_))]
+            if not rows:
+                known = self.db.execute("SELECT id, state FROM hit WHERE unit = ? AND round = ? AND kind = 'meter'",
+                                        (unit, round_)).fetchall()
+                if known:
+                    raise ValueError(f"the hit of {unit} in round {round_} is not pending "
+                                     f"(hit {known[0][0]}: {known[0][1]})")
+                raise ValueError(f"no meter hit of {unit} in round {round_}")
+            if len(rows) > 1:
+                raise ValueError(f"{unit} round {round_} has {len(rows)} pending hits ({rows}): confirm by hit")
+            return rows[0]
 
     # -- what goes out -----------------------------------------------------------------
 
@@ -266,7 +295,8 @@ def report(db: sqlite3.Connection) -> dict[str, Any]:
                        "reseeds": s.reseeds, "hits": s.hits, "won": money(s.won),
                        "pending": s.pending, "overflow_in": money(s.overflow_in),
                        "fixed_hits": s.fixed_hits, "fixed_won": money(s.fixed_won),
-                       "envy": s.envy, "envy_won": money(s.envy_won), "voided": s.voided},
+                       "envy": s.envy, "envy_won": money(s.envy_won), "voided": s.voided,
+                       "released": s.released},
             "exact": {"amount": money(s.amount), "overflow": money(s.overflow)},
         }
     hits = [{"hit": h, "unit": u, "table": t, "box": b, "round": r, "pool": p, "kind": k, "category": c,

@@ -13,6 +13,13 @@ thread, one transaction each): the first locks the meter; a second meter-share h
 arrives while the first is still pending is paid from the reseeded pool — the pool is
 reseeded at that moment, before the second amount is locked.
 
+A 100% hit is paid at the end of the round (Switch §3.7). If that round is voided instead
+(Switch §5.1; a technical interruption with no outcome established, rws-blackjack-v5 §5.4),
+its bets are returned and the hit never happened: the hit is *released*, not paid. The
+locked amount goes back into the pool (up to the maximum; the rest to the overflow), the
+meter is live again (unless another 100% hit is still pending) and nothing is reseeded.
+If a second hit had meanwhile reseeded the pool, the released amount comes back on top of it.
+
 Invariant (checked by the tests): ``seeds + contributions == amount + overflow + won``.
 Fixed awards and envy bonuses (Switch §4.1.2) are paid by the table, not from the pool;
 they are metered only.
@@ -79,6 +86,7 @@ class PoolState:
     envy_won: Fraction = ZERO
     voided: int = 0
     reseeds: int = 0
+    released: int = 0               # locked hits released because their round was voided
 
     def to_json(self) -> dict[str, Any]:
         return {k: (money(v) if isinstance(v, Fraction) else v) for k, v in asdict(self).items()}
@@ -143,6 +151,16 @@ def confirm_hit(spec: PoolSpec, s: PoolState) -> PoolState:
     if s.pending == 0 and s.needs_seed:
         s = reseed(spec, s)
     return s
+
+
+def release_hit(spec: PoolSpec, s: PoolState, locked: Fraction, full: bool, other_full_pending: bool) -> PoolState:
+    """A locked meter hit whose round was voided: the amount returns to the pool, not paid.
+    ``full``: it was a 100% hit; ``other_full_pending``: another 100% hit is still locked."""
+    into, over = _fill(spec, s.amount, locked)
+    return replace(s, amount=s.amount + into, overflow=s.overflow + over, won=s.won - locked,
+                   hits=s.hits - 1, pending=max(0, s.pending - 1),
+                   needs_seed=s.needs_seed and (not full or other_full_pending),
+                   released=s.released + 1)
 
 
 def fixed_award(s: PoolState, amount: Fraction) -> PoolState:

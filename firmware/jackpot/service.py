@@ -72,9 +72,20 @@ class JackpotService:
             tx = data.get("tx")
             if data.get("schema") != 1 or data.get("command") != "confirm_hit":
                 raise ValueError("unknown command (known: confirm_hit)")
-            hit = data.get("hit")
-            if isinstance(hit, bool) or not isinstance(hit, int):
-                raise ValueError(f"hit: {hit!r} is not a hit number")
+            extra = sorted(set(data) - {"schema", "tx", "command", "hit", "unit", "round", "by"})
+            if extra:
+                raise ValueError(f"unknown field {extra[0]!r}")
+            if "hit" in data:
+                hit = data.get("hit")
+                if isinstance(hit, bool) or not isinstance(hit, int) or "unit" in data or "round" in data:
+                    raise ValueError(f"hit: {hit!r} is not a hit number (give a hit, or a unit and a round)")
+            else:
+                unit, rnd = data.get("unit"), data.get("round")
+                if not isinstance(unit, str) or not topics.UNIT_ID.match(unit):
+                    raise ValueError(f"unit: {unit!r} is not a unit id like table-1/seat-3 (or give a hit)")
+                if isinstance(rnd, bool) or not isinstance(rnd, int) or rnd < 1:
+                    raise ValueError(f"round: {rnd!r} is not a round number")
+                hit = self.controller.pending_hit(unit, rnd)
             by = data.get("by")
             if not isinstance(by, str) or not by:
                 raise ValueError("by: who confirms the hit is missing")

@@ -202,3 +202,45 @@ def test_a_voided_round_takes_its_contribution_back(tmp_path):
     assert (m["meters"]["wagers"], m["meters"]["contributions"], m["meters"]["voided"], m["exact"]["amount"]) == \
         (0, "0", 1, "1000")
     ctl.close()
+
+
+def _hit(seq: int, round_: int, share: str = "1") -> bytes:
+    return _report(seq=seq, id=f"report-{seq}", round=round_, kind="progressive_hit",
+                   body={"category": "suited_four_of_a_kind", "award": None, "meter_share": share})
+
+
+def test_a_full_hit_in_a_round_then_voided_is_released_not_paid(tmp_path):
+    """Switch §3.7 pays a 100% win at the end of the round; a round voided instead (§5.1)
+    returns its bets: the locked hit goes back to the pool, nothing is reseeded."""
+    ctl = controller(tmp_path / "j.db")
+    topic = "betbox/v1/unit/t1/seat-1/report"
+    ctl.ingest(topic, _report(seq=1, id="report-1", round=1, body={"amount": "100"}))
+    ctl.ingest(topic, _hit(2, 1))
+    assert ctl.meter()["pools"]["main"]["state"] == "pending"
+    ctl.ingest(topic, _report(seq=3, id="report-3", round=2, body={"amount": "20"}))     # meanwhile
+    ctl.ingest(topic, _report(seq=4, id="report-4", round=1, kind="round_result", body={"void": True, "net": "0"}))
+    data = report(ctl.db)
+    pool = data["pools"]["main"]
+    m = pool["meters"]
+    # the first wager's contribution went back with its void round; the second stays
+    assert (pool["state"], pool["exact"]["amount"]) == ("live", "1003")
+    assert (m["hits"], m["won"], m["pending"], m["released"], m["reseeds"], m["seeds"]) == (0, "0", 0, 1, 0, "1000")
+    assert pool["balanced"]
+    assert data["last_hits"][0]["state"] == "released"
+    assert ctl.meter()["pools"]["main"]["state"] == "live"
+    ctl.close()
+
+
+def test_a_released_hit_after_a_second_hit_reseeded_comes_back_on_top(tmp_path):
+    ctl = controller(tmp_path / "j.db")
+    t1, t2 = "betbox/v1/unit/t1/seat-1/report", "betbox/v1/unit/t1/seat-2/report"
+    ctl.ingest(t1, _report(seq=1, id="report-a1", round=1, body={"amount": "100"}))
+    ctl.ingest(t1, _hit(2, 1))                       # locks 1015
+    ctl.ingest(t2, _report(seq=1, id="report-b1", unit="t1/seat-2", box=2, round=1, body={"amount": "100"}))
+    ctl.ingest(t2, _report(seq=2, id="report-b2", unit="t1/seat-2", box=2, round=1, kind="progressive_hit",
+                           body={"category": "suited_four_of_a_kind", "award": None, "meter_share": "1"}))
+    ctl.ingest(t1, _report(seq=3, id="report-a3", round=1, kind="round_result", body={"void": True, "net": "0"}))
+    pool = report(ctl.db)["pools"]["main"]
+    assert pool["balanced"] and pool["meters"]["released"] == 1 and pool["meters"]["pending"] == 1
+    assert pool["state"] == "pending"                 # seat 2's 100% hit is still locked
+    ctl.close()
