@@ -1,6 +1,7 @@
 """``betbox journal``: the units' journals as a record people read.
 
-``show DIR [--round N]`` prints rounds from the dealer journal under DIR (cards, decisions,
+``show DIR [--round N]`` prints rounds from the dealer journal under DIR, its archived
+segments included (cards, decisions,
 bets, settlement); ``stats DIR [--json]`` gives, per unit, events emitted, the highest
 sequence number and the events not yet delivered.
 """
@@ -102,7 +103,7 @@ def run_show(args: argparse.Namespace) -> int:
     for path in paths:
         j = open_readonly(path)
         print(f"== {j.unit_id} ({path})")
-        for r in j.records(args.round):
+        for r in j.history(args.round):      # archived segments, then the active file
             if r.dir != "out":
                 continue
             body = r.body["body"]

@@ -58,6 +58,7 @@ def _canon(value: Any) -> Any:
 
 class DealerUnit(Unit):
     role = "dealer"
+    TRANSIENT = Unit.TRANSIENT | {"profile", "decks", "limits", "close_wait", "finished"}
 
     def __init__(self, unit_id: str, table: str, bus: Bus, journal: Journal, profile: Profile,
                  decks: int | None = None, limits: Mapping[str, tuple[Fraction, Fraction]] | None = None,
@@ -512,6 +513,9 @@ class DealerUnit(Unit):
     def start(self) -> None:
         """After recovery: tell the seats, so they re-send what may not have arrived."""
         self.step("boot", {})
+
+    def at_round_boundary(self) -> bool:
+        return self.phase == "idle"
 
     def after_recover(self) -> None:
         self.finished = []

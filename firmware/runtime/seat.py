@@ -48,6 +48,7 @@ def _canon(value: Any) -> Any:
 
 class SeatUnit(Unit):
     role = "seat"
+    TRANSIENT = Unit.TRANSIENT | {"box", "registry", "spots", "lamps", "debouncer", "view"}
 
     def __init__(self, unit_id: str, table: str, box: int, bus: Bus, journal: Journal,
                  registry: ChipRegistry, spots: Iterable[str], lamps: Lamps | None = None,
@@ -437,6 +438,9 @@ class SeatUnit(Unit):
                 if lamp in self.lamps.lamps and self.lamps.state(lamp) != (LAMP_ON if on else LAMP_OFF):
                     (self.lamps.on if on else self.lamps.off)(lamp)
         self.view = self._build_view()
+
+    def at_round_boundary(self) -> bool:
+        return self.phase in ("idle", "over", "void") and not self.awaiting_catchup and not self.pending
 
     def after_recover(self) -> None:
         # the debouncer starts empty: chips still on the spots are sensed again and any
