@@ -7,7 +7,12 @@
   trip in the same run;
 - outbox throughput: a burst of reports, put rate and put-to-all-acknowledged rate;
 - controller ingest: reports per second applied directly (one SQLite transaction each) and
-  end to end through the broker from several publishers.
+  end to end through the broker from several publishers;
+- card to report: a dealer unit and a seat unit, each with its own MQTT client and its own
+  dispatch thread (as under ``betbox run``), the jackpot controller on the same broker: from
+  a card at the dealer's shoe port to the seat's report that card causes (the progressive
+  wager booked by the last card of the initial deal; the round's result when a card ends
+  the round) acknowledged by the broker. Beside the bare paho round trip of the same run.
 """
 
 from __future__ import annotations
@@ -170,10 +175,134 @@ def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path) -> float:
     return per * publishers / dt
 
 
+def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
+    """Latencies (s) from shoe.deal(card) to the broker's PUBACK of the report it causes."""
+    from fractions import Fraction
+
+    from firmware.commands.run import serve
+    from firmware.engine.events import Action, Decision
+    from firmware.engine.profile import load_profile
+    from firmware.jackpot.service import JackpotService
+    from firmware.link.presence import ControllerWatch
+    from firmware.link.reporter import SeatReporter
+    from firmware.runtime.dealer import DealerUnit
+    from firmware.runtime.journal import Journal
+    from firmware.runtime.seat import SeatUnit
+    from firmware.runtime.spots import seat_spots
+    from firmware.sim import chipset
+    from firmware.sim.shoe import SimShoe
+    from hal.mock import MockCardShoe, MockChipReader, MockConsole, MockLamps
+    import random
+
+    profile = load_profile("rws-blackjack-switch")
+    spots = list(seat_spots(profile))
+    ctl = controller(tmp / "c2r-jackpot.db")
+    svc = JackpotService(ctl, config_from_url(url), tick=0.02).start()
+    dbus = connect_bus(url, "c2r/dealer", role="dealer")
+    sbus = connect_bus(url, "c2r/seat-1", outbox_path=tmp / "c2r-outbox.db")
+    dealer = DealerUnit("c2r/dealer", "c2r", dbus, Journal(tmp / "c2r-dealer.db", "c2r/dealer", "dealer"), profile,
+                        decks=6, close_wait=None)
+    lamps = MockLamps("lamps", ["progressive", "bets_locked"])
+    lamps.start(lambda e: None)
+    seat = SeatUnit("c2r/seat-1", "c2r", 1, sbus, Journal(tmp / "c2r-seat.db", "c2r/seat-1", "seat"),
+                    chipset.registry(1, len(spots)), spots, lamps)
+    shoe, console, reader = MockCardShoe("shoe"), MockConsole("console"), MockChipReader("reader", spots)
+    inputs: list[tuple[float, str]] = []            # (time, "card"|"button")
+    puts: dict[int, tuple[float, str]] = {}
+    acked: dict[int, float] = {}
+    put, mark = sbus.outbox.put, sbus.outbox.mark_acked_many
+
+    def put_hook(topic, kind, body, key=None, extra=None):
+        seq = put(topic, kind, body, key=key, extra=extra)
+        if seq is not None:
+            puts[seq] = (time.perf_counter(), kind)
+        return seq
+
+    def mark_hook(seqs):
+        mark(seqs)
+        now = time.perf_counter()
+        for q in seqs:
+            acked.setdefault(q, now)
+
+    sbus.outbox.put, sbus.outbox.mark_acked_many = put_hook, mark_hook
+    SeatReporter(seat, sbus)
+    for unit, bus in ((dealer, dbus), (seat, sbus)):
+        ControllerWatch(bus, "main", "c2r").feed(unit)
+    shoe.start(dealer.post)
+    console.start(dealer.post)
+    reader.start(seat.post)
+    dealer.recover()
+    seat.recover()
+    dealer.start()
+    seat.start()
+    stop = threading.Event()
+    threads = [threading.Thread(target=serve, args=(u, stop.is_set), daemon=True) for u in (dealer, seat)]
+    for t in threads:
+        t.start()
+    wait_until(lambda: seat.controller.get("link") == "up" and 1 in dealer.online, 30, "seat up, controller up")
+    sim = SimShoe(6, random.Random(1))
+    main_chips = chipset.chips_for(Fraction(10), 1, spots.index("main"), 0)
+    prog_chips = chipset.chips_for(profile.progressive.wager, 1, spots.index("progressive"), 0)
+    try:
+        for r in range(rounds):
+            if sim.cut_card_out:
+                sim.shuffle()
+                shoe.shuffle()
+            n0 = dealer.round_no
+            console.press("open_bets")
+            wait_until(lambda: seat.phase == "open" and seat.round_no == n0 + 1, 10, "bets open", step=0.0005)
+            reader.place_chips("main", main_chips)
+            reader.place_chips("progressive", prog_chips)
+            for _ in range(3):
+                reader.cycle(1)
+            wait_until(lambda: set(seat.offered or {}) == {"main", "progressive"}, 10, "the offer", step=0.0005)
+            console.press("no_more_bets")
+            wait_until(lambda: dealer.phase == "play", 10, "bets closed", step=0.0005)
+            while dealer.phase == "play":
+                state = dealer.round
+                n = len(state.history)
+                expect = state.expecting()
+                if expect.kind == "card":
+                    inputs.append((time.perf_counter(), "card"))
+                    shoe.deal(str(sim.draw()))
+                else:
+                    inputs.append((time.perf_counter(), "button"))
+                    console.press(next(str(a) for a in (Action.STAND, Action.SWITCH, Action.HIT)
+                                       if state.why_not(Decision(expect.box, a, None)) is None))
+                wait_until(lambda: len(dealer.round.history) > n or dealer.phase != "play", 10, "the dealer",
+                           step=0.0002)
+            wait_until(lambda: seat.phase in ("over", "void"), 10, "the seat's result", step=0.0005)
+            reader.remove_chips("main")
+            reader.remove_chips("progressive")
+            for _ in range(4):
+                reader.cycle(1)
+        wait_until(lambda: all(q in acked for q in puts), 30, "every report acknowledged")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(5)
+        for bus in (dbus, sbus):
+            bus.close()
+        svc.stop()
+        ctl.close()
+    out = []
+    for q, (t_put, kind) in puts.items():
+        if kind not in ("progressive_wager", "round_result"):
+            continue
+        cause = [x for x in inputs if x[0] < t_put]
+        if cause and cause[-1][1] == "card":
+            if q not in acked:
+                print(f"  (report {q} {kind} was put after the run's last wait and not timed)")
+                continue
+            out.append(acked[q] - cause[-1][0])
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=500, help="sequential round trips (default 500)")
     ap.add_argument("--burst", type=int, default=5000, help="reports in the throughput runs (default 5000)")
+    ap.add_argument("--rounds", type=int, default=150, help="rounds in the card-to-report run (default 150)")
     args = ap.parse_args()
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory(prefix="bench-mqtt-") as d:
@@ -192,6 +321,12 @@ def main() -> None:
             print(f"controller ingest, direct (one transaction each): {ingest_direct(args.burst, tmp):8.0f} reports/s")
             print(f"controller ingest via the broker, 4 publishers:    "
                   f"{ingest_via_broker(broker.url, args.burst, 4, tmp):8.0f} reports/s")
+            c2r = card_to_report(broker.url, args.rounds, tmp)
+            base = bare_round_trips(broker.url, args.n)
+            print(f"card at the dealer's shoe port -> seat's report acknowledged by the broker "
+                  f"({args.rounds} rounds, n={len(c2r)}):")
+            print(f"  bare paho QoS 1        {fmt(base)}")
+            print(f"  card -> report PUBACK  {fmt(c2r)}")
         finally:
             broker.stop()
 

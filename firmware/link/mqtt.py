@@ -41,6 +41,19 @@ class LinkError(RuntimeError):
     pass
 
 
+def _no_delay(client: mqtt.Client) -> None:
+    """TCP_NODELAY: paho leaves Nagle's algorithm on, so a small publish that follows
+    another before its ACK can wait for the peer's delayed ACK (~40 ms on Linux)."""
+    import socket
+
+    sock = client.socket()
+    try:
+        if sock is not None and getattr(sock, "family", None) in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except (OSError, AttributeError):
+        pass
+
+
 class MqttBus:
     """One MQTT client per unit. Thread-safe; sinks are called on paho's network thread, so
     they should only queue (a unit's ``post``)."""
@@ -145,6 +158,7 @@ class MqttBus:
         if reason_code.is_failure:
             log.error("%s: broker refused the connection: %s", self.unit_id, reason_code)
             return
+        _no_delay(client)
         with self._lock:
             self._gen += 1
             self._sent_through = 0 if self.resend_acked else self._first_unacked()

@@ -31,7 +31,7 @@ class Broker:
                  "persistence true", f"persistence_location {self.dir}/",
                  "autosave_on_changes true", "autosave_interval 1",
                  "max_queued_messages 0", "max_inflight_messages 64", "message_size_limit 65536",
-                 "log_dest stderr", "log_type error", "log_type warning",
+                 "set_tcp_nodelay true", "log_dest stderr", "log_type error", "log_type warning",
                  "log_type notice"]
         if tls:
             lines += [f"cafile {tls['ca']}", f"certfile {tls['cert']}", f"keyfile {tls['key']}",
