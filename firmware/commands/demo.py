@@ -40,6 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run the units on this MQTT broker (mqtt://HOST:PORT); the jackpot controller is "
                         "served separately (betbox jackpot serve). Default: in-process bus and controller")
     p.add_argument("--link", default="main", help="the jackpot controller's link id (default main)")
+    p.add_argument("--rotate-rounds", type=int, metavar="N",
+                   help="headless: rotate every unit's journal into a segment every N rounds (default: never)")
+    p.add_argument("--keep-segments", type=int, metavar="K",
+                   help="headless, with --rotate-rounds: keep the K newest segments (default: all)")
     w = p.add_argument_group("the window (without --headless)")
     w.add_argument("--box", type=int, default=1, help="the seat whose display is shown, 1-7 (default 1)")
     w.add_argument("--lang", default="en", help="the display's language: en, zh or ms (default en)")
@@ -54,6 +58,11 @@ def run(args: argparse.Namespace) -> int:
         return _window(args)
     if args.rounds < 1 or args.tables < 1:
         print("betbox demo: --rounds and --tables must be at least 1", file=sys.stderr)
+        return 2
+    if (args.rotate_rounds is not None and args.rotate_rounds < 1) or (
+            args.keep_segments is not None and (args.keep_segments < 0 or args.rotate_rounds is None)):
+        print("betbox demo: --rotate-rounds must be at least 1; --keep-segments at least 0 and only "
+              "with --rotate-rounds", file=sys.stderr)
         return 2
     try:
         profiles = [load_profile(n) for n in (args.profiles or profile_names())]
@@ -221,7 +230,8 @@ def _tables(args, profiles, rng, total: Summary, state_dir: Path, links: "_Links
         else:
             from firmware.runtime.table import TableSpec, run_demo_table
             spec = TableSpec(table_id=f"table-{t + 1}", profile=profile, seed=table_seed,
-                             state_dir=state_dir / f"table-{t + 1}")
+                             state_dir=state_dir / f"table-{t + 1}", rotate_rounds=args.rotate_rounds,
+                             keep_segments=args.keep_segments)
             summary = run_demo_table(spec, args.rounds,
                                      progress=lambda i: _progress(label, i, args.rounds),
                                      bus_factory=links.bus_factory(), on_unit=links.on_unit)

@@ -60,11 +60,12 @@ def build(config: UnitConfig, bus: Any = None):
     from hal.backends import open_backend
 
     bus = bus if bus is not None else InProcessBus()
-    journal = Journal(config.state_dir / JOURNAL_NAME, config.unit_id, config.role, config.synchronous)
+    journal = Journal(config.state_dir / JOURNAL_NAME, config.unit_id, config.role, config.synchronous,
+                      rotate_rounds=config.rotate_rounds, keep_segments=config.keep_segments)
     ports = {name: open_backend(name, hw["backend"], hw["options"]) for name, hw in config.hardware.items()}
     if config.role == "dealer":
         unit = DealerUnit(config.unit_id, config.table, bus, journal, load_profile(config.profile),
-                          decks=config.decks, limits=config.limits)
+                          decks=config.decks, limits=config.limits, close_wait=config.close_wait)
         inputs = ("card_shoe", "console")
     else:
         unit = SeatUnit(config.unit_id, config.table, config.box, bus, journal,

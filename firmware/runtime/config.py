@@ -8,8 +8,10 @@ start-up with a message naming the section and the key.
     [link]      broker = "mqtt://HOST:PORT" | "mqtts://HOST:PORT", username, password,
                 keepalive, reconnect_max, jackpot (the controller's link id, default "main")
     [link.tls]  ca, cert, key                   (files; relative to the configuration file)
-    [journal]   synchronous = "FULL" | "EXTRA"
-    [game]      profile, decks                  (dealer)
+    [journal]   synchronous = "FULL" | "EXTRA", rotate_rounds (1..1000000; default: never rotate),
+                keep_segments (0..1000000; default: keep all; needs rotate_rounds)
+    [game]      profile, decks, close_wait      (dealer; close_wait: seconds a seat has to lock its
+                bets after "no more bets", above 0 and at most 600, default 5; false: wait for all)
     [limits]    BET = [minimum, maximum]        (dealer)
     [seat]      box, spots, chips (CSV registry), confirm_cycles, release_cycles
     [display]   lang, size, fullscreen, pin     (seat: run the seat display in a window)
@@ -45,6 +47,9 @@ ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DISPLAY_LANGS = ("en", "zh", "ms")
 DISPLAY_SIZES = ("800x480", "1024x600", "1280x800")
 PIN = re.compile(r"^[0-9]{4,8}$")
+CLOSE_WAIT = 5.0                            # firmware.runtime.dealer.CLOSE_WAIT (not imported here)
+MAX_CLOSE_WAIT = 600.0
+MAX_ROUNDS = 1_000_000
 
 
 class ConfigError(ValueError):
@@ -80,6 +85,9 @@ class UnitConfig:
     state_dir: Path
     transport: str = "inproc"
     synchronous: str = "FULL"
+    rotate_rounds: int | None = None        # rounds per journal segment (None: never rotate)
+    keep_segments: int | None = None        # segments kept (None: all)
+    close_wait: float | None = CLOSE_WAIT   # dealer: seconds to lock after no more bets (None: no bound)
     profile: str | None = None
     decks: int | None = None
     limits: Mapping[str, tuple[Fraction, Fraction]] = field(default_factory=dict)
@@ -125,6 +133,17 @@ def _link(top: _Section, source: str, base: Path | None, required: bool) -> tupl
     except ValueError as exc:
         raise section.fail("jackpot", str(exc)) from None
     return link, jackpot
+
+
+def _close_wait(game: _Section) -> float | None:
+    """``[game] close_wait``: seconds (above 0, at most 600), or ``false``: no bound."""
+    value = game.get("close_wait", (int, float, bool), CLOSE_WAIT)
+    if value is False:
+        return None
+    if value is True or not 0 < value <= MAX_CLOSE_WAIT or value != value:
+        raise game.fail("close_wait", f"{value!r}: seconds above 0 and at most {MAX_CLOSE_WAIT:g}, "
+                                      "or false to wait for every seat")
+    return float(value)
 
 
 def _display(top: _Section) -> DisplayConfig | None:
@@ -186,8 +205,12 @@ def parse_config(data: Mapping[str, Any], source: str = "<config>", base: Path |
     display = _display(top) if role == "seat" else None
     journal = _Section(top.get("journal", dict, {}), "journal", source)
     synchronous = journal.choice("synchronous", ("FULL", "EXTRA"), "FULL")
+    rotate_rounds = journal.int_in("rotate_rounds", 1, MAX_ROUNDS, None) if "rotate_rounds" in journal.data else None
+    keep_segments = journal.int_in("keep_segments", 0, MAX_ROUNDS, None) if "keep_segments" in journal.data else None
+    if keep_segments is not None and rotate_rounds is None:
+        raise journal.fail("keep_segments", "needs rotate_rounds: a journal that never rotates has no segments")
     journal.finish()
-    kw: dict[str, Any] = {}
+    kw: dict[str, Any] = {"rotate_rounds": rotate_rounds, "keep_segments": keep_segments}
     if role == "dealer":
         game = _Section(top.get("game", dict), "game", source)
         name = game.get("profile", str)
@@ -198,6 +221,7 @@ def parse_config(data: Mapping[str, Any], source: str = "<config>", base: Path |
         lo, hi = profile.decks
         kw["profile"] = name
         kw["decks"] = game.int_in("decks", lo, hi, profile.default_decks)
+        kw["close_wait"] = _close_wait(game)
         game.finish()
         limits_s = _Section(top.get("limits", dict, {}), "limits", source)
         limits: dict[str, tuple[Fraction, Fraction]] = {}

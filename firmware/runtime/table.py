@@ -21,7 +21,7 @@ from firmware.engine.profile import Profile
 from hal.mock import MockCardShoe, MockChipReader, MockConsole, MockLamps
 
 from .bus import Bus, InProcessBus
-from .dealer import DealerUnit
+from .dealer import CLOSE_WAIT, DealerUnit
 from .journal import JOURNAL_NAME, Journal
 from .seat import SeatUnit
 from .spots import seat_spots
@@ -41,6 +41,9 @@ class TableSpec:
     decks: int | None = None
     limits: Mapping[str, tuple[Fraction, Fraction]] = field(default_factory=dict)
     synchronous: str = "FULL"
+    rotate_rounds: int | None = None              # every unit's journal (Journal(rotate_rounds=...))
+    keep_segments: int | None = None
+    close_wait: float | None = CLOSE_WAIT         # the dealer's bounded wait for locks
 
 
 class InProcessTable:
@@ -73,7 +76,8 @@ class InProcessTable:
 
     def _journal(self, unit: str, role: str) -> Journal:
         return Journal(self.spec.state_dir / unit / JOURNAL_NAME, f"{self.spec.table_id}/{unit}", role,
-                       self.spec.synchronous)
+                       self.spec.synchronous, rotate_rounds=self.spec.rotate_rounds,
+                       keep_segments=self.spec.keep_segments)
 
     def _bus(self, unit_id: str, role: str) -> Bus:
         if self.bus_factory is None:
@@ -92,7 +96,8 @@ class InProcessTable:
         unit_id = f"{self.spec.table_id}/dealer"
         bus = self._bus(unit_id, "dealer")
         return self._made(DealerUnit(unit_id, self.spec.table_id, bus, self._journal("dealer", "dealer"),
-                                     self.spec.profile, decks=self.spec.decks, limits=self.spec.limits), bus)
+                                     self.spec.profile, decks=self.spec.decks, limits=self.spec.limits,
+                                     close_wait=self.spec.close_wait), bus)
 
     def _make_seat(self, box: int) -> SeatUnit:
         unit_id = f"{self.spec.table_id}/seat-{box}"

@@ -42,6 +42,72 @@ def test_a_bad_dealer_configuration_names_section_and_key(edit, message):
     assert message in str(err.value)
 
 
+def test_journal_rotation_and_close_wait_reach_the_units(tmp_path):
+    """The examples' [journal] rotate_rounds/keep_segments and [game] close_wait are what
+    `betbox run` builds the journal and the dealer with; close_wait = false: no bound."""
+    from firmware.commands.run import build
+
+    data = example("dealer.toml")
+    data["unit"]["state_dir"] = str(tmp_path / "dealer")
+    data.pop("link")
+    data["journal"].update(rotate_rounds=7, keep_segments=2)
+    data["game"]["close_wait"] = 2.5
+    config = parse_config(data, "dealer.toml")
+    unit, ports = build(config)
+    try:
+        assert (unit.journal.rotate_rounds, unit.journal.keep_segments, unit.close_wait) == (7, 2, 2.5)
+    finally:
+        for port in ports.values():
+            port.close()
+        unit.journal.close()
+    data["game"]["close_wait"] = False
+    data["journal"] = {}
+    config = parse_config(data, "dealer.toml")
+    assert (config.close_wait, config.rotate_rounds, config.keep_segments) == (None, None, None)
+    seat = parse_config(example("seat.toml"), "seat.toml")
+    assert (seat.rotate_rounds, seat.keep_segments) == (1000, 200)
+
+
+@pytest.mark.parametrize("section, key, value, message", [
+    ("journal", "rotate_rounds", 0, "[journal] rotate_rounds: 0 is out of range 1..1000000"),
+    ("journal", "rotate_rounds", "100", "[journal] rotate_rounds: expected an integer"),
+    ("journal", "keep_segments", -1, "[journal] keep_segments: -1 is out of range 0..1000000"),
+    ("game", "close_wait", 0, "[game] close_wait: 0: seconds above 0 and at most 600"),
+    ("game", "close_wait", 601, "[game] close_wait: 601"),
+    ("game", "close_wait", -2.5, "[game] close_wait: -2.5"),
+    ("game", "close_wait", True, "[game] close_wait: True"),
+    ("game", "close_wait", "5s", "[game] close_wait: expected"),
+])
+def test_check_names_a_bad_rotation_or_close_wait(tmp_path, capsys, section, key, value, message):
+    """`betbox run --check` refuses the value with file, section and key."""
+    text = (EXAMPLES / "dealer.toml").read_text()
+    data = tomllib.loads(text)
+    data[section][key] = value
+    path = tmp_path / "dealer.toml"
+    path.write_text("".join(_toml(name, body) for name, body in data.items()))
+    assert main(["run", "--config", str(path), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: {message}" in err, err
+
+
+def test_keep_segments_needs_rotate_rounds():
+    data = example("seat.toml")
+    del data["journal"]["rotate_rounds"]
+    with pytest.raises(ConfigError, match=r"\[journal\] keep_segments: needs rotate_rounds"):
+        parse_config(data, "seat.toml")
+
+
+def _toml(name: str, body: dict, prefix: str = "") -> str:
+    """A TOML table (and its sub-tables) from a dict; enough for the examples."""
+    full = f"{prefix}{name}"
+    flat = {k: v for k, v in body.items() if not isinstance(v, dict)}
+    out = f"[{full}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in flat.items())
+    for k, v in body.items():
+        if isinstance(v, dict):
+            out += _toml(k, v, full + ".")
+    return out
+
+
 def test_a_bad_seat_configuration_names_section_and_key():
     data = example("seat.toml")
     data["seat"]["box"] = 0
