@@ -44,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--check", action="store_true", help="validate the configuration and exit")
     p.add_argument("--drive", metavar="FIFO",
                    help="drive the unit's mock ports with bench-script lines read from this named pipe")
+    p.add_argument("--screenshot", metavar="PNG",
+                   help="a seat with [display] (tests): write the display as a PNG once it has drawn its "
+                        "first frame (PNG gets a number: shot.png -> shot0001.png)")
     p.add_argument("-v", "--verbose", action="store_true", help="log the link and the controller")
     p.set_defaults(func=run)
 
@@ -177,7 +180,39 @@ def _drive(path: str, ports: dict[str, Any], stop: threading.Event) -> threading
     return thread
 
 
-def _display(config: UnitConfig, unit, link: Link | None, stopping: threading.Event) -> None:
+def _first_frame(label: str, screenshot: str | None, stopping: threading.Event) -> threading.Thread:
+    """Say on stderr when the seat display has drawn its first frame (``<label> display
+    showing``) and, with ``screenshot``, have the UI thread write the window as a PNG."""
+
+    def watch() -> None:
+        app = None
+        while app is None and not stopping.is_set():
+            # imported by the display, never here first (and maybe still being imported)
+            app_class = getattr(sys.modules.get("kivy.app"), "App", None)
+            app = app_class.get_running_app() if app_class is not None else None
+            if app is None or not hasattr(app, "first_frame"):
+                app = None
+                stopping.wait(0.05)
+        while app is not None and not stopping.is_set():
+            if app.first_frame.wait(0.5):
+                print(f"betbox: {label} display showing (first frame)", file=sys.stderr, flush=True)
+                if screenshot:
+                    from kivy.clock import Clock
+
+                    def shoot(_dt: float) -> None:
+                        from kivy.core.window import Window
+                        print(f"betbox: screenshot {Window.screenshot(name=screenshot)}", file=sys.stderr,
+                              flush=True)
+                    Clock.schedule_once(shoot)
+                return
+
+    thread = threading.Thread(target=watch, name="first-frame", daemon=True)
+    thread.start()
+    return thread
+
+
+def _display(config: UnitConfig, unit, link: Link | None, stopping: threading.Event,
+             screenshot: str | None = None) -> None:
     """The seat display on this (main) thread until it is closed or the unit is stopped."""
     from firmware.engine.money import parse_amount
     from firmware.link.config import config_hash
@@ -198,6 +233,7 @@ def _display(config: UnitConfig, unit, link: Link | None, stopping: threading.Ev
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, stop_window)
+    _first_frame(config.bus_id, screenshot, stopping)
     d = config.display
     run_seat_display(unit, controller=feed, bus=link.bus if link else None, lang=d.lang, pin=d.pin,
                      size=d.size, fullscreen=d.fullscreen, config_digest=config_hash(config.raw))
@@ -211,6 +247,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     where = f" on {config.link.url} as {config.bus_id if config.role != 'jackpot' else 'jackpot/' + config.unit_id}" \
         if config.link else " (in-process bus)"
+    if getattr(args, "screenshot", None) and (config.role != "seat" or config.display is None):
+        print(f"betbox run: --screenshot: {args.config} has no [display] to take it of", file=sys.stderr)
+        return 2
     if args.check:
         at = f" at table {config.table!r}" if config.role != "jackpot" else ""
         print(f"{args.config}: {config.role} {config.unit_id!r}{at}{where}: configuration OK")
@@ -263,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
             worker = threading.Thread(target=dispatch, name=f"dispatch:{config.unit_id}", daemon=True)
             worker.start()
             try:
-                _display(config, unit, link, stopping)
+                _display(config, unit, link, stopping, getattr(args, "screenshot", None))
             finally:
                 stopping.set()
                 worker.join(10)
