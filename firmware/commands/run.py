@@ -63,15 +63,17 @@ def build(config: UnitConfig, bus: Any = None):
     from hal.backends import open_backend
 
     bus = bus if bus is not None else InProcessBus()
-    journal = Journal(config.state_dir / JOURNAL_NAME, config.unit_id, config.role, config.synchronous,
+    # the unit's id is its broker identity <table>/<id>: the sender of its messages, which
+    # the dealer and the seats check (a seat speaks for its own box only)
+    journal = Journal(config.state_dir / JOURNAL_NAME, config.bus_id, config.role, config.synchronous,
                       rotate_rounds=config.rotate_rounds, keep_segments=config.keep_segments)
     ports = {name: open_backend(name, hw["backend"], hw["options"]) for name, hw in config.hardware.items()}
     if config.role == "dealer":
-        unit = DealerUnit(config.unit_id, config.table, bus, journal, load_profile(config.profile),
+        unit = DealerUnit(config.bus_id, config.table, bus, journal, load_profile(config.profile),
                           decks=config.decks, limits=config.limits, close_wait=config.close_wait)
         inputs = ("card_shoe", "console")
     else:
-        unit = SeatUnit(config.unit_id, config.table, config.box, bus, journal,
+        unit = SeatUnit(config.bus_id, config.table, config.box, bus, journal,
                         ChipRegistry.load(config.chips), config.spots, ports["lamps"],
                         config.confirm_cycles, config.release_cycles)
         inputs = ("chip_reader",)

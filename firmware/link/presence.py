@@ -41,15 +41,10 @@ def pool_for_table(meter: dict[str, Any] | None, table: str | None) -> dict[str,
 
 
 def takes_controller_input(unit: Any) -> bool:
-    """Whether the unit's handler knows the ``("controller", ...)`` input (the runtime's
-    side of the contract above); posting it to a unit that does not would stop its
-    dispatch loop, so firmware without it runs ungated (and says so)."""
-    import inspect
-
-    try:
-        return '"controller"' in inspect.getsource(type(unit).handle)
-    except (OSError, TypeError):
-        return False
+    """Whether the unit takes the ``("controller", ...)`` input (the runtime's side of the
+    contract above: ``Unit.accepts_controller``, true on seats and dealers); posting it to a
+    unit that does not would stop its dispatch loop, so such a unit runs ungated."""
+    return bool(getattr(unit, "accepts_controller", False))
 
 
 class ControllerWatch:
