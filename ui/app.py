@@ -351,9 +351,11 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
 
         # -- keys (demo) ---------------------------------------------------------------
 
-        def _on_key(self, _window, key, _scancode, codepoint, _modifiers) -> bool:
+        def _on_key(self, _window, key, _scancode, codepoint, modifiers) -> bool:
             if key in (13, 271):            # Enter: deal, like the space bar
                 codepoint = " "
+            elif codepoint and codepoint.isalpha() and "shift" in (modifiers or ()):
+                codepoint = codepoint.upper()   # I / E / R: the second hand (Switch)
             if codepoint and hasattr(feed, "key"):
                 if codepoint == "a":
                     feed.set_auto(not feed.auto)

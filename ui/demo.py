@@ -20,8 +20,8 @@ from typing import Callable
 
 from dataclasses import replace
 
-from firmware.engine.events import Action
 from firmware.engine.profile import Profile
+from firmware.runtime.spots import insurance_spot
 from firmware.runtime.table import TableSpec, seat_spots
 from firmware.sim import chipset
 from firmware.sim.driver import LIMITS, TableDriver
@@ -38,9 +38,17 @@ DEMO_KEYS = {"a": "auto play on/off", "b": "bet 20 on main", "g": "bet on the si
 #: (chips for a double, split or insurance; the request on the screen for surrender).
 DECISION_KEYS = {"h": "hit", "s": "stand", "d": "double", "p": "split", "r": "surrender",
                  "i": "insurance", "e": "even_money", "w": "switch"}
+#: Decisions asked per initial hand (Blackjack Switch: either hand, §3.9.1). The on-screen
+#: control is ``<action>_<hand>`` there; the key for the second hand is the capital letter.
+HAND_OFFERS = ("insurance", "even_money", "surrender")
+HAND_KEYS = {"I": ("insurance", 2), "E": ("even_money", 2), "R": ("surrender", 2)}
+#: The order of the player's decisions on the dealer bar.
+DECISION_ORDER = ("hit", "stand", "double", "split", "switch", "surrender", "insurance", "even_money")
 #: Dealer controls (on-screen buttons) -> keys.
 CONTROL_KEYS = {"auto": "a", "manual": "a", "open_bets": "o", "bet": "b", "side_bets": "g",
-                "no_more_bets": "n", "deal": " ", **{v: k for k, v in DECISION_KEYS.items()}}
+                "no_more_bets": "n", "deal": " ", **{v: k for k, v in DECISION_KEYS.items()},
+                **{f"{a}_1": k for k, a in DECISION_KEYS.items() if a in HAND_OFFERS},
+                **{f"{a}_{n}": k for k, (a, n) in HAND_KEYS.items()}}
 SEED_METER = Fraction(25000)
 DEMO_BET = Fraction(20)
 
@@ -194,19 +202,23 @@ class DemoTable:
         if state is None or state.is_over:
             return ("auto", "open_bets")
         expect = state.expecting()
+        view = self.table.seats[self.box].view
         if expect.kind == "card":
-            offers = ()
-            if state.offers_open:
-                offers = tuple(a for a in ("insurance", "even_money", "surrender")
-                               if state.legal_decisions(self.box).get(Action(a), "") is None)
-            return ("deal", *offers)
+            return ("deal", *self._offer_controls(view))
         if expect.kind == "decision":
             if expect.box != self.box:
                 return ("stand",)
-            legal = state.legal_decisions(self.box)
-            return tuple(a for a in ("hit", "stand", "double", "split", "surrender", "insurance",
-                                     "even_money", "switch") if legal.get(Action(a), "") is None)
+            turn = tuple(a for a in DECISION_ORDER if a in view.decisions and a not in HAND_OFFERS)
+            return (*turn, *self._offer_controls(view))
         return ()
+
+    def _offer_controls(self, view) -> tuple[str, ...]:
+        """Insurance, even money and surrender as the seat's view offers them, per hand
+        (the engine's ``legal_decisions(box, hand=n)``): ``insurance`` on a one-hand game,
+        ``insurance_1`` / ``insurance_2`` in Blackjack Switch."""
+        two = self.profile.hands_per_box > 1
+        return tuple(f"{a}_{n}" if two else a
+                     for action in HAND_OFFERS for a, n in view.offers if a == action)
 
     def _push(self):
         if self.source is None or self.on_snapshot is None:
@@ -233,6 +245,8 @@ class DemoTable:
             self.set_auto(not self.auto)
         elif key == "o":
             self.open_bets()
+        elif key in HAND_KEYS:
+            self.decide(*HAND_KEYS[key])
         elif key in DECISION_KEYS:
             self.decide(DECISION_KEYS[key])
         elif key == " ":
@@ -290,24 +304,28 @@ class DemoTable:
             if d.shoe_counter == before:
                 return
 
-    def decide(self, action: str) -> None:
+    def decide(self, action: str, hand: int = 1) -> None:
         """The player's decision for this box, done as player and dealer do it at the
-        table: chips on the spot for a double, split or insurance, the request on the
-        screen for surrender or even money, then the dealer's console button. The engine
-        judges it; a refused decision is the dealer's refusal, shown by the seat."""
+        table: chips on the spot for a double, split or insurance (``insurance_2`` for the
+        second hand of Blackjack Switch), the request on the screen for surrender or even
+        money on ``hand``, then the dealer's console button. The engine judges it; a
+        refused decision is the dealer's refusal, shown by the seat."""
         t = self.table
         state = t.dealer.round
         if t.dealer.phase != "play" or state is None:
             return
+        two = self.profile.hands_per_box > 1
         cur = state.hand_in_play()
         if action in ("double", "split") and cur is not None and cur[0].number == self.box:
             self._add_chips("main", cur[1].stake)
         elif action == "insurance":
+            # the player's chips: half the initial bet of that hand (the largest insurance)
             box = next((b for b in state.boxes if b.number == self.box), None)
-            if box is not None and box.hands:
-                self._add_chips("insurance", box.hands[0].stake / 2)
+            initial = [h for h in box.hands if h.family == hand - 1] if box is not None else []
+            if initial:
+                self._add_chips(insurance_spot(hand), initial[0].stake / 2)
         elif action in ("surrender", "even_money"):
-            t.seats[self.box].request(action, 1 if self.profile.hands_per_box > 1 else None)
+            t.seats[self.box].request(action, hand if two else None)
             t.settle()
         self.press(action)
 

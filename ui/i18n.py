@@ -188,6 +188,7 @@ EN: dict[str, str] = {
     "dealer.manual": "Manual play (take over)",
     "list.sep": ", ",
     "spot.insurance_2": "Insurance (hand 2)",
+    "control.on_hand": "{action} (hand {n})",
 }
 
 ZH: dict[str, str] = {
@@ -360,6 +361,7 @@ ZH: dict[str, str] = {
     "dealer.manual": "手动操作",
     "list.sep": "、",
     "spot.insurance_2": "保险（第 2 手）",
+    "control.on_hand": "{action}（第 {n} 手）",
 }
 
 MS: dict[str, str] = {
@@ -532,6 +534,7 @@ MS: dict[str, str] = {
     "dealer.manual": "Main sendiri",
     "list.sep": ", ",
     "spot.insurance_2": "Insurans (tangan 2)",
+    "control.on_hand": "{action} (tangan {n})",
 }
 
 STRINGS: dict[str, dict[str, str]] = {"en": EN, "zh": ZH, "ms": MS}

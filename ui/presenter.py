@@ -312,10 +312,15 @@ def present(s: SeatSnapshot, lang: str = DEFAULT_LANGUAGE) -> SeatScreen:
 
 
 def control_label(lang: str, control: str) -> str:
-    """A dealer control's button text: the console's word, or the player's decision."""
+    """A dealer control's button text: the console's word, or the player's decision
+    (``insurance_2``: insurance on the second hand of Blackjack Switch)."""
     if has(f"dealer.{control}"):
         return tr(lang, f"dealer.{control}", amount=money(DEMO_BET))
-    text = tr(lang, f"action.{control}")
+    action, _, hand = control.rpartition("_")
+    if hand.isdigit() and has(f"action.{action}"):
+        text = tr(lang, "control.on_hand", action=tr(lang, f"action.{action}"), n=int(hand))
+    else:
+        text = tr(lang, f"action.{control}")
     return text[:1].upper() + text[1:]
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from firmware.chips import ChipStatus
 from firmware.engine.errors import IllegalWager, RuleError
-from firmware.engine.events import BetsClosed
+from firmware.engine.events import Action, BetsClosed
 from firmware.engine.hand import hand_total
 from firmware.engine.money import format_amount
 from firmware.engine.outcomes import BetReturned, WagerFlagged
@@ -219,6 +219,26 @@ def _pay_lines(seat: "SeatUnit", box) -> tuple[ResultView, ...]:
     return tuple(out)
 
 
+#: Decisions asked per initial hand while the offers are open (§3.14, §3.16).
+OFFERS = ("insurance", "even_money", "surrender")
+
+
+def _offers(seat: "SeatUnit", state: Round | None, box) -> tuple[tuple[str, int], ...]:
+    """The engine's answer, hand by hand, to "may this box take insurance / even money /
+    surrender now?" (``legal_decisions(box, hand=n)``)."""
+    if state is None or box is None or seat.phase != "play" or state.is_over or not state.offers_open:
+        return ()
+    hands = seat.profile.hands_per_box if seat.profile is not None else 1
+    out = []
+    for n in range(1, hands + 1):
+        try:
+            legal = state.legal_decisions(seat.box, hand=n if hands > 1 else None)
+        except RuleError:
+            continue
+        out += [(a, n) for a in OFFERS if legal.get(Action(a), "") is None]
+    return tuple(out)
+
+
 def _turn(seat: "SeatUnit", state: Round | None) -> str | None:
     if state is None or seat.phase != "play" or state.is_over:
         return None
@@ -303,4 +323,4 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
                     profile=profile.name if profile else "", title=profile.title if profile else "",
                     limits=limits, turn=_turn(seat, state), pay_lines=pay_lines, switched=switched,
                     progressive=progressive, envy=envy, round_alarms=alarms, controller=controller,
-                    alarm_mark=mark)
+                    alarm_mark=mark, offers=_offers(seat, state, box))

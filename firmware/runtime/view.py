@@ -133,6 +133,10 @@ class SeatView:
     round_alarms: tuple[AlarmView, ...] = ()    # this round's alarms, as codes
     controller: ControllerView = ControllerView()
     alarm_mark: int = 0                         # where this round's alarms start in seat.alarms
+    #: insurance / even money / surrender legal now for this box, per initial hand
+    #: (1-based; Blackjack Switch §3.9.1 insures either hand): the engine's
+    #: ``legal_decisions(box, hand=n)`` while the offers are open, whoever's turn it is.
+    offers: tuple[tuple[str, int], ...] = ()
 
     def limit(self, bet: str) -> tuple[str, str] | None:
         return next(((lo, hi) for b, lo, hi in self.limits if b == bet), None)

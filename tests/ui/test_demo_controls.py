@@ -1,0 +1,84 @@
+"""The demo's dealer controls come from the seat's view (the engine's answer), no window:
+insurance per hand in Blackjack Switch (`rws-blackjack-switch-v4 §3.9.1` "on either or both
+hands"), worded per language."""
+
+from __future__ import annotations
+
+import threading
+from fractions import Fraction
+
+import pytest
+
+from firmware.engine.profile import load_profile
+from firmware.engine.round import Phase
+from ui.demo import CONTROL_KEYS, DemoTable
+from ui.presenter import present
+
+
+class Watched:
+    """A manual demo table run in its own thread, as the window runs it."""
+
+    def __init__(self, tmp_path, profile: str) -> None:
+        self.demo = DemoTable(load_profile(profile), box=1, pace=0, state_dir=tmp_path, auto=False)
+        self.snap = None
+        self.demo.start(self._seen)
+        assert self.demo.wait_ready()
+
+    def _seen(self, snap) -> None:
+        self.snap = snap
+
+    def run(self, fn) -> None:
+        """``fn(demo)`` in the table's thread; back once the screen has the snapshot."""
+        done = threading.Event()
+        self.demo.command(fn)
+        self.demo.command(lambda _d: done.set())
+        assert done.wait(10)
+        assert self.demo.error is None, self.demo.error
+
+    def controls(self) -> tuple[str, ...]:
+        return self.snap.controls
+
+
+@pytest.fixture
+def switch(tmp_path):
+    w = Watched(tmp_path, "rws-blackjack-switch")
+    yield w
+    w.demo.stop()
+
+
+def ace_up(d: DemoTable) -> None:
+    """Seat 1 bets 20 (two hands of 20); the dealer shows an ace."""
+    d.open_bets()
+    d.bet("main", Fraction(20))
+    d.press("no_more_bets")
+    cards = {"box": iter(["9H", "TC", "7S", "8D"]), "dealer": iter(["AS"])}
+    t = d.table
+    while t.dealer.round.phase == Phase.INITIAL_DEAL:
+        t.shoe.deal(next(cards["dealer" if t.dealer.round.expecting().to_dealer else "box"]))
+        t.settle()
+
+
+def test_switch_offers_insurance_on_each_hand_and_insures_the_second(switch):
+    switch.run(ace_up)
+    view = switch.snap.view
+    assert ("insurance", 1) in view.offers and ("insurance", 2) in view.offers
+    assert {"insurance_1", "insurance_2"} <= set(switch.controls())
+    labels = dict(present(switch.snap).controls)
+    assert labels["insurance_1"] == "Insurance (hand 1)" and labels["insurance_2"] == "Insurance (hand 2)"
+    assert dict(present(switch.snap, "zh").controls)["insurance_2"] == "保险（第 2 手）"
+    assert dict(present(switch.snap, "ms").controls)["insurance_2"] == "Insurans (tangan 2)"
+
+    switch.run(lambda d: d.control("insurance_2"))
+    box = switch.demo.table.dealer.round.box(1)
+    assert box.insurance == {1: Fraction(10)}                 # the second hand, half its 20
+    assert switch.demo.table.seats[1].round.box(1).insurance == {1: Fraction(10)}
+    assert "insurance_2" not in switch.controls()             # the engine: hand 2 is insured
+    assert ("insurance", 2) not in switch.snap.view.offers
+    assert not switch.demo.table.seats[1].alarms
+
+
+def test_every_control_the_demo_offers_has_a_key(switch):
+    switch.run(ace_up)
+    for c in switch.controls():
+        assert c in CONTROL_KEYS, c
+    assert CONTROL_KEYS["insurance_2"] == "I" and CONTROL_KEYS["insurance_1"] == "i"
