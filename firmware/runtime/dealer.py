@@ -8,6 +8,7 @@ round id. What the engine refuses, it refuses, and says why (the engine's reason
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 from typing import Any, Mapping
 
@@ -24,8 +25,10 @@ from hal.events import ButtonPressed, CardDrawn as HalCard, HalEvent, ShoeSignal
 from .bus import Bus, Message, alarm_topic, console_topic, down_topic, stream_topic, up_topic
 from .journal import Journal
 from .spots import insurance_hand, insurance_spot
-from .unit import Unit
-from .wire import bets_from_json, bets_to_json, controller_input, limits_to_json, shoe_to_json
+from .unit import (Codec, Recent, amounts_from_json, amounts_to_json, ck_int, ck_json, ck_optional, ck_str,
+                   frac_from_json, frac_to_json, Unit)
+from .wire import (bets_from_json, bets_to_json, check_up_message, controller_input, limits_to_json,
+                   round_from_json, round_to_json, shoe_from_json, shoe_to_json)
 
 TURN_BUTTONS = {"hit": Action.HIT, "stand": Action.STAND, "double": Action.DOUBLE,
                 "split": Action.SPLIT, "switch": Action.SWITCH}
@@ -58,7 +61,7 @@ def _canon(value: Any) -> Any:
 
 class DealerUnit(Unit):
     role = "dealer"
-    TRANSIENT = Unit.TRANSIENT | {"profile", "decks", "limits", "close_wait", "finished"}
+    accepts_controller = True
 
     def __init__(self, unit_id: str, table: str, bus: Bus, journal: Journal, profile: Profile,
                  decks: int | None = None, limits: Mapping[str, tuple[Fraction, Fraction]] | None = None,
@@ -97,7 +100,7 @@ class DealerUnit(Unit):
         self.requests: dict[int, list[tuple[Action, int | None]]] = {}
         self.results: dict[int, dict[str, Any]] = {}      # round -> settlement
         self.finished: list[Round] = []                   # rounds over since the last take_finished()
-        self.refusals: list[dict[str, Any]] = []
+        self.refusals = Recent()               # the newest; len() counts them all
         bus.subscribe(up_topic(table, "+"), self.post, unit_id)
 
     # -- inputs ------------------------------------------------------------------------
@@ -145,6 +148,67 @@ class DealerUnit(Unit):
         else:
             raise ValueError(f"dealer: unknown input {kind!r}")
         return True
+
+    # -- refusing what is malformed or forged --------------------------------------------
+
+    def check_input(self, kind: str, body: Any) -> str | None:
+        problem = super().check_input(kind, body)
+        if problem is not None or kind != "msg":
+            return problem
+        try:
+            m = Message.from_dict(body)
+        except ValueError as exc:
+            return str(exc)
+        found = re.fullmatch(re.escape(up_topic(self.table, 0)).replace("/0/", "/([1-9][0-9]{0,2})/"), m.topic)
+        if found is None:
+            return f"{m.kind!r} on {m.topic!r}: not a seat's topic at table {self.table}"
+        box = int(found.group(1))
+        owner = f"{self.table}/seat-{box}"
+        if m.sender != owner:
+            return f"{m.kind!r} for box {box} from {m.sender!r}: only {owner!r} speaks for box {box}"
+        if m.body.get("box") != box:
+            return f"{m.kind!r} from {owner!r} names box {m.body.get('box')!r} in its body, not {box}"
+        return check_up_message(m.kind, m.body)
+
+    # -- checkpoints -------------------------------------------------------------------
+
+    def state_codec(self) -> Codec:
+        ident = lambda v: v                                     # noqa: E731
+        boxes = lambda read: (lambda v: {ck_int(int(b)): read(x) for b, x in v.items()})  # noqa: E731
+        return {**super().state_codec(),
+                "closing_since": (ident, ck_optional(lambda v: float(v) if isinstance(v, (int, float))
+                                                     and not isinstance(v, bool) else ck_int(v))),
+                "owed": (ident, ck_int),
+                "held": (list, lambda v: [ck_str(c) for c in v]),
+                "meter": (lambda m: None if m is None else frac_to_json(m), ck_optional(frac_from_json)),
+                "controller": (dict, lambda v: v if v == {"link": None, "meter": None, "pending": False}
+                               else controller_input(v)),
+                "round_no": (ident, ck_int),
+                "round": (lambda r: None if r is None else round_to_json(r),
+                          ck_optional(lambda v: round_from_json(v, self._own_profile))),
+                "phase": (ident, ck_str),
+                "stream_seq": (ident, ck_int),
+                "round_stream": (list, lambda v: list(ck_json(v))),
+                "shoe": (shoe_to_json, shoe_from_json),
+                "shoe_counter": (ident, ck_int),
+                "shoe_number": (ident, ck_int),
+                "offers": (lambda d: {str(b): amounts_to_json(x) for b, x in d.items()}, boxes(amounts_from_json)),
+                "locks": (lambda d: {str(b): amounts_to_json(x) for b, x in d.items()}, boxes(amounts_from_json)),
+                "additions": (lambda d: {str(b): amounts_to_json(x) for b, x in d.items()},
+                              boxes(amounts_from_json)),
+                "requests": (lambda d: {str(b): [[str(a), h] for a, h in x] for b, x in d.items()},
+                             boxes(lambda x: [(Action(ck_str(a)), ck_optional(ck_int)(h)) for a, h in x])),
+                "waiting": (sorted, lambda v: {ck_int(b) for b in v}),
+                "online": (sorted, lambda v: {ck_int(b) for b in v}),
+                "seat_seq": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()}),
+                "results": (lambda d: {str(r): x for r, x in d.items()}, boxes(ck_json)),
+                "refusals": (Recent.to_json, Recent.from_json)}
+
+    def _own_profile(self, name: str) -> Profile:
+        if name != self.profile.name:
+            raise ValueError(f"the round was played with {name!r}; this dealer is configured for "
+                             f"{self.profile.name!r}")
+        return self.profile
 
     # -- stream ------------------------------------------------------------------------
 

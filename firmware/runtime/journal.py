@@ -8,7 +8,8 @@ on restart (receivers drop duplicates by sender and sequence number).
 
 Rotation keeps a table that runs for months from growing one file without bound: at a round
 boundary, once the active journal holds ``rotate_rounds`` rounds and everything in it is
-delivered, the unit hands the journal a **checkpoint** (its state after the last step). A new
+delivered, the unit hands the journal a **checkpoint** (its state after the last step, as
+versioned JSON: :meth:`firmware.runtime.unit.Unit.checkpoint`; never a pickle). A new
 active file is written holding only that checkpoint (and where step and sequence numbers
 go on), then the old file becomes the segment ``journal-<first>-<last>.db`` (its rounds) and
 the new one takes its place. Recovery restores the checkpoint and replays the active file;
@@ -19,7 +20,6 @@ one complete (see :func:`_finish_rotation`).
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -52,6 +52,11 @@ CREATE INDEX IF NOT EXISTS record_round ON record(round);
 
 class JournalError(RuntimeError):
     """A journal that cannot be opened or belongs to another unit."""
+
+
+class CheckpointError(JournalError):
+    """A journal's checkpoint that cannot be read: the message names the file and what is
+    wrong. The unit must not start from a state it cannot read."""
 
 
 @dataclass(frozen=True)
@@ -197,16 +202,28 @@ class Journal:
 
     # -- rotation ----------------------------------------------------------------------
 
-    def checkpoint(self) -> bytes | None:
-        """The unit state the active file starts from (None: it starts from nothing)."""
+    def checkpoint(self) -> dict[str, Any] | None:
+        """The unit state the active file starts from (None: it starts from nothing), as the
+        JSON object the unit wrote (:meth:`Unit.checkpoint`). Only ever parsed as JSON:
+        reading a journal cannot execute anything."""
         row = self._db.execute("SELECT value FROM meta WHERE key = 'checkpoint'").fetchone()
-        return None if row is None else base64.b64decode(row[0])
+        if row is None:
+            return None
+        try:
+            data = json.loads(row[0])
+        except (TypeError, ValueError) as exc:
+            raise CheckpointError(f"{self.path}: the checkpoint is not JSON ({exc}); a journal "
+                                  "rotated by firmware before the JSON checkpoint cannot be resumed "
+                                  "from, its segments can still be read") from None
+        if not isinstance(data, dict):
+            raise CheckpointError(f"{self.path}: the checkpoint is a JSON {type(data).__name__}, not an object")
+        return data
 
     def wants_rotation(self, current_round: int | None) -> bool:
         return (self.rotate_rounds is not None and current_round is not None
                 and self.first_round is not None and current_round - self.first_round + 1 >= self.rotate_rounds)
 
-    def rotate(self, checkpoint: bytes) -> Path | None:
+    def rotate(self, checkpoint: Mapping[str, Any]) -> Path | None:
         """Archive the active file as a segment; start a new one from ``checkpoint`` (the
         unit's state after the last step). Not while anything is undelivered (it must be
         re-sent from the active file). Returns the segment written, or None."""
@@ -214,6 +231,7 @@ class Journal:
         first, last = self._db.execute("SELECT MIN(round), MAX(round) FROM record").fetchone()
         if pending or first is None:
             return None
+        text = json.dumps(checkpoint, sort_keys=True, separators=(",", ":"), allow_nan=False)
         segment = self.path.with_name(f"journal-{first:06d}-{last:06d}.db")
         if segment.exists():
             raise JournalError(f"{segment} exists already: rounds {first}-{last} were archived before")
@@ -229,7 +247,7 @@ class Journal:
             db.executemany("INSERT INTO meta VALUES (?, ?)", [
                 ("unit", self.unit_id), ("role", self.role), ("schema", str(SCHEMA_VERSION)),
                 ("base_step", str(self.last_step)), ("base_seq", str(self.last_seq)),
-                ("checkpoint", base64.b64encode(checkpoint).decode("ascii")),
+                ("checkpoint", text), ("checkpoint_format", str(checkpoint.get("format"))),
                 ("follows", segment.name), ("after_round", str(last))])
             db.execute("COMMIT")
         finally:

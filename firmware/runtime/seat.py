@@ -33,11 +33,13 @@ from hal.ports import LAMP_OFF, LAMP_ON, Lamps
 
 from .bus import Bus, Message, down_topic, stream_topic, up_topic
 from .journal import Journal
-from .unit import Unit
+from .unit import (Codec, Recent, amounts_from_json, amounts_to_json, ck_bool, ck_int, ck_json, ck_optional,
+                   ck_str, Unit)
 from .seatview import build_seat_view
 from .spots import insurance_hand, insurance_spot
 from .view import SeatView
-from .wire import bets_to_json, controller_input, shoe_from_json
+from .wire import (bets_to_json, check_down_message, check_stream_message, controller_input, round_from_json,
+                   round_to_json, shoe_from_json)
 
 LINK_DOWN = "controller_link_down"
 
@@ -48,7 +50,7 @@ def _canon(value: Any) -> Any:
 
 class SeatUnit(Unit):
     role = "seat"
-    TRANSIENT = Unit.TRANSIENT | {"box", "registry", "spots", "lamps", "debouncer", "view"}
+    accepts_controller = True
 
     def __init__(self, unit_id: str, table: str, box: int, bus: Bus, journal: Journal,
                  registry: ChipRegistry, spots: Iterable[str], lamps: Lamps | None = None,
@@ -71,7 +73,7 @@ class SeatUnit(Unit):
         self.pending: dict[str, Fraction] = {}
         self.own_result: dict[str, Any] | None = None
         self.dealer_result: dict[str, Any] | None = None
-        self.messages: list[str] = []
+        self.messages = Recent()
         self.refused_round: str | None = None
         self.joined_round = 0
         # the jackpot controller as last heard: link None = no controller known yet
@@ -143,6 +145,74 @@ class SeatUnit(Unit):
     def publish_alarm(self, entry: dict[str, Any]) -> None:
         self._up("alarm", entry)
         self.messages.append(entry["detail"])
+
+    # -- refusing what is malformed or forged --------------------------------------------
+
+    def check_input(self, kind: str, body: Any) -> str | None:
+        problem = super().check_input(kind, body)
+        if problem is not None or kind != "msg":
+            return problem
+        try:
+            m = Message.from_dict(body)
+        except ValueError as exc:
+            return str(exc)
+        dealer = f"{self.table}/dealer"
+        if m.topic == stream_topic(self.table):
+            if m.sender != dealer:
+                return f"stream message {m.kind!r} from {m.sender!r}: only {dealer!r} writes the table stream"
+            return check_stream_message(m.kind, m.body, self._profile)
+        if m.topic == down_topic(self.table, self.box):
+            if m.sender != dealer:
+                return f"{m.kind!r} for box {self.box} from {m.sender!r}: only {dealer!r} sends to this seat"
+            return check_down_message(m.kind, m.body, self.box, self._profile)
+        return f"{m.kind!r} on {m.topic!r}: not a topic of seat {self.box} at table {self.table}"
+
+    def _profile(self, name: str) -> Profile:
+        """Profiles by name, loaded once (a cache, not state)."""
+        if name not in self._profiles:
+            self._profiles[name] = load_profile(name)
+        return self._profiles[name]
+
+    # -- checkpoints -------------------------------------------------------------------
+
+    def state_codec(self) -> Codec:
+        opt_amounts = (lambda v: None if v is None else dict(v), ck_optional(ck_json))
+        return {**super().state_codec(),
+                "present": (lambda p: {s: sorted(u) for s, u in sorted(p.items())}, self._present_from_json),
+                "profile": (lambda p: None if p is None else p.name, ck_optional(self._profile)),
+                "round_no": (lambda v: v, ck_int),
+                "round": (lambda r: None if r is None else round_to_json(r),
+                          ck_optional(lambda v: round_from_json(v, self._profile))),
+                "phase": (lambda v: v, ck_str),
+                "last_stream": (lambda v: v, ck_int),
+                "awaiting_catchup": (lambda v: v, ck_bool),
+                "offered": opt_amounts,
+                "locked": (amounts_to_json, amounts_from_json),
+                "pending": (amounts_to_json, amounts_from_json),
+                "own_result": (lambda v: v, ck_json),
+                "dealer_result": (lambda v: v, ck_json),
+                "messages": (Recent.to_json, Recent.from_json),
+                "refused_round": (lambda v: v, ck_optional(ck_str)),
+                "joined_round": (lambda v: v, ck_int),
+                "controller": (dict, self._controller_from_json),
+                "unwagered": (dict, lambda v: {ck_str(k): ck_str(r) for k, r in v.items()}),
+                "bets_not_taken": (lambda v: v, ck_optional(ck_str))}
+        # the screen's view is not state: it is built again from this (every alarm entry
+        # carries its round, so the round's alarms are found without the view's mark)
+
+    def _present_from_json(self, value: Any) -> dict[str, frozenset[str]]:
+        if not isinstance(value, dict) or set(value) != set(self.spots):
+            raise ValueError(f"the spots are {sorted(self.spots)}, the checkpoint has "
+                             f"{sorted(value) if isinstance(value, dict) else value!r}")
+        return {spot: frozenset(ck_str(u) for u in uids) for spot, uids in value.items()}
+
+    @staticmethod
+    def _controller_from_json(value: Any) -> dict[str, Any]:
+        if isinstance(value, dict) and value.get("link") is None:
+            if value != {"link": None, "meter": None, "pending": False}:
+                raise ValueError(f"a controller never heard has no meter: {value!r}")
+            return dict(value)
+        return controller_input(value)
 
     # -- wagers ------------------------------------------------------------------------
 
@@ -338,10 +408,7 @@ class SeatUnit(Unit):
                              "without this seat")
 
     def _round_open(self, body: dict[str, Any]) -> None:
-        name = body["profile"]
-        if name not in self._profiles:
-            self._profiles[name] = load_profile(name)
-        self.profile = self._profiles[name]
+        self.profile = self._profile(body["profile"])
         self.round_no = body["round"]
         meter = body.get("meter")
         self.round = Round.new(self.profile, decks=body["decks"], limits=body.get("limits") or {},
@@ -354,7 +421,7 @@ class SeatUnit(Unit):
         self.refused_round = None
         self.unwagered = {}
         self.bets_not_taken = None
-        self.messages = []
+        self.messages.clear()
         if self.progressive_refusal is not None and "progressive" in self.present:
             self.messages.append("progressive wagers refused: the link to the jackpot controller is down")
         self._offer()

@@ -13,12 +13,26 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 import json
-import pickle
+import logging
 import queue
-from typing import Any, Callable
+from fractions import Fraction
+from typing import Any, Callable, Iterator, Mapping
+
+from firmware import __version__
 
 from .bus import Bus, Message
-from .journal import Journal, Record
+from .journal import CheckpointError, Journal, Record
+
+log = logging.getLogger(__name__)
+
+#: The checkpoint layout this firmware writes and reads (bump it, and read the old one, when
+#: the layout changes: a journal must stay readable across a firmware update).
+CHECKPOINT_FORMAT = 1
+#: Entries kept in a unit's alarm / refusal / message logs (older ones are dropped; the
+#: running counts stay).
+KEEP_RECENT = 200
+#: The largest input body a unit takes (JSON bytes): a catch-up of a long round fits.
+MAX_INPUT_BYTES = 256 * 1024
 
 
 class ReplayDiverged(RuntimeError):
@@ -30,12 +44,152 @@ def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+class Recent:
+    """A bounded log with running numbers: it keeps the ``keep`` newest entries.
+
+    ``len()`` is the number of entries *ever* recorded and indexes are those running
+    numbers (``log[n]`` is the n-th entry recorded, ``log[-1]`` the newest, ``log[mark:]``
+    what came since ``mark``), so code that remembers a position (a reporter's "seen so
+    far", the seat view's mark) stays right when old entries are dropped. Iteration gives
+    the entries kept, oldest first; an index whose entry was dropped raises IndexError.
+    """
+
+    def __init__(self, keep: int = KEEP_RECENT, items: Any = (), total: int | None = None) -> None:
+        if keep < 1:
+            raise ValueError(f"a log keeps at least 1 entry, not {keep}")
+        self.keep = keep
+        self._items: list[Any] = list(items)[-keep:]
+        self.total = len(self._items) if total is None else total
+        if self.total < len(self._items):
+            raise ValueError(f"a log of {len(self._items)} entries cannot have recorded only {self.total}")
+
+    @property
+    def first(self) -> int:
+        """The running number of the oldest entry kept."""
+        return self.total - len(self._items)
+
+    def append(self, item: Any) -> None:
+        self._items.append(item)
+        self.total += 1
+        if len(self._items) > self.keep:
+            del self._items[0]
+
+    def clear(self) -> None:
+        """Forget the entries (the running count goes on)."""
+        self._items.clear()
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list(self._items))
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.total)
+            if step != 1:
+                raise ValueError("a log is sliced with step 1")
+            lo, hi = max(start, self.first) - self.first, max(stop, self.first) - self.first
+            return self._items[lo:hi]
+        n = index + self.total if index < 0 else index
+        if not self.first <= n < self.total:
+            raise IndexError(f"entry {index} is not kept (kept: {self.first} to {self.total - 1})")
+        return self._items[n - self.first]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Recent):
+            return self.total == other.total and self._items == other._items
+        if isinstance(other, list):
+            return self._items == other
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"Recent(total={self.total}, kept={self._items!r})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"total": self.total, "kept": list(self._items)}
+
+    @classmethod
+    def from_json(cls, data: Any, keep: int = KEEP_RECENT) -> "Recent":
+        if not isinstance(data, dict) or set(data) != {"total", "kept"}:
+            raise ValueError(f"a log is {{'total': n, 'kept': [...]}}, not {_short(data)}")
+        total, kept = data["total"], data["kept"]
+        if not _is_int(total) or total < 0 or not isinstance(kept, list):
+            raise ValueError(f"a log's total is a count and kept a list, not {_short(data)}")
+        return cls(keep, kept, total)
+
+
+# -- checkpoint values: exact, plain JSON ---------------------------------------------
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def ck_int(value: Any) -> int:
+    if not _is_int(value):
+        raise ValueError(f"expected a whole number, not {_short(value)}")
+    return value
+
+
+def ck_str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, not {_short(value)}")
+    return value
+
+
+def ck_bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, not {_short(value)}")
+    return value
+
+
+def ck_optional(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else read(value)
+
+
+def ck_json(value: Any) -> Any:
+    """A value kept as the JSON it is (messages, settlements)."""
+    json.dumps(value)
+    return value
+
+
+def frac_to_json(amount: Fraction) -> str:
+    """Exact: ``"5"``, ``"15/2"`` (never a rounded float)."""
+    return str(Fraction(amount))
+
+
+def frac_from_json(value: Any) -> Fraction:
+    if not isinstance(value, str):
+        raise ValueError(f"an amount is kept as a string like '15/2', not {_short(value)}")
+    return Fraction(value)
+
+
+def amounts_to_json(amounts: Mapping[str, Fraction]) -> dict[str, str]:
+    return {str(k): frac_to_json(v) for k, v in sorted(amounts.items())}
+
+
+def amounts_from_json(value: Any) -> dict[str, Fraction]:
+    if not isinstance(value, dict):
+        raise ValueError(f"amounts are a mapping, not {_short(value)}")
+    return {ck_str(k): frac_from_json(v) for k, v in value.items()}
+
+
+Codec = dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]]
+
+
 class Unit(ABC):
     role = "unit"
-    #: Attributes that are wiring or configuration, not state: a checkpoint leaves them
-    #: out, so a restart takes them from the configuration as a full replay would.
-    TRANSIENT = frozenset({"unit_id", "table", "bus", "journal", "inbox", "_outs", "_replaying",
-                           "_observers", "replayed_steps"})
+    #: May this unit be told the jackpot controller's status (a ``("controller", {...})``
+    #: input)? The link asks this rather than inspecting the unit's code.
+    accepts_controller: bool = False
 
     def __init__(self, unit_id: str, table: str, bus: Bus, journal: Journal) -> None:
         self.unit_id = unit_id
@@ -44,7 +198,13 @@ class Unit(ABC):
         self.journal = journal
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.seq = 0
-        self.alarms: list[dict[str, Any]] = []
+        # the newest alarms (each with its round); counts per alarm kind raised here, ever
+        self.alarms = Recent()
+        self.alarm_counts: dict[str, int] = {}
+        # inputs refused as malformed or forged since this unit started (not journalled:
+        # they are not inputs of the game; logged, counted, the newest kept for the screen)
+        self.rejected = 0
+        self.rejections = Recent(32)
         self._outs: list[Message] = []
         self._replaying = False
         self._observers: list[Callable[["Unit"], None]] = []
@@ -77,6 +237,10 @@ class Unit(ABC):
     def step(self, kind: str, body: dict[str, Any]) -> bool:
         """Handle one input; journal it with its messages; then act. False: not accepted."""
         self._outs = []
+        problem = self.check_input(kind, body)
+        if problem is not None:
+            self.reject(kind, body, problem)
+            return False
         accepted = self.handle(kind, body)
         if not accepted:
             if self._outs:
@@ -91,7 +255,7 @@ class Unit(ABC):
             self.bus.publish(message)
         self.journal.mark_delivered([m.seq for m in outs])
         if self.at_round_boundary() and self.journal.wants_rotation(self.current_round()):
-            self.journal.rotate(self.snapshot())
+            self.journal.rotate(self.checkpoint())
         self.after_step()
         for callback in self._observers:
             callback(self)
@@ -105,27 +269,88 @@ class Unit(ABC):
 
     def alarm(self, kind: str, detail: str, **extra: Any) -> dict[str, Any]:
         """Record an alarm; the subclass decides where it is published."""
-        entry = {"unit": self.unit_id, "alarm": kind, "detail": detail, **extra}
+        entry = {"unit": self.unit_id, "alarm": kind, "detail": detail, "round": self.current_round(),
+                 **extra}
         self.alarms.append(entry)
+        self.alarm_counts[kind] = self.alarm_counts.get(kind, 0) + 1
         self.publish_alarm(entry)
         return entry
 
-    # -- recovery ----------------------------------------------------------------------
+    # -- refusing what is malformed or forged -------------------------------------------
+
+    def check_input(self, kind: str, body: Any) -> str | None:
+        """What is wrong with an input before it is handled (and journalled), or None.
+        Roles add their own checks (who may send what, well-formed bodies)."""
+        if not isinstance(body, dict):
+            return f"a {kind} input's body must be a mapping, not {type(body).__name__}"
+        try:
+            size = len(json.dumps(body, separators=(",", ":")))
+        except (TypeError, ValueError) as exc:
+            return f"not JSON: {exc}"
+        if size > MAX_INPUT_BYTES:
+            return f"{size} bytes: larger than the {MAX_INPUT_BYTES} an input may be"
+        return None
+
+    def reject(self, kind: str, body: Any, problem: str) -> None:
+        """Refuse an input without touching the state: log it, count it, keep the newest."""
+        self.rejected += 1
+        who = body.get("sender") if isinstance(body, dict) else None
+        what = f"{kind} from {who}" if who else kind
+        if isinstance(body, dict) and "kind" in body:
+            what = f"{body.get('kind')!s:.40} {what}"
+        self.rejections.append({"input": kind, "sender": who, "problem": problem})
+        log.warning("%s: rejected %s: %s", self.unit_id, what, problem)
 
     # -- checkpoints (journal rotation) -------------------------------------------------
 
-    def snapshot(self) -> bytes:
-        """The unit's state after the last step, for the next journal file to start from."""
-        state = {k: v for k, v in vars(self).items() if k not in self.TRANSIENT}
-        return pickle.dumps({"role": self.role, "unit": self.unit_id, "state": state},
-                            protocol=pickle.HIGHEST_PROTOCOL)
+    def state_codec(self) -> Codec:
+        """The unit's state: attribute -> (to JSON, from JSON). Roles extend it. Wiring and
+        configuration (bus, journal, profile of a dealer, ...) are not state: a restart
+        takes them from the configuration, as a full replay would."""
+        return {"seq": (lambda v: v, ck_int),
+                "alarms": (Recent.to_json, Recent.from_json),
+                "alarm_counts": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()})}
 
-    def restore(self, checkpoint: bytes) -> None:
-        data = pickle.loads(checkpoint)
+    def checkpoint(self) -> dict[str, Any]:
+        """The unit's state after the last step as plain, versioned JSON: what the next
+        journal file starts from. Reading it back never executes anything."""
+        state = {name: encode(getattr(self, name)) for name, (encode, _) in self.state_codec().items()}
+        return {"format": CHECKPOINT_FORMAT, "firmware": __version__, "role": self.role,
+                "unit": self.unit_id, "state": state}
+
+    def restore(self, data: Any, source: str = "checkpoint") -> None:
+        """Take the state of a checkpoint; all or nothing. A checkpoint that cannot be read
+        raises :class:`CheckpointError` naming ``source`` (the journal file) and what is
+        wrong; the unit is left as it was."""
+        def bad(what: str) -> CheckpointError:
+            return CheckpointError(f"{source}: {what}")
+        if not isinstance(data, dict):
+            raise bad(f"a checkpoint is a JSON object, not {type(data).__name__}")
+        fmt = data.get("format")
+        if fmt != CHECKPOINT_FORMAT:
+            raise bad(f"checkpoint format {_short(fmt)} (written by firmware {_short(data.get('firmware'))}); "
+                      f"firmware {__version__} reads format {CHECKPOINT_FORMAT}")
         if data.get("role") != self.role or data.get("unit") != self.unit_id:
-            raise ReplayDiverged(f"{self.unit_id}: the journal's checkpoint is of {data.get('role')} "
-                                 f"{data.get('unit')!r}")
-        vars(self).update(data["state"])
+            raise bad(f"the checkpoint is of {_short(data.get('role'))} {_short(data.get('unit'))}, "
+                      f"not {self.role} {self.unit_id!r}")
+        state = data.get("state")
+        if not isinstance(state, dict):
+            raise bad(f"the checkpoint has no state object (got {_short(state)})")
+        codec = self.state_codec()
+        missing, unknown = sorted(set(codec) - set(state)), sorted(set(state) - set(codec))
+        if missing or unknown:
+            raise bad(f"checkpoint state: missing {missing}, unknown {unknown}")
+        decoded: dict[str, Any] = {}
+        for name, (_, decode) in codec.items():
+            try:
+                decoded[name] = decode(state[name])
+            except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
+                raise bad(f"checkpoint state {name!r}: {exc}") from None
+        vars(self).update(decoded)          # only once every value has been read
+        self.after_restore()
+
+    def after_restore(self) -> None:
+        """Whatever follows from the restored state (derived values)."""
 
     def at_round_boundary(self) -> bool:
         """May the journal rotate now (no round in play)? Roles say; default never."""
@@ -136,7 +361,7 @@ class Unit(ABC):
         it; re-send undelivered messages. Returns the steps replayed."""
         checkpoint = self.journal.checkpoint()
         if checkpoint is not None:
-            self.restore(checkpoint)
+            self.restore(checkpoint, source=f"{self.journal.path} (checkpoint)")
         self._replaying = True
         steps = 0
         try:

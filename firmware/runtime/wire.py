@@ -4,10 +4,14 @@ status (plain JSON)."""
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from firmware.engine.cards import ShoeComposition
+from firmware.engine.cards import ALL_CARDS, ShoeComposition
+from firmware.engine.errors import RuleError
+from firmware.engine.events import Action, event_from_dict, event_to_dict
 from firmware.engine.money import parse_amount, to_json_number
+from firmware.engine.profile import Profile
+from firmware.engine.round import Round
 
 
 def bets_to_json(bets: Mapping[str, Fraction]) -> dict[str, Any]:
@@ -60,3 +64,188 @@ def controller_input(body: Any) -> dict[str, Any]:
     if not isinstance(pending, bool):
         raise ValueError(f"controller status: pending must be true or false, not {pending!r}")
     return {"link": link, "meter": meter, "pending": pending}
+
+
+def round_to_json(state: Round) -> dict[str, Any]:
+    """A round as the table it opened at and its events: rebuilt by the engine itself
+    (:func:`round_from_json`), so the layout does not follow the engine's internals and a
+    firmware update reads it. ``shoe`` is the shoe after the round, a check on the rebuild."""
+    drawn = state.cards_dealt()
+    if drawn and (state.void_reason or "").startswith("foreign_card"):
+        drawn = drawn[:-1]           # §5.5.1: the card the shoe could not hold never left it
+    start = list(state.shoe.counts)
+    for card in drawn:
+        start[ALL_CARDS.index(card)] += 1
+    return {"profile": state.profile.name, "decks": state.decks, "limits": limits_to_json(state.limits),
+            "meter": None if state.meter is None else str(state.meter), "start_shoe": start,
+            "events": [event_to_dict(e) for e in state.history], "shoe": list(state.shoe.counts)}
+
+
+def round_from_json(data: Any, profile_of: Callable[[str], Profile]) -> Round:
+    """The round :func:`round_to_json` wrote; raises ValueError naming what is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError(f"a round is a mapping, not {type(data).__name__}")
+    keys = {"profile", "decks", "limits", "meter", "start_shoe", "events", "shoe"}
+    if set(data) != keys:
+        raise ValueError(f"a round has the keys {sorted(keys)}, not {sorted(data)}")
+    if not isinstance(data["profile"], str) or not isinstance(data["events"], list):
+        raise ValueError("a round's profile is a name and its events a list")
+    meter = data["meter"]
+    if meter is not None and not isinstance(meter, str):
+        raise ValueError(f"a round's meter is an exact amount string, not {meter!r}")
+    if not isinstance(data["limits"], dict):
+        raise ValueError(f"a round's limits are a mapping, not {data['limits']!r}")
+    state = Round.new(profile_of(data["profile"]), decks=data["decks"],
+                      limits={k: [parse_amount(x) for x in v] for k, v in data["limits"].items()},
+                      meter=None if meter is None else Fraction(meter),
+                      shoe=shoe_from_json(data["start_shoe"]))
+    for n, item in enumerate(data["events"]):
+        if not isinstance(item, dict):
+            raise ValueError(f"round event {n} is not a mapping: {item!r}")
+        try:
+            state, _ = state.apply(event_from_dict(item))
+        except RuleError as exc:
+            raise ValueError(f"round event {n} ({item.get('type')}) is refused by the engine: {exc}") from None
+    if state.shoe != shoe_from_json(data["shoe"]):
+        raise ValueError("the rebuilt round does not leave the shoe the checkpoint recorded")
+    return state
+
+
+# -- what a unit takes from the bus (issue #6: malformed and forged messages are refused) --
+# Each check returns what is wrong (for the log) or None. They run before an input is
+# handled or journalled, so a refused message changes nothing.
+
+def _count(value: Any, name: str, low: int = 0) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        return f"{name} must be a whole number of at least {low}, not {value!r:.60}"
+    return None
+
+
+def _amounts(value: Any, name: str) -> str | None:
+    if not isinstance(value, dict):
+        return f"{name} must be a mapping of spot to amount, not {value!r:.60}"
+    for spot, amount in value.items():
+        if not isinstance(spot, str):
+            return f"{name}: spot {spot!r:.40} is not a name"
+        try:
+            if parse_amount(amount) < 0:
+                return f"{name}: {spot} {amount!r:.40} is negative"
+        except (TypeError, ValueError):
+            return f"{name}: {spot} {amount!r:.40} is not an amount"
+    return None
+
+
+def _first(*problems: str | None) -> str | None:
+    return next((p for p in problems if p is not None), None)
+
+
+def check_stream_message(kind: str, body: Mapping[str, Any],
+                         profile_of: Callable[[str], Profile]) -> str | None:
+    """A table stream message as a seat takes it. Kinds this firmware does not know pass
+    (a newer dealer's), with a sequence number and a round like every stream message."""
+    problem = _first(_count(body.get("stream_seq"), "stream_seq", 1), _count(body.get("round"), "round"))
+    if problem is not None:
+        return f"stream {kind}: {problem}"
+    if kind == "round_open":
+        name = body.get("profile")
+        if not isinstance(name, str):
+            return f"round_open: profile must be a name, not {name!r:.60}"
+        try:
+            profile = profile_of(name)
+        except Exception as exc:          # noqa: BLE001 - any profile that does not load is refused
+            return f"round_open: profile {name!r:.60} does not load: {exc}"
+        meter, limits = body.get("meter"), body.get("limits") or {}
+        try:
+            if not isinstance(limits, dict) or not all(isinstance(v, list) for v in limits.values()):
+                raise ValueError(f"limits must map bet names to [min, max], not {limits!r:.60}")
+            Round.new(profile, decks=body.get("decks"), limits=limits,
+                      meter=None if meter is None else parse_amount(meter),
+                      shoe=shoe_from_json(body.get("shoe")) if isinstance(body.get("shoe"), list)
+                      else shoe_from_json([]))
+        except (RuleError, TypeError, ValueError) as exc:
+            return f"round_open: {exc}"
+        return None
+    if kind == "bets_closing":
+        waiting = body.get("waiting")
+        if not isinstance(waiting, list) or any(_count(b, "box", 1) for b in waiting):
+            return f"bets_closing: waiting must be a list of boxes, not {waiting!r:.60}"
+    elif kind == "bets_not_taken":
+        boxes = body.get("boxes")
+        if not isinstance(boxes, list) or any(_count(b, "box", 1) for b in boxes):
+            return f"bets_not_taken: boxes must be a list of boxes, not {boxes!r:.60}"
+        if not isinstance(body.get("reason"), str):
+            return f"bets_not_taken: reason must be a string, not {body.get('reason')!r:.60}"
+    elif kind == "event":
+        event = body.get("event")
+        if not isinstance(event, dict):
+            return f"event: the event must be a mapping, not {event!r:.60}"
+        try:
+            event_from_dict(event)
+        except (TypeError, ValueError) as exc:
+            return f"event: the engine cannot read it: {exc}"
+    elif kind == "round_result":
+        result = body.get("settlement")
+        if not isinstance(result, dict) or not isinstance(result.get("boxes"), dict):
+            return f"round_result: settlement must be a mapping with boxes, not {result!r:.60}"
+    return None
+
+
+def check_down_message(kind: str, body: Mapping[str, Any], box: int,
+                       profile_of: Callable[[str], Profile]) -> str | None:
+    """A message from the dealer to one seat (``box``)."""
+    if body.get("box") != box:
+        return f"{kind} for box {body.get('box')!r:.20} on box {box}'s topic"
+    if kind == "catchup":
+        problem = _first(_count(body.get("head"), "head"),
+                         None if isinstance(body.get("snapshot"), bool) else "snapshot must be true or false")
+        if problem is not None:
+            return f"catchup: {problem}"
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            return f"catchup: messages must be a list, not {messages!r:.60}"
+        for n, m in enumerate(messages):
+            if not isinstance(m, dict) or not isinstance(m.get("kind"), str) or not isinstance(m.get("body"), dict):
+                return f"catchup: message {n} is not a stream message"
+            problem = check_stream_message(m["kind"], m["body"], profile_of)
+            if problem is not None:
+                return f"catchup: message {n}: {problem}"
+    elif kind == "refused":
+        if not isinstance(body.get("reason"), str):
+            return f"refused: reason must be a string, not {body.get('reason')!r:.60}"
+        if body.get("stage") is not None and not isinstance(body.get("stage"), str):
+            return f"refused: stage must be a string, not {body.get('stage')!r:.60}"
+    return None
+
+
+UP_KINDS = ("hello", "offer", "lock", "addition", "request", "result", "alarm")
+
+
+def check_up_message(kind: str, body: Mapping[str, Any]) -> str | None:
+    """A seat's message to the dealer (its topic, sender and box checked already)."""
+    problem = _count(body.get("round"), "round")
+    if problem is not None:
+        return f"{kind}: {problem}"
+    if kind == "hello":
+        bets = body.get("bets")
+        return _first(_count(body.get("last_stream_seq"), "hello: last_stream_seq"),
+                      None if isinstance(body.get("phase"), str) else "hello: phase must be a string",
+                      None if bets is None else _amounts(bets, "hello: bets"),
+                      _amounts(body.get("pending", {}), "hello: pending"))
+    if kind in ("offer", "lock"):
+        return _amounts(body.get("bets"), f"{kind}: bets")
+    if kind == "addition":
+        if not isinstance(body.get("spot"), str):
+            return f"addition: spot must be a name, not {body.get('spot')!r:.40}"
+        return _amounts({body["spot"]: body.get("amount")}, "addition")
+    if kind == "request":
+        if body.get("action") not in {str(a) for a in Action}:
+            return f"request: {body.get('action')!r:.40} is not a decision"
+        hand = body.get("hand")
+        return None if hand is None else _count(hand, "request: hand", 1)
+    if kind == "result":
+        return None
+    if kind == "alarm":
+        if not isinstance(body.get("alarm"), str) or not isinstance(body.get("detail"), str):
+            return "alarm: alarm and detail must be strings"
+        return None
+    return f"{kind!r:.40} is not a message a seat sends (one of {', '.join(UP_KINDS)})"

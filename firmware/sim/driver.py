@@ -203,9 +203,8 @@ class TableDriver:
         for state in self.rounds:
             s.add_round(state)
         for unit in self.table.units:
-            for alarm in unit.alarms:
-                if unit.role == "dealer" and alarm.get("unit") != unit.unit_id:
-                    continue        # the dealer's copy of a seat's alarm
-                s.alarms[alarm["alarm"]] += 1
-        s.refusals = len(self.table.dealer.refusals)
+            # running counts: the alarm log keeps only the newest entries, and the
+            # dealer's copies of the seats' alarms are not counted there
+            s.alarms.update(unit.alarm_counts)
+        s.refusals = self.table.dealer.refusals.total
         return s
