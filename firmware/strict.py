@@ -31,6 +31,8 @@ class Section:
         self.used: set[str] = set()
 
     def fail(self, key: str, msg: str) -> ValueError:
+        if not self.where:                  # the file's top level: the key is a section's name
+            return self.error(f"{self.source}: {key}: {msg}")
         return self.error(f"{self.source}: [{self.where}] {key}: {msg}")
 
     def section(self, key: str, default: Any = ...) -> "Section":

@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from firmware.jackpot.config import DEFAULT_POOLS, JackpotConfigError
+    from firmware.jackpot.config import DEFAULT_POOLS, JackpotConfigError, load_jackpot_config
     from firmware.jackpot.service import run_controller
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
@@ -79,10 +79,17 @@ def serve(args: argparse.Namespace) -> int:
     tls = {k: getattr(args, k) for k in ("ca", "cert", "key") if getattr(args, k)}
     if tls:
         link["tls"] = tls
-    config = {"role": "jackpot", "link": link,
-              "jackpot": {"db": args.db, "link": args.link, "pools": pools}}
+    from firmware.link import topics
     try:
-        return run_controller(config, base=Path.cwd())
+        topics.check_link_id(args.link)
+    except ValueError as exc:
+        print(f"betbox jackpot serve: --link: {exc}", file=sys.stderr)
+        return 2
+    db = Path(args.db).resolve()
+    config = {"unit": {"role": "jackpot", "id": args.link, "state_dir": str(db.parent)}, "link": link,
+              "jackpot": {"db": str(db), "pools": pools}}
+    try:
+        return run_controller(load_jackpot_config(config, Path.cwd(), "options"))
     except (JackpotConfigError, ValueError) as exc:
         print(f"betbox jackpot serve: {exc}", file=sys.stderr)
         return 2

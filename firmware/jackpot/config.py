@@ -1,7 +1,11 @@
-"""The jackpot role's configuration, read strictly (unknown keys and bad values are errors
-naming them)::
+"""The jackpot role's configuration: a unit configuration with ``role = "jackpot"``, read
+strictly by :mod:`firmware.runtime.config` (unknown keys and bad values are errors naming
+file, section and key; ``docs/examples/jackpot.toml``)::
 
+    [unit]
     role = "jackpot"
+    id = "main"                   # the link id in the jackpot topics
+    state_dir = "/var/lib/betbox/jackpot"
     [link]
     broker = "mqtts://broker.local:8883"
     username = "jackpot/main"
@@ -9,13 +13,14 @@ naming them)::
     [link.tls]
     ca = "ca.pem"
     [jackpot]
-    db = "/var/lib/betbox/jackpot.db"
-    link = "main"                 # the link id in the jackpot topics
+    db = "/var/lib/betbox/jackpot/jackpot.db"   # default: state_dir/jackpot.db
     [jackpot.pools.main]
     seed = "1000"
     rate = "0.15"                 # of each progressive wager; or "15%"
     maximum = "250000"
     tables = ["*"]                # or ["table-1", "table-2"]
+
+This module reads the pools (:func:`load_pools`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any, Mapping
 
 from firmware.engine.money import parse_amount
 from firmware.link import topics
-from firmware.link.config import LinkConfig, LinkConfigError, load_link_config
+from firmware.link.config import LinkConfig, LinkConfigError
 
 from .pools import PoolSpec
 
@@ -45,8 +50,6 @@ class JackpotConfig:
     raw: Mapping[str, Any]
 
 
-_TOP = {"role", "link", "jackpot"}
-_JACKPOT = {"db", "link", "pools"}
 _POOL = {"seed", "rate", "maximum", "tables"}
 
 
@@ -103,33 +106,19 @@ def load_pools(data: Mapping[str, Any], where: str = "jackpot.pools") -> tuple[P
     return tuple(out)
 
 
-def load_jackpot_config(data: Mapping[str, Any], base: Path | None = None) -> JackpotConfig:
-    unknown = sorted(set(data) - _TOP)
-    if unknown:
-        raise JackpotConfigError(f"unknown section or key {unknown[0]!r} (known: {', '.join(sorted(_TOP))})")
-    if data.get("role", "jackpot") != "jackpot":
-        raise JackpotConfigError(f"role: {data.get('role')!r} is not \"jackpot\"")
-    for section in ("link", "jackpot"):
-        if section not in data:
-            raise JackpotConfigError(f"[{section}] is missing")
-    link = load_link_config(data["link"], "link", base)
-    j = data["jackpot"]
-    if not isinstance(j, Mapping):
-        raise JackpotConfigError("[jackpot] must be a table")
-    unknown = sorted(set(j) - _JACKPOT)
-    if unknown:
-        raise JackpotConfigError(f"[jackpot] unknown key {unknown[0]!r} (known: {', '.join(sorted(_JACKPOT))})")
-    if not isinstance(j.get("db"), str) or not j["db"]:
-        raise JackpotConfigError("[jackpot] db: the path of the controller's database is missing")
-    db = Path(j["db"])
-    if base is not None and not db.is_absolute():
-        db = base / db
-    link_id = j.get("link", "main")
+def load_jackpot_config(data: Mapping[str, Any], base: Path | None = None,
+                        source: str = "<config>") -> JackpotConfig:
+    """The controller's configuration from a unit configuration of ``role = "jackpot"`` (the
+    one format: ``docs/examples/jackpot.toml``, read by :mod:`firmware.runtime.config`)."""
+    from firmware.runtime.config import ConfigError, parse_config
+
     try:
-        topics.check_link_id(link_id if isinstance(link_id, str) else repr(link_id))
-    except ValueError as exc:
-        raise JackpotConfigError(f"[jackpot] link: {exc}") from None
-    return JackpotConfig(link, db, link_id, load_pools(j.get("pools", {})), data)
+        config = parse_config(data, source, base)
+    except ConfigError as exc:
+        raise JackpotConfigError(str(exc)) from None
+    if config.role != "jackpot":
+        raise JackpotConfigError(f"{source}: [unit] role: {config.role!r} is not \"jackpot\"")
+    return config.jackpot
 
 
 DEFAULT_POOLS = {"main": {"seed": "1000", "rate": "0.15", "maximum": "250000", "tables": ["*"]}}

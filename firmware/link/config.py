@@ -1,7 +1,12 @@
 """Link configuration: broker address, TLS and credentials, read strictly.
 
-Unknown keys and bad values are errors that name the key (``[link.tls] cert: ...``), so a
-misspelt option stops start-up instead of silently connecting without TLS.
+Read with :class:`firmware.strict.Section`: unknown keys and bad values are errors that name
+the file, the section and the key (``seat.toml: [link.tls] cert: ...``), so a misspelt
+option stops start-up instead of silently connecting without TLS.
+
+``[link]`` broker, username, password, keepalive (2..3600 s), reconnect_max (1..300 s),
+max_payload (bytes, 4096..16777216, default 65536: larger incoming messages are dropped
+before they are decoded, logged and counted); ``[link.tls]`` ca, cert, key.
 """
 
 from __future__ import annotations
@@ -12,6 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
+
+from firmware.strict import Section
+
+DEFAULT_MAX_PAYLOAD = 64 * 1024   # bytes: an incoming message larger than this is dropped unread
+MIN_PAYLOAD = 4 * 1024
+MAX_PAYLOAD = 16 * 1024 * 1024
 
 
 class LinkConfigError(ValueError):
@@ -34,6 +45,7 @@ class LinkConfig:
     password: str | None = None
     keepalive: int = 15
     reconnect_max: int = 5            # seconds between reconnect attempts, at most
+    max_payload: int = DEFAULT_MAX_PAYLOAD   # bytes; larger incoming messages are dropped unread
 
     @property
     def url(self) -> str:
@@ -58,70 +70,72 @@ def parse_broker_url(url: str, where: str = "broker") -> tuple[str, int, bool]:
     return parts.hostname, port if port is not None else (8883 if tls else 1883), tls
 
 
-_LINK_KEYS = {"broker", "username", "password", "keepalive", "reconnect_max", "tls"}
-_TLS_KEYS = {"ca", "cert", "key"}
+class _Section(Section):
+    """A strict table whose errors are :class:`LinkConfigError`; without a source (the
+    command line, a caller that adds it) the message starts at the section."""
+
+    def __init__(self, data: Any, where: str, source: str | None, error: type[ValueError] = LinkConfigError) -> None:
+        if not isinstance(data, Mapping):
+            raise error(f"{source + ': ' if source else ''}[{where}] must be a table")
+        super().__init__(dict(data), where, source or "", error)
+
+    def fail(self, key: str, msg: str) -> ValueError:
+        return self.error(f"{self.source + ': ' if self.source else ''}[{self.where}] {key}: {msg}")
 
 
-def _path(section: str, key: str, value: Any, base: Path | None) -> Path:
-    if not isinstance(value, str) or not value:
-        raise LinkConfigError(f"[{section}] {key}: {value!r} is not a file path")
-    path = Path(value)
-    if base is not None and not path.is_absolute():
-        path = base / path
-    if not path.is_file():
-        raise LinkConfigError(f"[{section}] {key}: {path} does not exist")
-    return path
+    def path(self, key: str, base: Path | None) -> Path:
+        value = self.get(key, str)
+        if not value:
+            raise self.fail(key, f"{value!r} is not a file path")
+        path = Path(value)
+        if base is not None and not path.is_absolute():
+            path = base / path
+        if not path.is_file():
+            raise self.fail(key, f"{path} does not exist")
+        return path
 
 
-def _int(section: str, key: str, value: Any, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise LinkConfigError(f"[{section}] {key}: {value!r} must be a whole number from {lo} to {hi}")
-    return value
-
-
-def load_link_config(data: Mapping[str, Any], section: str = "link", base: Path | None = None) -> LinkConfig:
-    """A :class:`LinkConfig` from a TOML/JSON table; ``base`` resolves relative file paths."""
-    if not isinstance(data, Mapping):
-        raise LinkConfigError(f"[{section}] must be a table")
-    unknown = sorted(set(data) - _LINK_KEYS)
-    if unknown:
-        raise LinkConfigError(f"[{section}] unknown key {unknown[0]!r} (known: {', '.join(sorted(_LINK_KEYS))})")
-    if "broker" not in data:
-        raise LinkConfigError(f"[{section}] broker is missing (e.g. broker = \"mqtt://127.0.0.1:1883\")")
-    if not isinstance(data["broker"], str):
-        raise LinkConfigError(f"[{section}] broker: {data['broker']!r} is not an address")
-    host, port, tls_wanted = parse_broker_url(data["broker"], f"[{section}] broker")
-    username = data.get("username")
-    password = data.get("password")
+def load_link_config(data: Mapping[str, Any], section: str = "link", base: Path | None = None,
+                     source: str | None = None) -> LinkConfig:
+    """A :class:`LinkConfig` from a TOML/JSON table; ``base`` resolves relative file paths;
+    ``source`` (a file name) starts every error message."""
+    link = _Section(data, section, source)
+    if "broker" not in link.data:
+        raise link.fail("broker", "missing (e.g. broker = \"mqtt://127.0.0.1:1883\")")
+    url = link.get("broker", str)
+    try:
+        host, port, tls_wanted = parse_broker_url(url, "broker")
+    except LinkConfigError as exc:
+        raise link.fail("broker", str(exc).removeprefix("broker: ")) from None
+    username = link.get("username", str, None)
+    password = link.get("password", str, None)
     for key, value in (("username", username), ("password", password)):
-        if value is not None and (not isinstance(value, str) or not value):
-            raise LinkConfigError(f"[{section}] {key}: must be a non-empty string")
+        if value == "":
+            raise link.fail(key, "must be a non-empty string")
     if password is not None and username is None:
-        raise LinkConfigError(f"[{section}] password: given without a username")
+        raise link.fail("password", "given without a username")
+    keepalive = link.int_in("keepalive", 2, 3600, 15)
+    reconnect_max = link.int_in("reconnect_max", 1, 300, 5)
+    max_payload = link.int_in("max_payload", MIN_PAYLOAD, MAX_PAYLOAD, DEFAULT_MAX_PAYLOAD)
     tls = None
-    if "tls" in data:
-        t = data["tls"]
-        sub = f"{section}.tls"
-        if not isinstance(t, Mapping):
-            raise LinkConfigError(f"[{sub}] must be a table")
-        unknown = sorted(set(t) - _TLS_KEYS)
-        if unknown:
-            raise LinkConfigError(f"[{sub}] unknown key {unknown[0]!r} (known: {', '.join(sorted(_TLS_KEYS))})")
-        if "ca" not in t:
-            raise LinkConfigError(f"[{sub}] ca is missing: the CA that signed the broker's certificate")
-        if ("cert" in t) != ("key" in t):
-            raise LinkConfigError(f"[{sub}] {'key' if 'cert' in t else 'cert'} is missing: "
-                                  "a client certificate needs its key and the key its certificate")
-        tls = TlsConfig(_path(sub, "ca", t["ca"], base),
-                        _path(sub, "cert", t["cert"], base) if "cert" in t else None,
-                        _path(sub, "key", t["key"], base) if "key" in t else None)
+    if "tls" in link.data:
+        t = link.section("tls")
+        if "ca" not in t.data:
+            raise t.fail("ca", "missing: the CA that signed the broker's certificate")
+        if ("cert" in t.data) != ("key" in t.data):
+            raise t.fail("key" if "cert" in t.data else "cert",
+                         "missing: a client certificate needs its key and the key its certificate")
+        tls = TlsConfig(t.path("ca", base), t.path("cert", base) if "cert" in t.data else None,
+                        t.path("key", base) if "key" in t.data else None)
+        t.finish()
+    else:
+        link.used.add("tls")
+    link.finish()
     if tls_wanted and tls is None:
-        raise LinkConfigError(f"[{section}] broker: mqtts:// needs a [{section}.tls] table with ca")
+        raise link.fail("broker", f"mqtts:// needs a [{section}.tls] table with ca")
     if tls is not None and not tls_wanted:
-        raise LinkConfigError(f"[{section}] broker: [{section}.tls] is given; write mqtts:// to use it")
-    return LinkConfig(host, port, tls, username, password,
-                      _int(section, "keepalive", data.get("keepalive", 15), 2, 3600),
-                      _int(section, "reconnect_max", data.get("reconnect_max", 5), 1, 300))
+        raise link.fail("broker", f"[{section}.tls] is given; write mqtts:// to use it")
+    return LinkConfig(host, port, tls, username, password, keepalive, reconnect_max, max_payload)
 
 
 def config_from_url(url: str, **extra: Any) -> LinkConfig:

@@ -6,7 +6,8 @@ start-up with a message naming the section and the key.
     [unit]      role = "dealer" | "seat" | "jackpot", id, table (not for jackpot), state_dir
     [bus]       transport = "inproc"            (alone, in one process; see [link])
     [link]      broker = "mqtt://HOST:PORT" | "mqtts://HOST:PORT", username, password,
-                keepalive, reconnect_max, jackpot (the controller's link id, default "main")
+                keepalive, reconnect_max, max_payload (bytes; larger incoming messages are
+                dropped unread), jackpot (the controller's link id, default "main")
     [link.tls]  ca, cert, key                   (files; relative to the configuration file)
     [journal]   synchronous = "FULL" | "EXTRA", rotate_rounds (1..1000000; default: never rotate),
                 keep_segments (0..1000000; default: keep all; needs rotate_rounds)
@@ -127,9 +128,9 @@ def _link(top: _Section, source: str, base: Path | None, required: bool) -> tupl
         raise section.fail("jackpot", f"expected a string, got {jackpot!r}")
     try:
         topics.check_link_id(jackpot)
-        link = load_link_config(data, "link", base)
+        link = load_link_config(data, "link", base, source)
     except LinkConfigError as exc:
-        raise ConfigError(f"{source}: {exc}") from None
+        raise ConfigError(str(exc)) from None
     except ValueError as exc:
         raise section.fail("jackpot", str(exc)) from None
     return link, jackpot

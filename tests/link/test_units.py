@@ -22,7 +22,8 @@ from .helpers import POOL, controller
 
 
 @pytest.mark.parametrize("data, named", [
-    ({"broker": "mqtt://h:1883", "pasword": "x"}, "'pasword'"),
+    ({"broker": "mqtt://h:1883", "pasword": "x"}, "[link] pasword: unknown key"),
+    ({"broker": "mqtt://h:1", "max_payload": 100}, "[link] max_payload: 100 is out of range"),
     ({"broker": "http://h:1"}, "mqtt://"),
     ({"broker": "mqtt://h:99999"}, "broker"),
     ({"broker": "mqtts://h:8883"}, "[link.tls]"),
@@ -31,7 +32,7 @@ from .helpers import POOL, controller
     ({"broker": "mqtt://h:1", "keepalive": True}, "keepalive"),
     ({"broker": "mqtt://h:1", "password": "x"}, "password"),
     ({"broker": "mqtt://user:pw@h:1"}, "username/password"),
-    ({}, "broker is missing"),
+    ({}, "[link] broker: missing"),
 ])
 def test_link_configuration_errors_name_the_key(data, named):
     with pytest.raises(LinkConfigError) as err:
@@ -42,7 +43,7 @@ def test_link_configuration_errors_name_the_key(data, named):
 def test_tls_configuration_needs_key_and_cert_together(tmp_path):
     for name in ("ca.pem", "c.pem"):
         (tmp_path / name).write_text("x")
-    with pytest.raises(LinkConfigError, match=r"\[link.tls\] key is missing"):
+    with pytest.raises(LinkConfigError, match=r"\[link.tls\] key: missing"):
         load_link_config({"broker": "mqtts://h:8883", "tls": {"ca": "ca.pem", "cert": "c.pem"}}, base=tmp_path)
     cfg = load_link_config({"broker": "mqtts://h", "tls": {"ca": "ca.pem"}, "username": "u", "password": "p"},
                            base=tmp_path)
@@ -58,16 +59,31 @@ def test_tls_configuration_needs_key_and_cert_together(tmp_path):
     ({"seed": "1000", "rate": "0.1", "maximum": "5000", "tables": "table-1"}, "tables"),
 ])
 def test_jackpot_configuration_errors_name_the_key(pool, named):
-    data = {"role": "jackpot", "link": {"broker": "mqtt://h:1"}, "jackpot": {"db": "j.db", "pools": {"main": pool}}}
+    data = {"unit": {"role": "jackpot", "id": "main", "state_dir": "j"}, "link": {"broker": "mqtt://h:1"},
+            "jackpot": {"db": "j.db", "pools": {"main": pool}}}
     with pytest.raises(JackpotConfigError) as err:
         load_jackpot_config(data)
     assert named in str(err.value) and "jackpot.pools.main" in str(err.value)
 
 
 def test_a_rate_in_percent():
-    data = {"link": {"broker": "mqtt://h:1"},
+    data = {"unit": {"role": "jackpot", "id": "main", "state_dir": "j"}, "link": {"broker": "mqtt://h:1"},
             "jackpot": {"db": "j.db", "pools": {"main": {"seed": 1000, "rate": "15%", "maximum": 250000}}}}
     assert load_jackpot_config(data).pools[0].rate == Fraction(15, 100)
+
+
+def test_the_jackpot_configuration_has_one_format(tmp_path):
+    """The unit format of docs/examples/jackpot.toml; the old top-level role/[jackpot] link
+    form is refused naming what is wrong."""
+    import tomllib
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "jackpot.toml"
+    cfg = load_jackpot_config(tomllib.loads(example.read_text()), source="jackpot.toml")
+    assert (cfg.link_id, cfg.link.username, cfg.pools[0].name) == ("main", "jackpot/main", "main")
+    old = {"role": "jackpot", "link": {"broker": "mqtt://h:1"}, "jackpot": {"db": "j.db", "link": "main"}}
+    with pytest.raises(JackpotConfigError, match=r"^old.toml: unit: missing$"):
+        load_jackpot_config(old, source="old.toml")
 
 
 # -- pools -------------------------------------------------------------------------------
