@@ -85,11 +85,17 @@ class MockChipReader(ChipReader):
 
 
 class MockCardShoe(CardShoe):
-    """Cards are dealt by name; the mock keeps the shoe's counter, door and jam state."""
+    """Cards are dealt by name; the mock keeps the shoe's counter, door and jam state.
 
-    def __init__(self, name: str) -> None:
+    The counter is the shoe's own: like a real shoe's it goes on across a restart of the
+    host (or of the shoe, :meth:`restart`) and starts again only at a shuffle. ``counter``
+    is the count it had reached, so a mock made after a restart does not look like a gap.
+    """
+
+    def __init__(self, name: str, counter: int = 0) -> None:
         super().__init__(name)
         self.counter = 0
+        self.continue_from(counter)
         self.jammed = False
         self.door_open = False
 
@@ -101,6 +107,17 @@ class MockCardShoe(CardShoe):
         rank, suit = parse_card(card)
         self.counter += 1
         self._emit(CardDrawn(device=self.name, rank=rank, suit=suit, counter=self.counter))
+
+    def continue_from(self, counter: int) -> None:
+        """The count the shoe had reached (e.g. what the host's journal last saw)."""
+        if isinstance(counter, bool) or not isinstance(counter, int) or counter < 0:
+            raise ValueError(f"{self.name}: a shoe counter is a whole number of at least 0, not {counter!r}")
+        self.counter = counter
+
+    def restart(self) -> None:
+        """The shoe powers off and on: connection lost and back, its counter kept."""
+        self.disconnect("restart")
+        self.reconnect()
 
     def deal_many(self, cards: Iterable[str] | str) -> None:
         for card in (cards.split() if isinstance(cards, str) else cards):

@@ -50,7 +50,7 @@ class TableDriver:
         """Recover the units and put the physical world back as the journals last saw it."""
         t = self.table
         t.dealer.recover()
-        t.shoe.counter = t.dealer.shoe_counter
+        t.shoe.continue_from(t.dealer.shoe_counter)     # the shoe kept counting meanwhile
         for box, seat in t.seats.items():
             seat.recover()
             for spot, uids in seat.present.items():
