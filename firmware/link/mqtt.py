@@ -3,6 +3,10 @@ presence and, for units that report to the jackpot controller, a durable outbox.
 
 - Table traffic (:class:`~firmware.runtime.bus.Message`) goes out at QoS 1 as the message's
   own JSON; the units' journals already make it recoverable (catch-up, resend on restart).
+- Incoming: a message larger than ``max_payload`` (``[link] max_payload``, 64 KiB by
+  default) is dropped before it is decoded; one that is not a message, or whose own topic
+  is not the MQTT topic it came on, is dropped too. Each is logged and counted
+  (``dropped``, ``oversized``); the unit never sees it.
 - Presence: a retained status per unit, ``offline`` as the last will, a birth message with
   firmware version, configuration hash and boot id (``betbox/v1/unit/<unit>/status``).
 - Reports (:meth:`MqttBus.report`) are written to the outbox first and published at QoS 1
@@ -61,8 +65,11 @@ class MqttBus:
     def __init__(self, config: LinkConfig, unit_id: str, *, role: str = "seat",
                  outbox: Outbox | None = None, config_digest: str = "", link_id: str = "main",
                  client_id: str | None = None, clean_session: bool = True,
-                 status_topic: str | None = None, resend_acked: bool = True) -> None:
+                 status_topic: str | None = None, resend_acked: bool = True,
+                 max_payload: int | None = None) -> None:
         self.config = config
+        # incoming messages larger than this are dropped before they are decoded
+        self.max_payload = config.max_payload if max_payload is None else max_payload
         self.unit_id = unit_id
         self.role = role
         self.outbox = outbox
@@ -82,7 +89,8 @@ class MqttBus:
         self._sent_through = 0
         self.connects = 0
         self.published = 0
-        self.dropped = 0                         # incoming that could not be decoded
+        self.dropped = 0                         # incoming dropped: too large, undecodable, misaddressed
+        self.oversized = 0                       # of which too large (over max_payload)
         self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id or
                                    f"{unit_id.replace('/', ':')}:{self.boot_id[:8]}",
                                    clean_session=clean_session, protocol=mqtt.MQTTv311)
@@ -195,8 +203,20 @@ class MqttBus:
         if self.outbox is not None:
             self._wake.set()
 
+    def _drop(self, why: str, *args: Any) -> None:
+        """Count an incoming message dropped and log it (the first ten, then every 1000th:
+        a flood must not fill the log)."""
+        self.dropped += 1
+        if self.dropped <= 10 or self.dropped % 1000 == 0:
+            log.warning("%s: " + why + " (%d dropped so far)", self.unit_id, *args, self.dropped)
+
     def _on_message(self, client, userdata, msg) -> None:
         topic, payload = msg.topic, msg.payload
+        if len(payload) > self.max_payload:
+            self.oversized += 1
+            self._drop("dropped a %d-byte message on %s unread (limit %d bytes)", len(payload), topic,
+                       self.max_payload)
+            return
         if topic == self.sync_topic:
             try:
                 token = json.loads(payload).get("token")
@@ -218,13 +238,11 @@ class MqttBus:
             return
         try:
             message = Message.from_json(payload.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            self.dropped += 1
-            log.warning("%s: dropped an undecodable message on %s: %s", self.unit_id, topic, exc)
+        except (ValueError, UnicodeDecodeError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            self._drop("dropped an undecodable message on %s: %s", topic, exc)
             return
         if message.topic != topic:
-            self.dropped += 1
-            log.warning("%s: dropped a message for %s sent on %s", self.unit_id, message.topic, topic)
+            self._drop("dropped a message for %s sent on %s", message.topic, topic)
             return
         for _, subscriber, sink in subs:
             if subscriber != message.sender:
