@@ -72,7 +72,28 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
             setattr(widget, key, value)
         return widget
 
+    def fit_font(label, base: float, least: float) -> None:
+        """A one-line heading at ``base`` size, smaller (not below ``least``) when its text
+        would not fit its width: long phrases in Malay are shown whole, not cut."""
+        from kivy.core.text import Label as CoreLabel
+        core = CoreLabel(text=label.text, font_size=base, bold=label.bold, font_name=label.font_name)
+        core.refresh()
+        wide = core.texture.size[0] if core.texture is not None else 0
+        room = label.width - App.get_running_app().u * 8
+        label.font_size = base if wide <= room or wide == 0 or room <= 0 else max(least, base * room / wide)
+
+    def keep_fitted(label, base: float, least: float) -> None:
+        """Refit ``label`` (sizes in units of ``app.u``) whenever its text or width changes."""
+        def refit(*_a):
+            u = App.get_running_app().u
+            fit_font(label, u * base, u * least)
+        label.bind(text=refit, width=refit)
+
     class SeatScreen(Screen):
+        def on_kv_post(self, _base) -> None:
+            keep_fitted(self.ids.phase, 36, 22)
+            keep_fitted(self.ids.net, 22, 14)
+
         def show(self, s) -> None:
             ids = self.ids
             ids.title.text = s.title
@@ -101,7 +122,6 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
             ids.hands.add_widget(Factory.Widget())
             ids.note.text = s.decisions or s.switch_note
             ids.results.clear_widgets()
-            u = App.get_running_app().u
             for r in s.results:
                 ids.results.add_widget(make('ResultLine', text=r.text, tone=r.tone))
             ids.net.text = s.net
@@ -111,12 +131,11 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
             self._controls(s)
             ids.banners.clear_widgets()
             for b in s.banners[:2]:
-                colour = {"jackpot": (0.85, 0.62, 0.05, 1), "win": (0.75, 0.55, 0.05, 1),
-                          "envy": (0.2, 0.45, 0.75, 1)}.get(b.kind, (0.7, 0.1, 0.1, 1))
-                big = b.kind == "jackpot"
+                colour = {"jackpot": (0.95, 0.70, 0.08, 1), "win": (0.92, 0.68, 0.10, 1),
+                          "envy": (0.16, 0.38, 0.68, 1)}.get(b.kind, (0.7, 0.1, 0.1, 1))
+                ink = (0.08, 0.04, 0.0, 1) if b.kind in ("jackpot", "win") else (1, 1, 1, 1)
                 ids.banners.add_widget(make('BannerBand', title=b.title, text=b.text, colour=colour,
-                                            big=big, height=u * (62 if big else 48)))
-            ids.banners.height = sum(u * (62 if b.kind == "jackpot" else 48) for b in s.banners[:2])
+                                            ink=ink, big=b.kind == "jackpot"))
             self._celebrate(any(b.kind == "jackpot" for b in s.banners[:2]))
             lang = s.lang
             ids.b_rules.text = tr(lang, "menu.rules")
@@ -150,14 +169,17 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
                 self._glow = None
             if not on or band is None:
                 return
-            pulse = (Animation(opacity=0.55, duration=0.35) + Animation(opacity=1.0, duration=0.35))
-            anim = pulse
+            # the band brightens and settles back; its text never fades
+            anim = Animation(glow=1.0, duration=0.35) + Animation(glow=0.0, duration=0.35)
             for _ in range(4):
-                anim = anim + Animation(opacity=0.55, duration=0.35) + Animation(opacity=1.0, duration=0.35)
+                anim = anim + Animation(glow=1.0, duration=0.35) + Animation(glow=0.0, duration=0.35)
             self._glow, self._glow_target = anim, band
             anim.start(band)
 
     class InfoScreen(Screen):
+        def on_kv_post(self, _base) -> None:
+            keep_fitted(self.ids.heading, 26, 16)
+
         def fill(self, heading: str, lines: list[tuple[str, str]], back: str) -> None:
             self.ids.heading.text = heading
             self.ids.back.text = back

@@ -24,6 +24,7 @@ EN: dict[str, str] = {
     "phase.dealer": "Dealer's turn",
     "phase.over": "Settling",
     "phase.void": "Round voided",
+    "phase.not_in_round": "Not in this round",
     "round": "Round {n}",
     # spots
     "spot.main": "Main bet",
@@ -164,7 +165,7 @@ EN: dict[str, str] = {
     "status.chips_not_counted": "{chips}: not counted",
     "status.chips_not_counted_part": "{chips} not counted · {amount} counted",
     "status.played_under_minimum": "Under the minimum: played as placed",
-    "status.bets_not_taken": "Not taken this round: not in play",
+    "status.bets_not_taken": "Not taken: not in play this round",
     "status.above_initial_bet": "More than the main bet: refused",
     "status.progressive_amount": "Wrong progressive amount: refused",
     "status.progressive_off": "Progressive unavailable",
@@ -175,7 +176,8 @@ EN: dict[str, str] = {
     "why.progressive_amount": "wrong progressive amount",
     "progressive.hit": "Progressive: {hand}",
     "fault.controller": "Jackpot link lost: progressive bets are off until it is back.",
-    "fault.not_taken": "Your bets were not taken this round. Please ask the dealer.",
+    "fault.not_taken": "Your bets were not confirmed in time: they are not in play this round. Please ask the dealer.",
+    "fault.not_taken_by_dealer": "The dealer closed bets without your seat: your bets are not in play this round.",
     "fault.other": "A technical alarm was raised. Please wait for the dealer.",
     "meter.link_down": "Progressive unavailable — jackpot link down",
     "dealer.title": "Dealer",
@@ -188,7 +190,7 @@ EN: dict[str, str] = {
     "dealer.manual": "Manual play (take over)",
     "list.sep": ", ",
     "spot.insurance_2": "Insurance (hand 2)",
-    "control.on_hand": "{action} (hand {n})",
+    "control.on_hand": "{action}\n(hand {n})",
 }
 
 ZH: dict[str, str] = {
@@ -204,6 +206,7 @@ ZH: dict[str, str] = {
     "phase.dealer": "庄家行动中",
     "phase.over": "结算中",
     "phase.void": "本局作废",
+    "phase.not_in_round": "本局未参与",
     "round": "第 {n} 局",
     "spot.main": "主注",
     "spot.insurance": "保险",
@@ -337,7 +340,7 @@ ZH: dict[str, str] = {
     "status.chips_not_counted": "{chips}：不计数",
     "status.chips_not_counted_part": "{chips}不计数 · 已计 {amount}",
     "status.played_under_minimum": "低于下限：按所下注码结算",
-    "status.bets_not_taken": "本局未接受：不参与",
+    "status.bets_not_taken": "未接受：本局不参与",
     "status.above_initial_bet": "高于主注：不接受",
     "status.progressive_amount": "累积奖金注码不正确：不接受",
     "status.progressive_off": "累积奖金暂不可用",
@@ -348,7 +351,8 @@ ZH: dict[str, str] = {
     "why.progressive_amount": "累积奖金注码不正确",
     "progressive.hit": "累积奖金：{hand}",
     "fault.controller": "累积奖金连线中断：恢复前暂停累积奖金投注。",
-    "fault.not_taken": "本局未接受您的注码。请询问荷官。",
+    "fault.not_taken": "您的注码未能及时确认，本局不参与。请询问荷官。",
+    "fault.not_taken_by_dealer": "荷官停止下注时未包括您的座位，您的注码本局不参与。",
     "fault.other": "出现技术警报。请等待荷官。",
     "meter.link_down": "累积奖金暂不可用 — 连线中断",
     "dealer.title": "荷官",
@@ -361,7 +365,7 @@ ZH: dict[str, str] = {
     "dealer.manual": "手动操作",
     "list.sep": "、",
     "spot.insurance_2": "保险（第 2 手）",
-    "control.on_hand": "{action}（第 {n} 手）",
+    "control.on_hand": "{action}\n（第 {n} 手）",
 }
 
 MS: dict[str, str] = {
@@ -377,6 +381,7 @@ MS: dict[str, str] = {
     "phase.dealer": "Giliran peniaga",
     "phase.over": "Penyelesaian",
     "phase.void": "Pusingan dibatalkan",
+    "phase.not_in_round": "Tidak bermain pusingan ini",
     "round": "Pusingan {n}",
     "spot.main": "Pertaruhan utama",
     "spot.insurance": "Insurans",
@@ -464,7 +469,7 @@ MS: dict[str, str] = {
     "menu.rules": "Peraturan",
     "menu.history": "Pusingan lalu",
     "menu.language": "语言 / Bahasa / Language",
-    "menu.help": "Main secara bertanggungjawab",
+    "menu.help": "Main berhemah",
     "menu.back": "Kembali",
     "menu.service": "Servis",
     "rules.title": "{title} — peraturan dan jadual bayaran",
@@ -510,7 +515,7 @@ MS: dict[str, str] = {
     "status.chips_not_counted": "{chips}: tidak dikira",
     "status.chips_not_counted_part": "{chips} tidak dikira · {amount} dikira",
     "status.played_under_minimum": "Bawah minimum: dimain seperti diletak",
-    "status.bets_not_taken": "Tidak diterima pusingan ini: tidak dimain",
+    "status.bets_not_taken": "Tidak diterima: tidak dimain pusingan ini",
     "status.above_initial_bet": "Melebihi pertaruhan utama: ditolak",
     "status.progressive_amount": "Jumlah progresif salah: ditolak",
     "status.progressive_off": "Progresif tidak tersedia",
@@ -521,7 +526,8 @@ MS: dict[str, str] = {
     "why.progressive_amount": "jumlah progresif salah",
     "progressive.hit": "Progresif: {hand}",
     "fault.controller": "Talian jackpot terputus: pertaruhan progresif ditutup sehingga pulih.",
-    "fault.not_taken": "Pertaruhan anda tidak diterima pusingan ini. Sila tanya peniaga.",
+    "fault.not_taken": "Pertaruhan anda tidak disahkan tepat pada masanya: ia tidak dimain pusingan ini. Sila tanya peniaga.",
+    "fault.not_taken_by_dealer": "Peniaga menutup pertaruhan tanpa tempat duduk anda: pertaruhan anda tidak dimain pusingan ini.",
     "fault.other": "Penggera teknikal berlaku. Sila tunggu peniaga.",
     "meter.link_down": "Progresif tidak tersedia — talian jackpot terputus",
     "dealer.title": "Peniaga",
@@ -534,7 +540,7 @@ MS: dict[str, str] = {
     "dealer.manual": "Main sendiri",
     "list.sep": ", ",
     "spot.insurance_2": "Insurans (tangan 2)",
-    "control.on_hand": "{action} (tangan {n})",
+    "control.on_hand": "{action}\n(tangan {n})",
 }
 
 STRINGS: dict[str, dict[str, str]] = {"en": EN, "zh": ZH, "ms": MS}

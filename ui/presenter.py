@@ -85,8 +85,16 @@ PLAY_TURNS = {"mine": "phase.your_hand", "others": "phase.others", "dealer": "ph
               "dealing": "phase.dealing"}
 
 
+def not_taken(v: SeatView) -> SpotIssue | None:
+    """The seat's word that bets were closed without this box (its reason: lock_timeout |
+    closed_by_dealer), or None."""
+    return next((i for sp in v.spots for i in sp.issues if i.code == "bets_not_taken"), None)
+
+
 def phase_key(s: SeatSnapshot) -> str:
     v = s.view
+    if v.phase in ("play", "over") and not v.hands and not_taken(v) is not None:
+        return "phase.not_in_round"       # the table plays on; this box is not in it
     if v.phase == "play":
         if any(h.in_play for h in v.hands) or v.turn == "mine":
             return "phase.your_hand"
@@ -237,7 +245,7 @@ def faults(s: SeatSnapshot) -> tuple[str, ...]:
         kind = FAULT_KINDS.get(a.code, "other")
         if kind not in kinds:
             kinds.append(kind)
-    if "not_taken" not in kinds and any(i.code == "bets_not_taken" for sp in s.view.spots for i in sp.issues):
+    if "not_taken" not in kinds and not_taken(s.view) is not None:
         kinds.append("not_taken")
     if s.controller.link == "down" and "controller" not in kinds:
         kinds.append("controller")
@@ -261,6 +269,8 @@ def _banners(lang: str, s: SeatSnapshot) -> tuple[Banner, ...]:
         out.append(Banner("envy", spot_label(lang, "envy_bonus"),
                           tr(lang, "envy", amount=money(amount), seat=from_box)))
     for kind in faults(s):
+        if kind == "not_taken" and getattr(not_taken(v), "reason", None) == "closed_by_dealer":
+            kind = "not_taken_by_dealer"
         out.append(Banner("fault", tr(lang, "alarm.title"), tr(lang, f"fault.{kind}")))
     return tuple(out)
 

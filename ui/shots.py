@@ -21,6 +21,8 @@ def main(argv=None) -> int:
     ap.add_argument("--size", default="800x480")
     ap.add_argument("--out", required=True)
     ap.add_argument("--profile", default="rws-perfect-pairs")
+    ap.add_argument("--lang", default="en", choices=("en", "zh", "ms"),
+                    help="the language the screens are opened in (a look by hand; the tests use en)")
     ap.add_argument("--scene", choices=("screens", "jackpot"), default="screens",
                     help="screens: every screen (rws-perfect-pairs); jackpot: the progressive meter, "
                          "link down and a jackpot hit (rws-blackjack-switch)")
@@ -31,11 +33,16 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     from firmware.engine.profile import load_profile
+    from firmware.runtime.table import seat_spots
+    from firmware.sim import chipset
     from .app import SIZES, build_app
     from .demo import DemoTable
 
     table = DemoTable(load_profile(args.profile), box=1, pace=0, auto=False)
-    app = build_app(table, size=SIZES[args.size])
+    app = build_app(table, lang=args.lang, size=SIZES[args.size])
+    from .i18n import tr
+    lang = args.lang
+    language_button = {"en": "Language", "zh": "语言", "ms": "Bahasa"}
     from kivy.clock import Clock
     from kivy.core.window import Window
     from kivy.tests.common import UnitTestTouch
@@ -149,10 +156,11 @@ def main(argv=None) -> int:
         app.run()
         return 1 if table.error is not None or steps else 0
 
-    steps.append(via("Rules", "rules"))
-    steps.append(via("Last rounds", "history"))
-    steps.append(via("Play responsibly", "help"))
-    steps.append(via("Language", "language", back=False))
+    suffix = "" if lang == "en" else f"-{lang}"
+    steps.append(via(tr(lang, "menu.rules"), f"rules{suffix}"))
+    steps.append(via(tr(lang, "menu.history"), f"history{suffix}"))
+    steps.append(via(tr(lang, "menu.help"), f"help{suffix}"))
+    steps.append(via(language_button[lang], f"language{suffix}", back=False))
 
     @step
     def chinese():
@@ -222,6 +230,38 @@ def main(argv=None) -> int:
         table.command(cmds)
         table_then(lambda: then_shoot("seat-fault"))
 
+    @step
+    def not_taken():
+        """Seat 1's lock never reaches the dealer: after the bounded wait bets close without
+        it (bets_not_taken, lock_timeout) and seat 2 plays on."""
+        app.set_language(lang)
+
+        def cmds(t):
+            t.table.shoe.clear_jam()
+            t.table.settle()
+            spots = list(seat_spots(t.profile))
+            t.table.readers[2].place_chips("main", chipset.chips_for(Fraction(20), 2, spots.index("main"), 0))
+            t.table.cycle_readers(2, [2])
+
+            def drop_lock(subscriber, m):
+                if subscriber.endswith("dealer") and m.kind in ("lock", "hello") and m.body.get("box") == t.box:
+                    return None
+                return m
+            t.table.bus.tamper = drop_lock
+            t.press("no_more_bets")
+            for now in (0.0, 60.0):          # the dealer's clock: the wait for locks runs out
+                t.table.dealer.post(("tick", {"now": now}))
+            t.table.settle()
+            t.table.bus.tamper = None
+        table.command(cmds)
+        table_then(lambda: then_shoot("seat-not-taken"))
+
+    for code in ("zh", "ms"):
+        @step
+        def not_taken_in(code=code):
+            app.set_language(code)
+            then_shoot(f"seat-not-taken-{code}")
+
     app.first_frame_hook = Clock.schedule_once(lambda _dt: table_then(run_next), 0.5)
     app.run()
     if table.error is not None:
@@ -268,6 +308,19 @@ def jackpot_scene(table, step, table_then, then_shoot, shot, Clock, run_next) ->
             t.table.settle()
         table.command(cmds)
         table_then(lambda: then_shoot("jackpot-award"))
+
+    @step
+    def insurance_per_hand():
+        """The next round with an ace up: insurance offered on each of the two hands."""
+        def cmds(t):
+            t.open_bets()
+            t.bet("main", Fraction(20))
+            t.press("no_more_bets")
+            for c in ("9H", "TC", "AS", "7S", "8D"):
+                t.table.shoe.deal(c)
+                t.table.settle()
+        table.command(cmds)
+        table_then(lambda: then_shoot("switch-insurance"))
 
 
 if __name__ == "__main__":

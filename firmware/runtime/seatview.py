@@ -263,6 +263,8 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
     issues = _spot_issues(seat, state, alarms, refusal)
     spots = []
     locked = seat.phase in ("closing", "play")
+    # chips the seat does not offer as a wager (bets not taken, progressive while the link is down)
+    unwagered = set(getattr(seat, "unwagered", None) or ())
     for spot in seat.spots:
         uids = seat.present[spot]
         worth = _worth(seat, uids)
@@ -275,8 +277,8 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
             found.insert(0, SpotIssue("barred_chip", count=barred))
         if unknown:
             found.insert(0, SpotIssue("unknown_chip", count=unknown))
-        status = ("refused" if refused else "locked" if locked and worth else
-                  "open" if worth else "empty")
+        status = ("refused" if refused else "not_wagered" if worth and spot in unwagered else
+                  "locked" if locked and worth else "open" if worth else "empty")
         spots.append(SpotView(spot, format_amount(worth), status, refused, tuple(found), chips))
     hands: list[HandView] = []
     results: tuple = ()

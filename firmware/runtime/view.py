@@ -42,7 +42,7 @@ class SpotIssue:
 class SpotView:
     name: str
     amount: str                 # what the valid chips on the spot are worth
-    status: str                 # empty | open | locked | refused
+    status: str                 # empty | open | locked | refused | not_wagered (seat.unwagered)
     refused_chips: tuple[str, ...] = ()
     issues: tuple[SpotIssue, ...] = ()
     chips: tuple[ChipView, ...] = ()

@@ -64,9 +64,9 @@ def test_switch_offers_insurance_on_each_hand_and_insures_the_second(switch):
     assert ("insurance", 1) in view.offers and ("insurance", 2) in view.offers
     assert {"insurance_1", "insurance_2"} <= set(switch.controls())
     labels = dict(present(switch.snap).controls)
-    assert labels["insurance_1"] == "Insurance (hand 1)" and labels["insurance_2"] == "Insurance (hand 2)"
-    assert dict(present(switch.snap, "zh").controls)["insurance_2"] == "保险（第 2 手）"
-    assert dict(present(switch.snap, "ms").controls)["insurance_2"] == "Insurans (tangan 2)"
+    assert labels["insurance_1"] == "Insurance\n(hand 1)" and labels["insurance_2"] == "Insurance\n(hand 2)"
+    assert dict(present(switch.snap, "zh").controls)["insurance_2"] == "保险\n（第 2 手）"
+    assert dict(present(switch.snap, "ms").controls)["insurance_2"] == "Insurans\n(tangan 2)"
 
     switch.run(lambda d: d.control("insurance_2"))
     box = switch.demo.table.dealer.round.box(1)

@@ -286,6 +286,68 @@ def test_shoe_fault_tamper_and_void(table):
     assert present(table.snap(), "ms").phase == "Pusingan dibatalkan"
 
 
+def _seat_1_does_not_lock(table) -> None:
+    """Seat 1's lock never reaches the dealer (a stuck seat, a lost link); seat 2 plays."""
+    table.open()
+    table.bet(1, "main", 20)
+    table.bet(1, "perfect_pairs", 5)
+    table.bet(2, "main", 20)
+
+    def tamper(subscriber, m):
+        if subscriber.endswith("dealer") and m.kind in ("lock", "hello") and m.body.get("box") == 1:
+            return None
+        return m
+    table.table.bus.tamper = tamper
+    table.press("no_more_bets")
+
+
+def test_bets_not_taken_after_the_dealers_wait_for_locks(table):
+    _seat_1_does_not_lock(table)
+    table.table.dealer.post(("tick", {"now": 0.0}))       # the dealer's bounded wait (close_wait)
+    table.table.dealer.post(("tick", {"now": 60.0}))
+    table.table.settle()
+    table.table.bus.tamper = None
+    assert table.seat().bets_not_taken == "lock_timeout" and table.table.dealer.phase == "play"
+    v = table.snap().view
+    main = next(sp for sp in v.spots if sp.name == "main")
+    assert main.status == "not_wagered" and main.issues[0].code == "bets_not_taken"
+    assert main.issues[0].reason == "lock_timeout"
+    expected = {
+        "en": ("Not in this round", "Not taken: not in play this round",
+               "Your bets were not confirmed in time: they are not in play this round. Please ask the dealer."),
+        "zh": ("本局未参与", "未接受：本局不参与", "您的注码未能及时确认，本局不参与。请询问荷官。"),
+        "ms": ("Tidak bermain pusingan ini", "Tidak diterima: tidak dimain pusingan ini",
+               "Pertaruhan anda tidak disahkan tepat pada masanya: ia tidak dimain pusingan ini. "
+               "Sila tanya peniaga."),
+    }
+    for lang, (phase, note, banner) in expected.items():
+        s = present(table.snap(), lang)
+        assert s.phase == phase, lang
+        assert spot(s, "main").note == note and spot(s, "main").tone == "bad", lang
+        assert spot(s, "main").amount == "20" and spot(s, "perfect_pairs").note == note, lang
+        assert [b.text for b in s.banners if b.kind == "fault"] == [banner], lang
+    # the table plays on without seat 1: no hand, no result, still told why at the end
+    table.deal("8H", "9D", "TC")
+    table.press("stand")
+    table.deal("TC")
+    s = present(table.snap())
+    assert table.snap().view.phase == "over" and s.phase == "Not in this round" and not s.results
+    table.open()                                             # the next round: nothing left over
+    s = present(table.snap())
+    assert s.phase == "Place your bets" and not [b for b in s.banners if b.kind == "fault"]
+
+
+def test_bets_closed_by_the_dealer_without_the_seat_say_so(table):
+    _seat_1_does_not_lock(table)
+    table.press("no_more_bets")                              # the dealer presses again: closed
+    table.table.bus.tamper = None
+    assert table.seat().bets_not_taken == "closed_by_dealer"
+    s = present(table.snap())
+    assert [b.text for b in s.banners if b.kind == "fault"] == [
+        "The dealer closed bets without your seat: your bets are not in play this round."]
+    assert "本局" in present(table.snap(), "zh").banners[-1].text
+
+
 def test_recall_keeps_the_last_ten_rounds(table):
     p = SeatPresenter()
     for n in range(12):

@@ -62,7 +62,7 @@ def shots(request, display, tmp_path_factory):
 def test_every_screen_is_rendered_and_saved(shots):
     size, texts = shots
     for step in ("seat-betting", "seat-hand", "seat-results", "rules", "history", "help", "language",
-                 "seat-zh", "seat-ms", "pin", "service", "seat-manual", "seat-fault"):
+                 "seat-zh", "seat-ms", "pin", "service", "seat-manual", "seat-fault", "seat-not-taken"):
         assert step in texts, step
         png = ARTIFACTS / f"{size}-{step}.png"
         assert png.stat().st_size > 5000, png
@@ -135,3 +135,13 @@ def test_live_meter_link_down_and_jackpot_celebration(jackpot):
     assert "JACKPOT! Suited Four of a Kind" in hit and "Jackpot PENDING" in hit
     award = t["jackpot-award"]
     assert "Progressive: Suited Four of a Kind  +24,995" in award and "Jackpot 25,000" in award
+    insure = t["switch-insurance"]                     # an ace up: insurance on either hand
+    assert "Insurance\n(hand 1)" in insure and "Insurance\n(hand 2)" in insure
+
+
+def test_bets_not_taken_is_said_on_the_spot_and_in_a_banner(shots):
+    _, t = shots
+    s = t["seat-not-taken"]
+    assert "Not in this round" in s and "Not taken: not in play this round" in s
+    assert any(x.startswith("Your bets were not confirmed in time") for x in s)
+    assert "本局未参与" in t["seat-not-taken-zh"] and "Tidak bermain pusingan ini" in t["seat-not-taken-ms"]
