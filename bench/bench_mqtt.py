@@ -36,6 +36,7 @@ import paho.mqtt  # noqa: E402
 import paho.mqtt.client as mqtt  # noqa: E402
 from paho.mqtt.enums import CallbackAPIVersion  # noqa: E402
 
+from firmware.jackpot.controller import report  # noqa: E402
 from firmware.jackpot.service import JackpotService  # noqa: E402
 from firmware.link import connect_bus, topics  # noqa: E402
 from firmware.link.config import config_from_url  # noqa: E402
@@ -147,20 +148,53 @@ def ingest_direct(n: int, tmp: Path) -> float:
     return n / dt
 
 
-def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path) -> float:
+def fresh_controller_session(url: str) -> None:
+    """Discard the jackpot controller's persistent session (fixed client id). Each run here
+    starts a controller with a new, empty database: a session left by the previous run
+    still holds reports queued for that controller (the broker hands them to whoever
+    resumes it), and the new controller would take them as the first reports of those
+    units and log reports 1..N as missing (gap). In service the controller keeps its
+    database, and such reports are duplicates it drops."""
+    host, port = url.removeprefix("mqtt://").split(":")
+    c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="betbox-jackpot-main", clean_session=True)
+    c.connect(host, int(port))
+    c.disconnect()
+
+
+def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path) -> tuple[float, int]:
+    """Reports/s through the broker into a new controller, and the gaps it recorded."""
+    host, port = url.removeprefix("mqtt://").split(":")
+    fresh_controller_session(url)
     ctl = controller(tmp / "served.db")
     svc = JackpotService(ctl, config_from_url(url)).start()
-    host, port = url.removeprefix("mqtt://").split(":")
     clients = []
     per = n // publishers
     batches = []
+    # Start the clock only once every publisher's CONNACK is in and the controller's
+    # subscription is in place (it subscribes before it says online): the run measures
+    # ingest, not connection set-up, and no report can go out before anyone listens.
+    online = threading.Event()
+    watch = mqtt.Client(CallbackAPIVersion.VERSION2)
+    watch.on_message = lambda c, u, m: online.set() if m.payload and json.loads(m.payload).get(
+        "state") == "online" else None
+    watch.connect(host, int(port))
+    watch.subscribe(topics.jackpot_status_topic(svc.link_id), qos=1)
+    watch.loop_start()
     for p in range(publishers):
         c = mqtt.Client(CallbackAPIVersion.VERSION2)
         c.max_inflight_messages_set(1000)
+        connected = threading.Event()
+        c.on_connect = lambda *a, e=connected: e.set()
         c.connect(host, int(port))
         c.loop_start()
+        if not connected.wait(10):
+            raise RuntimeError(f"publisher {p + 1}: no CONNACK from {url}")
         clients.append(c)
         batches.append(payloads(f"bench/seat-{p + 1}", per))
+    if not online.wait(10):
+        raise RuntimeError("the controller did not come online")
+    watch.disconnect()
+    watch.loop_stop()
     t0 = time.perf_counter()
     for c, batch in zip(clients, batches):
         for topic, payload in batch:
@@ -171,8 +205,9 @@ def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path) -> float:
         c.disconnect()
         c.loop_stop()
     svc.stop()
+    gaps = sum(u["gaps_recorded"] for u in report(ctl.db)["units"].values())
     ctl.close()
-    return per * publishers / dt
+    return per * publishers / dt, gaps
 
 
 def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
@@ -196,6 +231,7 @@ def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
 
     profile = load_profile("rws-blackjack-switch")
     spots = list(seat_spots(profile))
+    fresh_controller_session(url)
     ctl = controller(tmp / "c2r-jackpot.db")
     svc = JackpotService(ctl, config_from_url(url), tick=0.02).start()
     dbus = connect_bus(url, "c2r/dealer", role="dealer")
@@ -319,8 +355,9 @@ def main() -> None:
             print(f"outbox burst of {args.burst}: put {put_rate:8.0f} reports/s, "
                   f"put-to-all-acknowledged {all_rate:8.0f} reports/s")
             print(f"controller ingest, direct (one transaction each): {ingest_direct(args.burst, tmp):8.0f} reports/s")
-            print(f"controller ingest via the broker, 4 publishers:    "
-                  f"{ingest_via_broker(broker.url, args.burst, 4, tmp):8.0f} reports/s")
+            rate, gaps = ingest_via_broker(broker.url, args.burst, 4, tmp)
+            print(f"controller ingest via the broker, 4 publishers:    {rate:8.0f} reports/s"
+                  + (f" ({gaps} gap(s) recorded: reports out of order)" if gaps else ""))
             c2r = card_to_report(broker.url, args.rounds, tmp)
             base = bare_round_trips(broker.url, args.n)
             print(f"card at the dealer's shoe port -> seat's report acknowledged by the broker "
