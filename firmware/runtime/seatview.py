@@ -7,7 +7,7 @@ language. Why a wager would not be counted is the engine's own answer ("no more 
 this box, asked of a fresh round exactly as the dealer asks it), never guessed here.
 
 It is a fold: the previous view (``seat.view``) carries where this round's alarms start in
-``seat.alarms`` (used while the seat's alarm entries do not carry their round).
+``seat.alarms``, used only for alarm entries that do not carry their ``round``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 #: Spots that take only additions (insurance), never an initial wager.
 ADDITION_PREFIX = "insurance"
 #: Alarm parameters worth carrying to the screen (plain scalars only).
-_SKIP_PARAMS = {"unit", "alarm", "detail"}
+_SKIP_PARAMS = {"unit", "alarm", "detail", "round"}
 
 
 def _odds(value: Fraction) -> str:
@@ -138,17 +138,32 @@ def _progressive_refusal(seat: "SeatUnit", controller: ControllerView) -> str | 
 
 
 def _round_alarms(seat: "SeatUnit") -> tuple[tuple[AlarmView, ...], int]:
+    """This round's alarms. An entry carries its ``round`` (the unit's round when raised;
+    None before the first): picked exactly, across restarts. An entry without it (from an
+    older journal) counts from ``alarm_mark``, where the view saw this round begin."""
     prev: SeatView | None = getattr(seat, "view", None)
     mark = prev.alarm_mark if prev is not None else 0
     if prev is None or prev.round != seat.round_no:
-        # a new round: its alarms are those raised from now on (chips sensed before the
-        # round opened are judged again when it opens)
+        # a new round: untagged alarms are those raised from now on
         mark = len(seat.alarms) if seat.phase in ("open", "idle") else mark
     mark = min(mark, len(seat.alarms))
+    current = seat.round_no or None
+    picked = []
+    n = len(seat.alarms)                # running numbers (seat.alarms may keep only the newest)
+    for entry in reversed(list(seat.alarms)):
+        n -= 1
+        if "round" in entry:
+            r = entry["round"]
+            if r == current:
+                picked.append(entry)
+            elif isinstance(r, int) and current is not None and r < current:
+                break                   # entries are in order: the rest are older rounds
+        elif n >= mark:
+            picked.append(entry)
+        else:
+            break
     out = []
-    for entry in seat.alarms[mark:]:
-        if "round" in entry and entry["round"] not in (None, seat.round_no):
-            continue
+    for entry in reversed(picked):
         params = tuple(sorted((k, str(v)) for k, v in entry.items()
                               if k not in _SKIP_PARAMS and isinstance(v, (str, int, float))))
         out.append(AlarmView(str(entry.get("alarm", "")), params))

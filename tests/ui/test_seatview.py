@@ -119,6 +119,53 @@ def test_alarms_of_an_earlier_round_are_not_shown_in_the_next(table):
     assert not [b for b in present(table.snap()).banners if b.kind == "fault"]
 
 
+def _past_post(t, layer: int) -> None:
+    t.bet(1, "perfect_pairs", 5, layer=layer)          # after no more bets: past posting
+
+
+def test_this_rounds_alarms_are_picked_by_their_round_across_a_restart(tmp_path):
+    t = Table(tmp_path)
+    t.table.shoe.shuffle()
+    t.table.settle()
+    t.open()
+    t.bet(1, "main", 20)
+    t.press("no_more_bets")
+    _past_post(t, 1)
+    t.deal("TH", "7S", "9D")
+    t.press("stand")
+    t.deal("TC")
+    t.open()
+    t.bet(1, "main", 20)
+    t.press("no_more_bets")
+    _past_post(t, 2)
+    seat = t.seat()
+    assert [a["round"] for a in seat.alarms if a["alarm"] == "past_posting"] == [1, 2]
+    before = t.snap().view.round_alarms
+    assert [a.code for a in before] == ["past_posting"] and all(k != "round" for a in before for k, _ in a.params)
+    t.close()
+    again = Table(tmp_path)                              # the units recover from their journals
+    try:
+        v = again.snap().view
+        assert v.round == 2 and v.round_alarms == before  # round 1's alarm stays out after the restart
+    finally:
+        again.close()
+
+
+def test_alarm_entries_without_a_round_fall_back_to_the_views_mark(table):
+    table.open()
+    table.bet(1, "main", 20)
+    seat = table.seat()
+    seat.alarms.append({"unit": seat.unit_id, "alarm": "tamper", "detail": "an older entry"})
+    table.poke()
+    assert [a.code for a in table.snap().view.round_alarms] == ["tamper"]
+    table.press("no_more_bets")
+    table.deal("TH", "7S", "9D")
+    table.press("stand")
+    table.deal("TC")
+    table.open()
+    assert table.snap().view.round_alarms == ()         # raised before this round's mark
+
+
 def test_whose_turn_it_is(table):
     table.open()
     table.bet(1, "main", 20)
