@@ -379,7 +379,9 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
             elif codepoint and codepoint.isalpha() and "shift" in (modifiers or ()):
                 codepoint = codepoint.upper()   # I / E / R: the second hand (Switch)
             if codepoint and hasattr(feed, "key"):
-                if codepoint == "a":
+                if codepoint in ("+", "=", "-"):
+                    feed.change_pace(1 if codepoint != "-" else -1)    # now, not after the round
+                elif codepoint == "a":
                     feed.set_auto(not feed.auto)
                 else:
                     feed.command(lambda t, k=codepoint: t.key(k))
@@ -404,9 +406,10 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
 def run_demo_window(options: Any) -> int:
     """``betbox demo`` with a window. ``options`` (argparse namespace or any object):
     ``profiles`` (list; the first is used), ``seed``, ``box`` (seat shown, default 1),
-    ``lang``, ``size`` ("800x480"…), ``manual`` (start driven by the keyboard), ``state_dir``."""
+    ``lang``, ``size`` ("800x480"…), ``manual`` (start driven by the keyboard), ``state_dir``,
+    ``pace`` (auto play's seconds per step a player sees; default ``DEFAULT_PACE``, 0 to 3)."""
     from firmware.engine.profile import ProfileError, load_profile, profile_names
-    from .demo import DemoTable
+    from .demo import DEFAULT_PACE, DemoTable
     from .service import LogRing
     import logging
 
@@ -421,9 +424,15 @@ def run_demo_window(options: Any) -> int:
         print(f"betbox demo: --size must be one of {', '.join(SIZES)}", file=sys.stderr)
         return 2
     state_dir = getattr(options, "state_dir", None)
-    table = DemoTable(profile, box=int(getattr(options, "box", None) or 1), seed=int(getattr(options, "seed", 1)),
-                      state_dir=Path(state_dir) if state_dir else None,
-                      auto=not getattr(options, "manual", False))
+    pace = getattr(options, "pace", None)
+    try:
+        table = DemoTable(profile, box=int(getattr(options, "box", None) or 1), seed=int(getattr(options, "seed", 1)),
+                          state_dir=Path(state_dir) if state_dir else None,
+                          auto=not getattr(options, "manual", False),
+                          pace=DEFAULT_PACE if pace is None else float(pace))
+    except ValueError as exc:
+        print(f"betbox demo: {exc}", file=sys.stderr)
+        return 2
     ring = LogRing()
     logging.getLogger().addHandler(ring)
     try:

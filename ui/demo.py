@@ -33,7 +33,13 @@ from .source import ControllerFeed, SeatSource
 #: Keys of the demo on top of ``hal.mock_keys.DEFAULT_KEYS`` (console buttons, cards).
 DEMO_KEYS = {"a": "auto play on/off", "b": "bet 20 on main", "g": "bet on the side bets",
              "c": "deal the next card", " ": "deal (until the round waits for a decision)",
-             "l": "jackpot link down/up", "m": "unknown chip on main"}
+             "l": "jackpot link down/up", "m": "unknown chip on main",
+             "+": "auto play: more time per step", "-": "auto play: less time per step"}
+#: Auto play's pause (seconds) after each step a player sees (a card, a decision, a
+#: result): slow enough to follow from the seat. ``pace=0``: as fast as it goes (tests).
+DEFAULT_PACE = 0.8
+PACE_STEP, MAX_PACE = 0.2, 3.0
+PACE_KEYS = {"+": 1, "=": 1, "-": -1}
 #: Keys for the player's decisions: the demo does what player and dealer do for them
 #: (chips for a double, split or insurance; the request on the screen for surrender).
 DECISION_KEYS = {"h": "hit", "s": "stand", "d": "double", "p": "split", "r": "surrender",
@@ -54,10 +60,12 @@ DEMO_BET = Fraction(20)
 
 
 class DemoTable:
-    def __init__(self, profile: Profile, box: int = 1, seed: int = 1, pace: float = 0.8,
+    def __init__(self, profile: Profile, box: int = 1, seed: int = 1, pace: float = DEFAULT_PACE,
                  state_dir: Path | None = None, auto: bool = True) -> None:
         self.profile = profile
         self.box = box
+        if not 0 <= pace <= MAX_PACE:
+            raise ValueError(f"the demo's pace is 0 to {MAX_PACE} seconds a step, not {pace}")
         self.pace = pace
         self.auto = auto
         self._tmp = None
@@ -95,6 +103,12 @@ class DemoTable:
     def command(self, fn: Callable[["DemoTable"], None]) -> None:
         """Run ``fn(self)`` in the table's thread (in auto play: between rounds)."""
         self._commands.put(fn)
+
+    def change_pace(self, step: int) -> float:
+        """More (+1) or less (-1) time per step of auto play, from any thread: it applies
+        from the next step on (a float is swapped whole)."""
+        self.pace = round(min(MAX_PACE, max(0.0, self.pace + step * PACE_STEP)), 2)
+        return self.pace
 
     def set_auto(self, on: bool) -> None:
         """Auto play on/off (from any thread); off takes effect when the round is over."""
@@ -243,6 +257,8 @@ class DemoTable:
         """A key of :data:`DEMO_KEYS`, :data:`DECISION_KEYS` or ``hal.mock_keys.DEFAULT_KEYS``."""
         if key == "a":
             self.set_auto(not self.auto)
+        elif key in PACE_KEYS:
+            self.change_pace(PACE_KEYS[key])
         elif key == "o":
             self.open_bets()
         elif key in HAND_KEYS:

@@ -82,3 +82,42 @@ def test_every_control_the_demo_offers_has_a_key(switch):
     for c in switch.controls():
         assert c in CONTROL_KEYS, c
     assert CONTROL_KEYS["insurance_2"] == "I" and CONTROL_KEYS["insurance_1"] == "i"
+
+
+def test_auto_play_pauses_after_each_step_a_player_sees(tmp_path, monkeypatch):
+    """With a pace, auto play waits after every change of the watched seat's view (a card,
+    a decision, a result) and longer between rounds; the waits are recorded, not slept."""
+    from ui import demo as demo_module
+    waits: list[float] = []
+    views: list = []
+
+    def pause(self, seconds):
+        waits.append(seconds)
+        views.append(self._last_view)
+        if len(waits) >= 40:
+            raise demo_module._Stopped
+
+    monkeypatch.setattr(DemoTable, "_pause", pause)
+    d = DemoTable(load_profile("rws-blackjack"), box=1, pace=0.5, state_dir=tmp_path, auto=True)
+    d.start(lambda _snap: None)
+    d._thread.join(30)
+    assert not d._thread.is_alive() and d.error is None
+    assert len(waits) == 40 and set(waits) <= {0.5, 1.5}
+    assert 1.5 in waits                                      # the longer wait between rounds
+    steps = [v for v, w in zip(views, waits) if w == 0.5]
+    assert all(a != b for a, b in zip(steps, steps[1:]))     # each wait follows a change
+    assert any(len(v.hands) == 1 and len(v.hands[0].cards) == 1 for v in steps)   # card by card
+    d.stop()
+
+
+def test_the_pace_is_bounded_and_changed_by_keys(tmp_path):
+    with pytest.raises(ValueError, match="pace"):
+        DemoTable(load_profile("rws-blackjack"), pace=-1, state_dir=tmp_path)
+    d = DemoTable(load_profile("rws-blackjack"), pace=0.8, state_dir=tmp_path, auto=False)
+    assert d.change_pace(+1) == 1.0 and d.change_pace(-1) == 0.8
+    for _ in range(30):
+        d.change_pace(-1)
+    assert d.pace == 0.0
+    for _ in range(30):
+        d.change_pace(+1)
+    assert d.pace == 3.0
