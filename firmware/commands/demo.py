@@ -50,6 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--size", default="800x480", help="window size: 800x480, 1024x600 or 1280x800")
     w.add_argument("--manual", action="store_true",
                    help="start driven by a person (keyboard and on-screen dealer controls)")
+    w.add_argument("--pace", type=float, default=0.8,
+                   help="seconds between the table's steps in auto play, 0 to 3 (default 0.8; keys + and -)")
     p.set_defaults(func=run)
 
 
@@ -93,6 +95,9 @@ def _window(args: argparse.Namespace) -> int:
     """The windowed demo; Kivy is imported only here, so the headless demo never needs it."""
     if not 1 <= args.box <= 7:
         print(f"betbox demo: --box must be 1 to 7, not {args.box}", file=sys.stderr)
+        return 2
+    if not 0 <= args.pace <= 3:
+        print(f"betbox demo: --pace must be 0 to 3 seconds, not {args.pace:g}", file=sys.stderr)
         return 2
     from ui.i18n import LANGUAGES
     if args.lang not in LANGUAGES:
