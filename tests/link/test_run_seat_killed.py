@@ -87,6 +87,7 @@ def test_a_seat_killed_mid_round_recovers_settles_like_the_dealer_and_reports_on
         wait_until(lambda: status(sniffer, seat_status) == "online" or seat.proc.poll() is not None, 60,
                    "the seat back online")
         assert seat.proc.poll() is None, seat.output()
+        wait_until(lambda: " steps replayed" in seat.output(), 30, "the seat's start-up line")
         replayed = int(seat.output().split(" steps replayed")[0].rsplit(" ", 1)[1])
         assert replayed > 0, "the seat came back from its journal, not empty"
         wait_until(lambda: len([m for m in watch.messages("/seat/1/down") if m["kind"] == "catchup"]) >= 2,
