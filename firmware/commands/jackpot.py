@@ -207,8 +207,11 @@ def report(args: argparse.Namespace) -> int:
     print(f"== units ({len(data['units'])})")
     for unit, u in data["units"].items():
         gaps = f", missing {u['missing_ranges']}" if u["missing"] else ""
+        kinds = ", ".join(f"{k} {n}" for k, n in u.get("kinds", {}).items())
+        alarms = ", ".join(f"{k} {n}" for k, n in u.get("alarms", {}).items())
         print(f"   {unit}: {u['events']} events, highest seq {u['highest_seq']}, "
-              f"{u['duplicates']} duplicates dropped{gaps}")
+              f"{u['duplicates']} duplicates dropped{gaps}" + (f"\n      by kind: {kinds}" if kinds else "")
+              + (f"\n      alarms: {alarms}" if alarms else ""))
     rej = data["rejected"]
     print(f"== rejected messages: {rej['count']}" +
           (f" ({', '.join(f'{k} {v}' for k, v in sorted(rej['by_reason'].items()))})" if rej["count"] else ""))

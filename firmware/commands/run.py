@@ -6,7 +6,8 @@ dispatch queue until SIGTERM/SIGINT.
 
 With ``[link]`` the unit's bus is MQTT (:func:`firmware.link.connect_bus`): a seat reports
 its box's results to the jackpot controller through a durable outbox in its state
-directory (:class:`~firmware.link.reporter.SeatReporter`), and a
+directory (:class:`~firmware.link.reporter.SeatReporter`), the dealer its alarms through its
+own (:class:`~firmware.link.reporter.DealerReporter`, ``state_dir/outbox.db``), and a
 :class:`~firmware.link.presence.ControllerWatch` gives seat and dealer the controller's
 link state and meter as journalled ``("controller", ...)`` inputs. Without ``[link]`` the
 unit runs on the in-process bus, alone. A seat with ``[display]`` serves its dispatch queue
@@ -111,12 +112,12 @@ def serve(unit, stop: Callable[[], bool], clock: Callable[[], float] = time.mono
 
 
 class Link:
-    """A unit's MQTT side: the bus, the controller watch, a seat's reporter."""
+    """A unit's MQTT side: the bus, the controller watch, a seat's or the dealer's reporter."""
 
     def __init__(self, config: UnitConfig) -> None:
         from firmware.link import connect_bus
 
-        outbox = config.state_dir / "outbox.db" if config.role == "seat" else None
+        outbox = config.state_dir / "outbox.db" if config.role in ("seat", "dealer") else None
         self.config = config
         self.bus = connect_bus(None, config.bus_id, link=config.link, outbox_path=outbox, role=config.role,
                                link_id=config.jackpot_link, config=config.raw, wait=5.0)
@@ -126,10 +127,10 @@ class Link:
     def attach(self, unit) -> None:
         """After the unit recovered: report what its state holds, then follow the controller."""
         from firmware.link.presence import ControllerWatch, takes_controller_input
-        from firmware.link.reporter import SeatReporter
+        from firmware.link.reporter import DealerReporter, SeatReporter
 
-        if self.config.role == "seat":
-            self.reporter = SeatReporter(unit, self.bus)
+        if self.config.role in ("seat", "dealer"):
+            self.reporter = (SeatReporter if self.config.role == "seat" else DealerReporter)(unit, self.bus)
             self.reporter.sync()
         self.watch = ControllerWatch(self.bus, self.config.jackpot_link, self.config.table)
         if takes_controller_input(unit):

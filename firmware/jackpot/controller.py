@@ -7,6 +7,15 @@ one SQLite transaction with everything it changes. Duplicates (same unit and seq
 dropped and counted; a sequence number that skips ahead records a gap for that unit; a
 report that fills a gap later is accepted. Rejected messages are logged and kept in the
 ``rejected`` table and change nothing else.
+
+Gaps: every skip ahead is recorded in the ``gap`` table at once, exactly (first, last, the
+event that revealed it), and logged at INFO as an out-of-order arrival: after a reconnect a
+unit's outbox resends from its confirmed mark while the broker may still be delivering
+newer reports, so a hole that closes moments later is normal. A WARNING is logged only for
+a hole still open :data:`GAP_GRACE` seconds after it was seen (:meth:`check_gaps`, which the
+MQTT service calls on every tick), and for every hole still open when the service stops;
+a warned hole that closes later is logged at INFO. ``betbox jackpot report`` always shows
+the holes open now (``missing_ranges``) and how many gaps were ever recorded.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -28,6 +38,7 @@ from .wire import Report, ReportRejected, amount, parse_report
 log = logging.getLogger("betbox.jackpot")
 
 LAST_HITS = 25
+GAP_GRACE = 5.0             # seconds a hole in a unit's seqs may stay open before a warning
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,13 @@ class JackpotController:
         self.db.execute("COMMIT")
         self.dirty_units: set[str] = set()
         self.counts = {"accepted": 0, "duplicate": 0, "rejected": 0}
+        # units with a hole in their seqs (highest > contiguous): since when (monotonic, this
+        # process; holes found in the database at start count from the start), and warned
+        self._holes: dict[str, float] = {}
+        self._warned: set[str] = set()
+        now = time.monotonic()
+        for (unit,) in self.db.execute("SELECT unit FROM unit WHERE highest > contiguous"):
+            self._holes[unit] = now
 
     def pool_for(self, table: str) -> PoolSpec | None:
         return next((s for s in self.specs.values() if s.serves(table)), None)
@@ -95,7 +113,38 @@ class JackpotController:
             db.execute("COMMIT")
             self.counts[result.status] += 1
             self.dirty_units.add(report.unit)
+            if result.status == "accepted":
+                self._track_hole(report.unit)
             return result
+
+    def _track_hole(self, unit: str) -> None:
+        highest, contiguous = self.db.execute("SELECT highest, contiguous FROM unit WHERE unit = ?",
+                                              (unit,)).fetchone()
+        if highest > contiguous:
+            self._holes.setdefault(unit, time.monotonic())
+        elif unit in self._holes:
+            del self._holes[unit]
+            if unit in self._warned:
+                self._warned.discard(unit)
+                log.info("%s: the missing reports arrived; every report through %d is held", unit, highest)
+
+    def check_gaps(self, grace: float = GAP_GRACE, now: float | None = None) -> list[tuple[str, list[list[int]]]]:
+        """Warn (once per hole) for units whose seqs have had a hole for ``grace`` seconds or
+        more; ``grace=0`` warns for every hole open now. Returns what it warned about."""
+        now = time.monotonic() if now is None else now
+        out = []
+        with self.lock:
+            for unit, since in sorted(self._holes.items()):
+                if unit in self._warned or now - since < grace:
+                    continue
+                ranges = missing_ranges(self.db, unit)
+                if not ranges:
+                    continue
+                self._warned.add(unit)
+                out.append((unit, ranges))
+                log.warning("%s: reports %s missing for %.1fs (gap)", unit,
+                            ", ".join(f"{a}..{b}" if a != b else str(a) for a, b in ranges), now - since)
+        return out
 
     def _reject(self, topic: str, unit: str | None, exc: ReportRejected, payload: bytes) -> Ingested:
         excerpt = payload[:200].decode("utf-8", "replace")
@@ -127,7 +176,8 @@ class JackpotController:
         if r.seq > highest + 1:
             db.execute("INSERT INTO gap (unit, first, last, detected_at) VALUES (?, ?, ?, ?)",
                        (r.unit, highest + 1, r.seq - 1, n))
-            log.warning("%s: reports %d..%d missing (gap)", r.unit, highest + 1, r.seq - 1)
+            log.info("%s: report %d arrived before %d..%d (out of order; gap recorded, a warning if "
+                     "still open after %gs)", r.unit, r.seq, highest + 1, r.seq - 1, GAP_GRACE)
         if r.seq == contiguous + 1:
             contiguous = r.seq
             while db.execute("SELECT 1 FROM event WHERE unit = ? AND seq = ?",
@@ -281,6 +331,18 @@ class JackpotController:
             self.db.close()
 
 
+def missing_ranges(db: sqlite3.Connection, unit: str, limit: int = 20) -> list[list[int]]:
+    """The seqs of ``unit`` below its highest that the controller does not hold, as
+    ``[first, last]`` ranges (at most ``limit``)."""
+    missing = [[a, b] for a, b in db.execute(
+        "SELECT seq + 1, nxt - 1 FROM (SELECT seq, LEAD(seq) OVER (ORDER BY seq) AS nxt "
+        "FROM event WHERE unit = ?) WHERE nxt > seq + 1 LIMIT ?", (unit, limit))]
+    first = db.execute("SELECT MIN(seq) FROM event WHERE unit = ?", (unit,)).fetchone()[0]
+    if first and first > 1:
+        missing.insert(0, [1, first - 1])
+    return missing[:limit]
+
+
 def report(db: sqlite3.Connection) -> dict[str, Any]:
     """Meters, the last hits and per-unit counts, from a controller's database."""
     pools = {}
@@ -307,16 +369,15 @@ def report(db: sqlite3.Connection) -> dict[str, Any]:
     units = {}
     for unit, events, highest, contiguous, dups in db.execute(
             "SELECT unit, events, highest, contiguous, duplicates FROM unit ORDER BY unit"):
-        missing = [[a, b] for a, b in db.execute(
-            "SELECT seq + 1, nxt - 1 FROM (SELECT seq, LEAD(seq) OVER (ORDER BY seq) AS nxt "
-            "FROM event WHERE unit = ?) WHERE nxt > seq + 1 LIMIT 20", (unit,))]
-        first = db.execute("SELECT MIN(seq) FROM event WHERE unit = ?", (unit,)).fetchone()[0]
-        if first and first > 1:
-            missing.insert(0, [1, first - 1])
+        missing = missing_ranges(db, unit)
+        kinds = dict(db.execute("SELECT kind, COUNT(*) FROM event WHERE unit = ? GROUP BY kind ORDER BY kind",
+                                (unit,)))
+        alarms = dict(db.execute("SELECT json_extract(body, '$.alarm'), COUNT(*) FROM event "
+                                 "WHERE unit = ? AND kind = 'alarm' GROUP BY 1 ORDER BY 1", (unit,)))
         gaps = db.execute("SELECT COUNT(*) FROM gap WHERE unit = ?", (unit,)).fetchone()[0]
         units[unit] = {"events": events, "highest_seq": highest, "contiguous": contiguous,
                        "missing": highest - events, "missing_ranges": missing, "gaps_recorded": gaps,
-                       "duplicates": dups}
+                       "duplicates": dups, "kinds": kinds, "alarms": alarms}
     rejected = db.execute("SELECT COUNT(*) FROM rejected").fetchone()[0]
     reasons = dict(db.execute("SELECT reason, COUNT(*) FROM rejected GROUP BY reason"))
     return {"schema": 1, "pools": pools, "last_hits": hits, "units": units,

@@ -5,6 +5,10 @@ The controller's session is persistent (fixed client id, ``clean_session=False``
 reports published while it is down wait at the broker; what a broker loses (killed before
 it saved) the seats' outboxes send again, because the controller's confirmation mark for
 them has not moved.
+
+A report that arrives ahead of a missing one is logged at INFO; a hole still open after
+:data:`~firmware.jackpot.controller.GAP_GRACE` seconds, or when the service stops, at WARNING
+(:meth:`~firmware.jackpot.controller.JackpotController.check_gaps`, on the publisher's tick).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class JackpotService:
         self._stop.set()
         self._thread.join(5)
         self._publish_pending()
+        self.controller.check_gaps(grace=0)       # every hole still open, warned before stopping
         self.bus.close()
 
     def _on_link(self, up: bool) -> None:
@@ -100,6 +105,7 @@ class JackpotService:
     def _publisher(self) -> None:
         while not self._stop.wait(self.tick):
             self._publish_pending()
+            self.controller.check_gaps()
 
     def _publish_pending(self) -> None:
         if not self.bus.connected:

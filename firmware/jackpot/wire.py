@@ -3,6 +3,10 @@
 The controller treats anything it cannot read as hostile: oversized, not JSON, the wrong
 schema, a unit that is not the one whose topic it came on (forged), amounts that are not
 exact decimals. Such a message is rejected and logged; it changes nothing.
+
+Two kinds of unit report: a seat (``<table>/seat-<box>``, ``box`` required and equal to the
+unit's own box) and a table's dealer (``<table>/dealer``: alarms only, no ``box`` field; the
+:class:`Report` carries box 0). Any other unit name is read as a seat (``box`` required).
 The JSON Schemas in ``docs/mqtt/schemas`` say the same for other implementers.
 """
 
@@ -23,6 +27,9 @@ REPORT_ID = re.compile(r"^[A-Za-z0-9_.:-]{8,64}$")
 CODE = re.compile(r"^[a-z0-9_]{1,64}$")          # alarm codes, bet names
 MAX_DETAIL = 1000
 KINDS = ("progressive_wager", "progressive_hit", "envy_bonus", "round_result", "side_bet", "alarm")
+DEALER = "dealer"                                # a table's dealer unit: <table>/dealer
+DEALER_KINDS = ("alarm",)                        # what a dealer reports (it has no box, no wagers)
+SEAT_UNIT = re.compile(r"^seat-([1-9][0-9]?)$")
 
 
 class ReportRejected(ValueError):
@@ -41,7 +48,7 @@ class Report:
     table: str
     seq: int
     kind: str
-    box: int
+    box: int                    # 0: the dealer's report (no box on the wire)
     round: int | None
     body: Mapping[str, Any]
 
@@ -88,8 +95,9 @@ def parse_report(topic: str, payload: bytes) -> Report:
         raise ReportRejected("not_json", "a report is a JSON object")
     if data.get("schema") != 1:
         raise ReportRejected("bad_schema", f"schema {data.get('schema')!r} is not 1")
-    _only(data, {"schema", "id", "unit", "seq", "kind", "table", "box", "round", "body"},
-          {"schema", "id", "unit", "seq", "kind", "table", "box", "body"}, "report")
+    dealer = unit.split("/")[1] == DEALER
+    _only(data, {"schema", "id", "unit", "seq", "kind", "table", "round", "body"} | (set() if dealer else {"box"}),
+          {"schema", "id", "unit", "seq", "kind", "table", "body"} | (set() if dealer else {"box"}), "report")
     if data["unit"] != unit:
         raise ReportRejected("forged", f"a report naming unit {data['unit']!r} on {unit!r}'s topic")
     if data["table"] != unit.split("/")[0]:
@@ -98,10 +106,15 @@ def parse_report(topic: str, payload: bytes) -> Report:
     if not isinstance(rid, str) or not REPORT_ID.match(rid):
         raise ReportRejected("bad_field", f"id: {rid!r} is not a report id")
     seq = _int(data, "seq", 1, 2 ** 53)
-    box = _int(data, "box", 1, 99)
+    box = 0 if dealer else _int(data, "box", 1, 99)
+    seat = SEAT_UNIT.match(unit.split("/")[1])
+    if seat is not None and int(seat.group(1)) != box:
+        raise ReportRejected("forged", f"unit {unit!r} reports for box {box}")
     kind = data["kind"]
     if kind not in KINDS:
         raise ReportRejected("bad_kind", f"kind {kind!r} (known: {', '.join(KINDS)})")
+    if dealer and kind not in DEALER_KINDS:
+        raise ReportRejected("bad_kind", f"a dealer reports only {', '.join(DEALER_KINDS)}, not {kind!r}")
     rnd = _int(data, "round", 1, 2 ** 53) if kind != "alarm" or "round" in data else None
     body = data["body"]
     if not isinstance(body, dict):
@@ -144,7 +157,11 @@ def _check_body(kind: str, body: Mapping[str, Any]) -> None:
         amount(body, "stake")
         amount(body, "net", positive=False)
     elif kind == "alarm":
-        _only(body, {"alarm", "detail"}, {"alarm", "detail"}, where)
+        _only(body, {"alarm", "detail", "boxes"}, {"alarm", "detail"}, where)
+        boxes = body.get("boxes", [])
+        if not isinstance(boxes, list) or len(boxes) > 99 or any(
+                isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= 99 for b in boxes):
+            raise ReportRejected("bad_field", f"boxes: {str(boxes)[:80]} is not a list of box numbers (1-99)")
         if not isinstance(body["alarm"], str) or not CODE.match(body["alarm"]):
             raise ReportRejected("bad_field", f"alarm: {body['alarm']!r} is not an alarm code")
         if not isinstance(body["detail"], str) or len(body["detail"]) > MAX_DETAIL:

@@ -19,10 +19,18 @@ takes, :class:`SeatReporter` looks at the seat's round and queues, durably and o
 
 Every report gets the unit's next ``seq`` from the outbox and an idempotency key, so a seat
 that restarts and looks at the same state again reports nothing twice.
+
+:class:`DealerReporter` does the same for a table's dealer (``<table>/dealer``, its own
+outbox): an ``alarm`` report for each alarm the dealer itself raises (shoe jam or fault,
+door, ``seats_missing``, ``card_keyed``, ``integrity``, interruptions, ...), so they reach the
+controller and the casino's systems behind it durably, not only as the table's alarm
+messages. The seats' alarms that the dealer also records (from the table alarm topic) are
+not reported again: each seat reports its own.
 """
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import Any
 
@@ -76,7 +84,7 @@ class SeatReporter:
             extra: dict[str, Any] = {"table": seat.table, "box": seat.box}
             if seat.round_no:
                 extra["round"] = seat.round_no
-            seq = self.bus.report("alarm", {"alarm": str(entry.get("alarm", "unknown"))[:64],
+            seq = self.bus.report("alarm", {"alarm": alarm_code(entry.get("alarm", "unknown")),
                                             "detail": str(entry.get("detail", ""))[:MAX_DETAIL]},
                                   key=f"alarm/{n + 1}", **extra)
             if seq is not None:
@@ -118,3 +126,64 @@ class SeatReporter:
                             "net": amount_text(box.ledger.get(bet, Fraction(0)))}, key=f"side_bet/{bet}")
             net = sum(box.ledger.values(), start=Fraction(0)) if not void else Fraction(0)
             self._report(rnd, "round_result", {"void": void, "net": amount_text(net)})
+
+
+def alarm_code(value: Any) -> str:
+    """An alarm code the controller accepts (``[a-z0-9_]{1,64}``): a report it rejected would
+    never be confirmed and would hold every later one of the unit unconfirmed."""
+    code = re.sub(r"[^a-z0-9_]", "_", str(value).lower())[:64]
+    return code or "unknown"
+
+
+def _alarm_boxes(entry: Any) -> list[int]:
+    """The boxes a dealer's alarm concerns (``box`` / ``boxes`` in its entry), for the wire."""
+    raw = entry.get("boxes")
+    raw = raw if isinstance(raw, (list, tuple)) else [entry.get("box")]
+    return sorted({b for b in raw if isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= 99})
+
+
+class DealerReporter:
+    """The dealer's alarms to the jackpot controller through the dealer's own outbox.
+
+    ``dealer.alarms`` is a :class:`~firmware.runtime.unit.Recent`: ``len()`` counts every
+    entry ever recorded and a replayed journal rebuilds the same numbering, so the key
+    ``alarm/<n>`` (the entry's running number, from 1) is stable across restarts; each
+    entry's own ``round`` goes on the wire (none before the first round). An entry from
+    another unit (a seat's alarm relayed on the table alarm topic) is skipped."""
+
+    def __init__(self, dealer: Any, bus: MqttBus) -> None:
+        self.dealer = dealer
+        self.bus = bus
+        self.reported = 0
+        self.alarms_seen = 0
+        self.unreportable = 0        # entries dropped from the bounded log before being looked at
+        dealer.observe(self._after_step)
+
+    def sync(self) -> None:
+        """Report what the dealer's state holds now (after its journal was replayed)."""
+        self._after_step(self.dealer)
+
+    def _after_step(self, dealer: Any) -> None:
+        alarms = dealer.alarms
+        total = len(alarms)
+        start = self.alarms_seen
+        first = getattr(alarms, "first", 0)
+        if start < first:
+            self.unreportable += first - start
+            start = first
+        for n in range(start, total):
+            entry = alarms[n]
+            if not isinstance(entry, dict) or entry.get("unit", dealer.unit_id) != dealer.unit_id:
+                continue
+            extra: dict[str, Any] = {"table": dealer.table}
+            rnd = entry.get("round")
+            if isinstance(rnd, int) and not isinstance(rnd, bool) and rnd >= 1:
+                extra["round"] = rnd
+            body: dict[str, Any] = {"alarm": alarm_code(entry.get("alarm", "unknown")),
+                                    "detail": str(entry.get("detail", ""))[:MAX_DETAIL]}
+            boxes = _alarm_boxes(entry)
+            if boxes:
+                body["boxes"] = boxes
+            if self.bus.report("alarm", body, key=f"alarm/{n + 1}", **extra) is not None:
+                self.reported += 1
+        self.alarms_seen = total
