@@ -129,7 +129,7 @@ class _Links:
         from firmware.link import connect_bus
 
         def make(unit_id: str, role: str):
-            outbox = self.state_dir / unit_id / "outbox.db" if role == "seat" else None
+            outbox = self.state_dir / unit_id / "outbox.db" if role in ("seat", "dealer") else None
             bus = connect_bus(self.url, unit_id, outbox_path=outbox, role=role, link_id=self.link_id,
                               config={"demo": unit_id, "broker": self.url}, wait=10.0)
             if not bus.connected:
@@ -140,16 +140,17 @@ class _Links:
         return make
 
     def on_unit(self, unit, bus) -> None:
-        from firmware.link.reporter import SeatReporter
+        from firmware.link.reporter import DealerReporter, SeatReporter
 
+        reporter = {"seat": SeatReporter, "dealer": DealerReporter}.get(unit.role)
         if self.local is not None:
-            if unit.role == "seat":
-                SeatReporter(unit, self.local.link(unit.unit_id, self.state_dir / unit.unit_id / "outbox.db"))
+            if reporter is not None:
+                reporter(unit, self.local.link(unit.unit_id, self.state_dir / unit.unit_id / "outbox.db"))
             self.local.feed(unit, unit.table)
             return
         from firmware.link.presence import ControllerWatch, takes_controller_input
-        if unit.role == "seat":
-            SeatReporter(unit, bus)
+        if reporter is not None:
+            reporter(unit, bus)
         if takes_controller_input(unit):
             ControllerWatch(bus, self.link_id, unit.table).feed(unit)
 
