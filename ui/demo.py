@@ -123,7 +123,7 @@ class DemoTable:
             t = self.driver.table
             t.dealer.meter = self.controller.state.meter
             seat = t.seats[self.box]
-            self.source = SeatSource(seat, self.controller, bus=t.bus)
+            self.source = SeatSource(seat, self.controller)
             self.keys = KeyboardDriver(MockDriver(t.shoe, t.readers[self.box], t.console), DEFAULT_KEYS)
             seat.observe(self._observed)
             self.controller.listen(lambda _state: self.command(lambda d: d._post_controller()))

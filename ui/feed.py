@@ -17,7 +17,8 @@ class SeatFeed:
                  config_digest: str | None = None) -> None:
         self.seat = seat
         self.controller = controller or ControllerFeed()
-        self.source = SeatSource(seat, self.controller, bus=bus)
+        # ``bus`` is not listened to: the seat takes the table's alarms itself (its view)
+        self.source = SeatSource(seat, self.controller)
         self._table = table
         self.config_digest = config_digest
         self.on_snapshot: Callable[[SeatSnapshot], None] | None = None

@@ -1,7 +1,7 @@
 """Plain values the seat display is made of. No Kivy here.
 
-``SeatSnapshot`` is what the UI reads from the seat unit (its view, plus the table's
-alarms heard on the bus, see ``ui/source.py``); ``SeatScreen`` is what the widgets show,
+``SeatSnapshot`` is what the UI reads from the seat unit (its view, the table's faults
+included, see ``ui/source.py``); ``SeatScreen`` is what the widgets show,
 every text already in the player's language. Both are frozen, so a snapshot taken in the
 table's thread can be handed to the UI thread as it is.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from firmware.runtime.view import AlarmView, SeatView
+from firmware.runtime.view import SeatView
 
 
 # --- what the UI reads ----------------------------------------------------------------
@@ -27,13 +27,12 @@ class ControllerState:
 
 @dataclass(frozen=True)
 class SeatSnapshot:
-    """The seat's view, and what the seat cannot know itself: the table's alarms (shoe,
-    door) heard on the bus, and the simulated controller of a demo table without one."""
+    """The seat's view (the table's faults are in ``view.table_alarms``), and the simulated
+    controller of a demo table whose seats know none."""
 
     view: SeatView
     title: str = ""                                    # a configured name for the table
     controller: ControllerState = ControllerState()
-    table_alarms: tuple[AlarmView, ...] = ()
     controls: tuple[str, ...] = ()                     # a demo table's dealer controls now
 
 

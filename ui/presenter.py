@@ -239,7 +239,7 @@ def faults(s: SeatSnapshot) -> tuple[str, ...]:
     kinds: list[str] = []
     if s.view.phase == "void":
         kinds.append("void")
-    for a in (*s.table_alarms, *s.view.round_alarms):
+    for a in (*s.view.table_alarms, *s.view.round_alarms):
         if a.code in NOT_BANNERS:
             continue
         kind = FAULT_KINDS.get(a.code, "other")

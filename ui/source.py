@@ -2,12 +2,13 @@
 
 The runtime's :class:`~firmware.runtime.view.SeatView` carries everything the screen shows
 (built by :func:`firmware.runtime.seatview.build_seat_view` after every step), as codes and
-amounts. Two things a seat cannot know itself are added here:
+amounts, the table's faults included: the seat unit takes the dealer's alarms (shoe jam,
+shoe door, misread, ...) as journalled inputs and its view lists those in force
+(``view.table_alarms``). This module does not listen to the bus.
 
-* the table's alarms (shoe jam, door open, ...), published by the dealer unit on the
-  table's alarm topic, which the seat unit does not subscribe to;
-* a simulated jackpot controller (``ControllerFeed``) for a demo table whose seats have no
-  controller link: used only while the view says no controller is known.
+One thing a seat may not know is added here: a simulated jackpot controller
+(``ControllerFeed``) for a demo table whose seats have no controller link, used only while
+the view says no controller is known.
 
 Plain Python, no Kivy. :meth:`SeatSource.snapshot` reads one attribute (``seat.view``, a
 frozen value replaced after each step), so it may be called from any thread.
@@ -20,19 +21,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any, Callable
 
-from firmware.runtime.bus import Message, alarm_topic
-from firmware.runtime.view import AlarmView
-
 from .model import ControllerState, SeatSnapshot
-
-#: Table conditions that last until their counterpart arrives (not just this round).
-LASTING = {"shoe_jam": "shoe_jam_cleared", "shoe_door_opened": "shoe_door_closed"}
-
-
-def alarm_view(body: dict[str, Any]) -> AlarmView:
-    params = tuple(sorted((k, str(v)) for k, v in body.items()
-                          if k not in ("unit", "alarm", "detail") and isinstance(v, (str, int, float))))
-    return AlarmView(str(body.get("alarm", "")), params)
 
 
 class ControllerFeed:
@@ -61,33 +50,13 @@ class ControllerFeed:
 
 
 class SeatSource:
-    """Snapshots of one seat unit for its screen."""
+    """Snapshots of one seat unit for its screen: its view, and the demo's controller
+    while the view knows none."""
 
-    def __init__(self, seat, controller: ControllerFeed | None = None, bus=None,
-                 title: str | None = None) -> None:
+    def __init__(self, seat, controller: ControllerFeed | None = None, title: str | None = None) -> None:
         self.seat = seat
         self.controller = controller or ControllerFeed()
         self.title = title
-        self._lock = threading.Lock()
-        self._table_alarms: list[tuple[int | None, AlarmView]] = []
-        self._lasting: dict[str, AlarmView] = {}
-        if bus is not None:
-            bus.subscribe(alarm_topic(seat.table), self._on_alarm, f"{seat.unit_id}/screen")
-
-    def _on_alarm(self, m: Message) -> None:
-        body = dict(m.body)
-        if body.get("unit") == self.seat.unit_id:
-            return                      # the seat's own alarm: already in its view
-        code = str(body.get("alarm", ""))
-        with self._lock:
-            for start, end in LASTING.items():
-                if code == end:
-                    self._lasting.pop(start, None)
-            if code in LASTING:
-                self._lasting[code] = alarm_view(body)
-            elif code not in LASTING.values():
-                self._table_alarms.append((body.get("round"), alarm_view(body)))
-                del self._table_alarms[:-16]
 
     def controller_state(self, view) -> ControllerState:
         c = view.controller
@@ -97,8 +66,4 @@ class SeatSource:
 
     def snapshot(self) -> SeatSnapshot:
         view = self.seat.view
-        with self._lock:
-            table = (*self._lasting.values(),
-                     *(a for r, a in self._table_alarms if r == view.round and view.round))
-        return SeatSnapshot(view=view, title=self.title or "", controller=self.controller_state(view),
-                            table_alarms=tuple(table))
+        return SeatSnapshot(view=view, title=self.title or "", controller=self.controller_state(view))

@@ -11,6 +11,13 @@ The jackpot controller's link is an input like any other (``("controller", {"lin
 "meter", "pending"})``, journalled and replayed): while the link is down the progressive
 spot is not offered, its lamp is off and :attr:`SeatUnit.progressive_refusal` says why
 (DESIGN "Progressive jackpot"; issue #6).
+
+The table's alarms (shoe jam, shoe door, misread, card gap, interruption, integrity, ...),
+which the dealer publishes on the table's alarm topic, are seat inputs too: taken only from
+``<table>/dealer`` with a well-formed body, journalled and replayed. The seat keeps the
+faults in force: a lasting condition (``shoe_jam``, ``shoe_door_opened``) until its
+counterpart (``shoe_jam_cleared``, ``shoe_door_closed``), any other alarm for the round it
+names (:attr:`SeatUnit.table_faults`, :attr:`SeatUnit.table_alarms`).
 """
 
 from __future__ import annotations
@@ -31,17 +38,19 @@ from firmware.engine.settlement import settlement
 from hal.events import HalEvent, InventoryCycle
 from hal.ports import LAMP_OFF, LAMP_ON, Lamps
 
-from .bus import Bus, Message, down_topic, stream_topic, up_topic
+from .bus import Bus, Message, alarm_topic, down_topic, stream_topic, up_topic
 from .journal import Journal
 from .unit import (Codec, Recent, amounts_from_json, amounts_to_json, ck_bool, ck_int, ck_json, ck_optional,
                    ck_str, Unit)
 from .seatview import build_seat_view
 from .spots import insurance_hand, insurance_spot
 from .view import SeatView
-from .wire import (bets_to_json, check_down_message, check_stream_message, controller_input, round_from_json,
-                   round_to_json, shoe_from_json)
+from .wire import (TABLE_LASTING, bets_to_json, check_down_message, check_stream_message, check_table_alarm,
+                   controller_input, round_from_json, round_to_json, shoe_from_json)
 
 LINK_DOWN = "controller_link_down"
+#: The table's round-bound alarms a seat keeps (the newest; the view shows this round's).
+KEEP_TABLE_ALARMS = 32
 
 
 def _canon(value: Any) -> Any:
@@ -84,10 +93,17 @@ class SeatUnit(Unit):
         # the dealer closed bets without this seat's wagers this round, and why
         # ("lock_timeout" | "closed_by_dealer")
         self.bets_not_taken: str | None = None
+        # the table's alarms (the dealer's, on the alarm topic): lasting conditions in force
+        # by code (shoe_jam, shoe_door_opened) until their counterpart, and the newest
+        # round-bound ones (each names its round); the dealer's seq of the last one heard
+        self.table_faults: dict[str, dict[str, Any]] = {}
+        self.table_alarms = Recent(KEEP_TABLE_ALARMS)
+        self.table_alarm_seq = 0
         self.view: SeatView = self._build_view()
         self._profiles: dict[str, Profile] = {}
         bus.subscribe(stream_topic(table), self.post, unit_id)
         bus.subscribe(down_topic(table, box), self.post, unit_id)
+        bus.subscribe(alarm_topic(table), self.post, unit_id)
 
     # -- inputs ------------------------------------------------------------------------
 
@@ -165,6 +181,10 @@ class SeatUnit(Unit):
             if m.sender != dealer:
                 return f"{m.kind!r} for box {self.box} from {m.sender!r}: only {dealer!r} sends to this seat"
             return check_down_message(m.kind, m.body, self.box, self._profile)
+        if m.topic == alarm_topic(self.table):
+            if m.sender != dealer:
+                return f"table alarm from {m.sender!r}: only {dealer!r} raises the table's alarms at a seat"
+            return check_table_alarm(m.kind, m.body, m.sender)
         return f"{m.kind!r} on {m.topic!r}: not a topic of seat {self.box} at table {self.table}"
 
     def _profile(self, name: str) -> Profile:
@@ -196,15 +216,48 @@ class SeatUnit(Unit):
                 "joined_round": (lambda v: v, ck_int),
                 "controller": (dict, self._controller_from_json),
                 "unwagered": (dict, lambda v: {ck_str(k): ck_str(r) for k, r in v.items()}),
-                "bets_not_taken": (lambda v: v, ck_optional(ck_str))}
+                "bets_not_taken": (lambda v: v, ck_optional(ck_str)),
+                "table_faults": (dict, self._table_faults_from_json),
+                "table_alarms": (Recent.to_json, self._table_alarms_from_json),
+                "table_alarm_seq": (lambda v: v, ck_int)}
         # the screen's view is not state: it is built again from this (every alarm entry
         # carries its round, so the round's alarms are found without the view's mark)
+
+    def state_added(self) -> dict[str, tuple[int, Any]]:
+        # the table's alarms came with checkpoint format 2: a format-1 checkpoint had none
+        return {**super().state_added(), "table_faults": (2, dict),
+                "table_alarms": (2, lambda: Recent(KEEP_TABLE_ALARMS)), "table_alarm_seq": (2, lambda: 0)}
 
     def _present_from_json(self, value: Any) -> dict[str, frozenset[str]]:
         if not isinstance(value, dict) or set(value) != set(self.spots):
             raise ValueError(f"the spots are {sorted(self.spots)}, the checkpoint has "
                              f"{sorted(value) if isinstance(value, dict) else value!r}")
         return {spot: frozenset(ck_str(u) for u in uids) for spot, uids in value.items()}
+
+    def _table_alarm_from_json(self, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise ValueError(f"a table alarm is a mapping, not {value!r:.60}")
+        problem = check_table_alarm("alarm", value, f"{self.table}/dealer")
+        if problem is not None:
+            raise ValueError(problem)
+        return ck_json(dict(value))
+
+    def _table_faults_from_json(self, value: Any) -> dict[str, dict[str, Any]]:
+        if not isinstance(value, dict) or not set(value) <= set(TABLE_LASTING):
+            raise ValueError(f"table faults are lasting conditions {sorted(TABLE_LASTING)}, not {value!r:.80}")
+        out = {}
+        for code, entry in value.items():
+            entry = self._table_alarm_from_json(entry)
+            if entry["alarm"] != code:
+                raise ValueError(f"table fault {code!r} holds a {entry['alarm']!r} alarm")
+            out[code] = entry
+        return out
+
+    def _table_alarms_from_json(self, value: Any) -> Recent:
+        log = Recent.from_json(value, KEEP_TABLE_ALARMS)
+        for entry in log:
+            self._table_alarm_from_json(entry)
+        return log
 
     @staticmethod
     def _controller_from_json(value: Any) -> dict[str, Any]:
@@ -338,7 +391,25 @@ class SeatUnit(Unit):
                     self.refused_round = m.body["reason"]
                 return True
             return False
+        if m.topic == alarm_topic(self.table):
+            return self._on_table_alarm(m.seq, dict(m.body))
         return self._on_stream(m.kind, m.body)
+
+    def _on_table_alarm(self, seq: int, body: dict[str, Any]) -> bool:
+        """A dealer's alarm (checked by :meth:`check_input`): a lasting condition is in
+        force until its counterpart; any other alarm is kept for the round it names."""
+        if seq == self.table_alarm_seq:
+            return False                    # the same message again (a redelivery)
+        self.table_alarm_seq = seq
+        code = body["alarm"]
+        ends = [start for start, end in TABLE_LASTING.items() if end == code]
+        for start in ends:
+            self.table_faults.pop(start, None)
+        if code in TABLE_LASTING:
+            self.table_faults[code] = body
+        elif not ends:
+            self.table_alarms.append(body)
+        return True
 
     def _on_catchup(self, body: dict[str, Any]) -> bool:
         self.awaiting_catchup = False

@@ -162,12 +162,29 @@ def _round_alarms(seat: "SeatUnit") -> tuple[tuple[AlarmView, ...], int]:
             picked.append(entry)
         else:
             break
-    out = []
-    for entry in reversed(picked):
-        params = tuple(sorted((k, str(v)) for k, v in entry.items()
-                              if k not in _SKIP_PARAMS and isinstance(v, (str, int, float))))
-        out.append(AlarmView(str(entry.get("alarm", "")), params))
-    return tuple(out), mark
+    return tuple(_alarm_view(entry) for entry in reversed(picked)), mark
+
+
+def _alarm_view(entry: dict[str, Any], lasting: bool = False) -> AlarmView:
+    params = tuple(sorted((k, str(v)) for k, v in entry.items()
+                          if k not in _SKIP_PARAMS and isinstance(v, (str, int, float))))
+    return AlarmView(str(entry.get("alarm", "")), params, lasting)
+
+
+def _table_alarms(seat: "SeatUnit") -> tuple[AlarmView, ...]:
+    """The table's faults in force at this seat (the dealer's alarms, journalled by the
+    seat): every lasting condition, then the alarms of the seat's round. An alarm that
+    names a box (``box``) other than this seat's is about that box, not shown here."""
+    out = [_alarm_view(entry, lasting=True) for _, entry in sorted(getattr(seat, "table_faults", {}).items())]
+    current = seat.round_no or None
+    for entry in getattr(seat, "table_alarms", ()):
+        box = entry.get("box")
+        if current is None or entry.get("round") != current:
+            continue
+        if isinstance(box, int) and not isinstance(box, bool) and box != seat.box:
+            continue
+        out.append(_alarm_view(entry))
+    return tuple(out)
 
 
 def _spot_issues(seat: "SeatUnit", state: Round | None, alarms: tuple[AlarmView, ...],
@@ -339,5 +356,6 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
                     dealer_soft, dealer_blackjack,
                     profile=profile.name if profile else "", title=profile.title if profile else "",
                     limits=limits, turn=_turn(seat, state), pay_lines=pay_lines, switched=switched,
-                    progressive=progressive, envy=envy, round_alarms=alarms, controller=controller,
+                    progressive=progressive, envy=envy, round_alarms=alarms,
+                    table_alarms=_table_alarms(seat), controller=controller,
                     alarm_mark=mark, offers=_offers(seat, state, box))

@@ -27,7 +27,9 @@ log = logging.getLogger(__name__)
 
 #: The checkpoint layout this firmware writes and reads (bump it, and read the old one, when
 #: the layout changes: a journal must stay readable across a firmware update).
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
+#: Older layouts this firmware still reads (state added since comes from ``state_added``).
+READS_FORMATS = (1, 2)
 #: Entries kept in a unit's alarm / refusal / message logs (older ones are dropped; the
 #: running counts stay).
 KEEP_RECENT = 200
@@ -311,6 +313,11 @@ class Unit(ABC):
                 "alarms": (Recent.to_json, Recent.from_json),
                 "alarm_counts": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()})}
 
+    def state_added(self) -> dict[str, tuple[int, Callable[[], Any]]]:
+        """State kept in checkpoints since a later format: name -> (the format that added it,
+        its value in an older checkpoint). An older checkpoint lacks exactly those names."""
+        return {}
+
     def checkpoint(self) -> dict[str, Any]:
         """The unit's state after the last step as plain, versioned JSON: what the next
         journal file starts from. Reading it back never executes anything."""
@@ -327,9 +334,10 @@ class Unit(ABC):
         if not isinstance(data, dict):
             raise bad(f"a checkpoint is a JSON object, not {type(data).__name__}")
         fmt = data.get("format")
-        if fmt != CHECKPOINT_FORMAT:
+        if isinstance(fmt, bool) or fmt not in READS_FORMATS:
             raise bad(f"checkpoint format {_short(fmt)} (written by firmware {_short(data.get('firmware'))}); "
-                      f"firmware {__version__} reads format {CHECKPOINT_FORMAT}")
+                      f"firmware {__version__} reads format {CHECKPOINT_FORMAT} "
+                      f"(and {', '.join(str(f) for f in READS_FORMATS if f != CHECKPOINT_FORMAT)})")
         if data.get("role") != self.role or data.get("unit") != self.unit_id:
             raise bad(f"the checkpoint is of {_short(data.get('role'))} {_short(data.get('unit'))}, "
                       f"not {self.role} {self.unit_id!r}")
@@ -337,11 +345,16 @@ class Unit(ABC):
         if not isinstance(state, dict):
             raise bad(f"the checkpoint has no state object (got {_short(state)})")
         codec = self.state_codec()
-        missing, unknown = sorted(set(codec) - set(state)), sorted(set(state) - set(codec))
+        added = {name: default for name, (since, default) in self.state_added().items()
+                 if fmt < since and name not in state}
+        missing = sorted(set(codec) - set(state) - set(added))
+        unknown = sorted(set(state) - set(codec))
         if missing or unknown:
             raise bad(f"checkpoint state: missing {missing}, unknown {unknown}")
-        decoded: dict[str, Any] = {}
+        decoded: dict[str, Any] = {name: default() for name, default in added.items()}
         for name, (_, decode) in codec.items():
+            if name in added:
+                continue
             try:
                 decoded[name] = decode(state[name])
             except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:

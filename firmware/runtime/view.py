@@ -80,10 +80,15 @@ class ResultView:
 
 @dataclass(frozen=True)
 class AlarmView:
-    """An alarm of this round: its code and plain parameters (spot, amount, uid, ...)."""
+    """An alarm: its code and plain parameters (spot, amount, uid, ...). In
+    ``SeatView.round_alarms`` the seat's own alarms of this round; in
+    ``SeatView.table_alarms`` the table's faults in force (the dealer's alarms), where
+    ``lasting`` marks a condition that holds until its counterpart (a shoe jam until
+    ``shoe_jam_cleared``, an open shoe door until ``shoe_door_closed``), not just this round."""
 
     code: str
     params: tuple[tuple[str, str], ...] = ()
+    lasting: bool = False
 
     def param(self, key: str) -> str | None:
         return dict(self.params).get(key)
@@ -131,6 +136,10 @@ class SeatView:
     progressive: ProgressiveView | None = None
     envy: tuple[tuple[int, str], ...] = ()      # (from box, amount)
     round_alarms: tuple[AlarmView, ...] = ()    # this round's alarms, as codes
+    #: the table's faults in force, heard from the dealer: lasting conditions first (shoe
+    #: jam, shoe door open), then the dealer's alarms of this round (misread, card gap,
+    #: interruption, integrity, ...); one naming another box (``box``) is that box's
+    table_alarms: tuple[AlarmView, ...] = ()
     controller: ControllerView = ControllerView()
     alarm_mark: int = 0                         # where this round's alarms start in seat.alarms
     #: insurance / even money / surrender legal now for this box, per initial hand

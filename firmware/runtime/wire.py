@@ -249,3 +249,35 @@ def check_up_message(kind: str, body: Mapping[str, Any]) -> str | None:
             return "alarm: alarm and detail must be strings"
         return None
     return f"{kind!r:.40} is not a message a seat sends (one of {', '.join(UP_KINDS)})"
+
+
+# -- the table's alarms (the dealer's, on ``alarm_topic``): a seat input ------------------
+
+#: Table conditions that last until their counterpart arrives, whatever the round.
+TABLE_LASTING = {"shoe_jam": "shoe_jam_cleared", "shoe_door_opened": "shoe_door_closed"}
+#: The longest alarm code and detail a seat takes (a code is a short name; the detail is
+#: for the log, never shown as it is).
+MAX_ALARM_CODE = 64
+MAX_ALARM_DETAIL = 2000
+
+
+def check_table_alarm(kind: str, body: Mapping[str, Any], sender: str) -> str | None:
+    """A table alarm as a seat takes it: kind ``alarm``; ``alarm`` a code (lower-case
+    letters, digits, ``_``), ``detail`` a string, ``round`` a round number or null, and
+    ``unit`` the sender itself (the dealer raised it)."""
+    if kind != "alarm":
+        return f"{kind!r:.40} is not a message of the table's alarm topic (alarm)"
+    code = body.get("alarm")
+    if (not isinstance(code, str) or not code or len(code) > MAX_ALARM_CODE
+            or not all(c.islower() or c.isdigit() or c == "_" for c in code) or not code.isascii()):
+        return f"alarm: the code must be a short name (a-z, 0-9, _), not {code!r:.60}"
+    detail = body.get("detail")
+    if not isinstance(detail, str) or len(detail) > MAX_ALARM_DETAIL:
+        return f"alarm {code}: detail must be a string of at most {MAX_ALARM_DETAIL} characters"
+    if body.get("round") is not None:
+        problem = _count(body.get("round"), f"alarm {code}: round")
+        if problem is not None:
+            return problem
+    if body.get("unit") != sender:
+        return f"alarm {code}: raised by {body.get('unit')!r:.60}, sent by {sender!r:.60}"
+    return None

@@ -35,7 +35,7 @@ class Table:
         if meter is not None:
             self.table.dealer.meter = Fraction(meter)
         self.controller = controller or ControllerFeed()
-        self.source = SeatSource(self.table.seats[1], self.controller, bus=self.table.bus)
+        self.source = SeatSource(self.table.seats[1], self.controller)
         self.table.boot()
         self._layer = 0
 

@@ -400,3 +400,32 @@ def test_dealer_total_and_blackjack_come_from_the_engine(table):
     view = table.snap().view
     assert view.dealer_blackjack and view.dealer_total == 21
     assert present(table.snap()).dealer_total == "Blackjack"
+
+
+def test_table_faults_come_from_the_seats_view_alone(table):
+    """The screen does not listen to the bus: a shoe jam at the dealer reaches every seat as
+    its journalled input, and the screen shows it from the view (also a seat whose screen
+    was started after the jam, and after a restart of the seat)."""
+    from dataclasses import replace
+    from ui.model import SeatSnapshot
+
+    assert not any(sub.endswith("/screen") for _, sub, _ in table.table.bus._subs)
+    table.open()
+    table.table.shoe.jam()
+    table.table.settle()
+    late = SeatSource(table.seat(2), table.controller)      # never heard the bus: the view has it
+    for source in (table.source, late):
+        v = source.snapshot().view
+        assert [a.code for a in v.table_alarms] == ["shoe_jam"] and v.table_alarms[0].lasting
+        s = present(source.snapshot())
+        assert any(b.text.startswith("Card shoe fault") for b in s.banners)
+        assert any(b.text == "发牌机故障。请等待荷官。" for b in present(source.snapshot(), "zh").banners)
+    # the same view without its table faults shows no fault: nothing else feeds the banner
+    snap = table.snap()
+    bare = SeatSnapshot(view=replace(snap.view, table_alarms=()), controller=snap.controller)
+    assert not any(b.text.startswith("Card shoe fault") for b in present(bare).banners)
+    seat = table.table.restart_seat(1)
+    assert any(b.text.startswith("Card shoe fault") for b in present(SeatSource(seat).snapshot()).banners)
+    table.table.shoe.clear_jam()
+    table.table.settle()
+    assert not any(b.text.startswith("Card shoe fault") for b in present(SeatSource(seat).snapshot()).banners)
