@@ -47,6 +47,6 @@ def render_acl(tables: Mapping[str, int], link_id: str = "main") -> str:
                     f"topic read {t}/stream",
                     f"topic read {t}/seat/{box}/down",
                     f"topic write {t}/seat/{box}/up",
-                    f"topic write {t}/alarm",
+                    f"topic read {t}/alarm",          # the dealer's table alarms (shoe, door)
                     ""]
     return "\n".join(out)

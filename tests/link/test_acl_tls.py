@@ -102,3 +102,25 @@ def test_tls_with_client_certificates(tmp_path):
         bare.close()
     finally:
         b.stop()
+
+
+def test_under_the_acl_a_seat_reads_the_dealers_table_alarms_and_cannot_raise_them_as_the_dealer(tmp_path):
+    """The seats take the dealer's table alarms (shoe jam, door) as an input: the ACL lets
+    them read the alarm topic; only the dealer may write it (a seat reports its own alarms
+    on its up topic and through its outbox)."""
+    b = Broker(tmp_path / "mosquitto", acl=(DOCS / "acl").read_text(), users=USERS).start()
+    try:
+        alarm = "betbox/v1/table/table-1/alarm"
+        seat_reader = Sniffer(b.url, alarm, username="table-1/seat-2", password="pw2")
+        watcher = Sniffer(b.url, alarm, username="jackpot/main", password="pwj")
+        dealer = Sniffer(b.url, "betbox/v1/unit/table-1/dealer/sync", username="table-1/dealer", password="pwd")
+        forger = Sniffer(b.url, "betbox/v1/unit/table-1/seat-1/sync", username="table-1/seat-1", password="pw1")
+        forger.client.publish(alarm, json.dumps({"forged": "by seat 1"}), qos=1).wait_for_publish(5)
+        dealer.client.publish(alarm, json.dumps({"real": "shoe_jam"}), qos=1).wait_for_publish(5)
+        wait_until(lambda: seat_reader.messages and watcher.messages, 20, "the dealer's alarm at the seat")
+        assert [json.loads(p) for _, p, _ in seat_reader.messages] == [{"real": "shoe_jam"}]
+        assert [json.loads(p) for _, p, _ in watcher.messages] == [{"real": "shoe_jam"}]
+        for s in (seat_reader, watcher, dealer, forger):
+            s.close()
+    finally:
+        b.stop()
