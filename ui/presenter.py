@@ -201,11 +201,14 @@ def _results(lang: str, s: SeatSnapshot) -> tuple[tuple[ResultLine, ...], str, s
     return tuple(lines), tr(lang, "net", net=money(total, signed=True)), net_tone
 
 
+def _has_progressive(s: SeatSnapshot) -> bool:
+    return any(sp.name == "progressive" for sp in s.view.spots)
+
+
 def _meter(lang: str, s: SeatSnapshot) -> tuple[str, str]:
     c = s.controller
-    has_progressive = any(sp.name == "progressive" for sp in s.view.spots)
-    if not has_progressive and c.link is None:
-        return "", "muted"
+    if not _has_progressive(s):
+        return "", "muted"      # no progressive spot at this seat: nothing to show or miss
     if c.link is None:
         return tr(lang, "meter.none"), "muted"
     if c.link == "down":
@@ -243,11 +246,13 @@ def faults(s: SeatSnapshot) -> tuple[str, ...]:
         if a.code in NOT_BANNERS:
             continue
         kind = FAULT_KINDS.get(a.code, "other")
+        if kind == "controller" and not _has_progressive(s):
+            continue
         if kind not in kinds:
             kinds.append(kind)
     if "not_taken" not in kinds and not_taken(s.view) is not None:
         kinds.append("not_taken")
-    if s.controller.link == "down" and "controller" not in kinds:
+    if s.controller.link == "down" and "controller" not in kinds and _has_progressive(s):
         kinds.append("controller")
     return tuple(kinds)
 

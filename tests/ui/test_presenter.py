@@ -429,3 +429,18 @@ def test_table_faults_come_from_the_seats_view_alone(table):
     table.table.shoe.clear_jam()
     table.table.settle()
     assert not any(b.text.startswith("Card shoe fault") for b in present(SeatSource(seat).snapshot()).banners)
+
+
+def test_a_seat_without_a_progressive_spot_shows_no_jackpot_meter_or_link_fault(tmp_path):
+    """rws-blackjack has no progressive: the controller's link going down concerns no wager
+    at this seat, so the player is not alarmed by it (the service screen still shows it)."""
+    t = Table(tmp_path, "rws-blackjack", boxes=1, controller=ControllerFeed("up", Fraction(25000)))
+    try:
+        t.open()
+        t.bet(1, "main", 20)
+        t.controller.set(link="down")
+        s = present(t.snap())
+        assert s.meter == ""
+        assert not any("Jackpot" in b.text or "jackpot" in b.text for b in s.banners)
+    finally:
+        t.close()
