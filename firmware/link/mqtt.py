@@ -45,6 +45,15 @@ class LinkError(RuntimeError):
     pass
 
 
+def _published(info: mqtt.MQTTMessageInfo) -> bool | None:
+    """Whether the broker acknowledged a QoS 1 publish: True, False (not yet), or None
+    when paho will never tell — it raises for a publish made as the link went down."""
+    try:
+        return info.is_published()
+    except (RuntimeError, ValueError):
+        return None
+
+
 def _no_delay(client: mqtt.Client) -> None:
     """TCP_NODELAY: paho leaves Nagle's algorithm on, so a small publish that follows
     another before its ACK can wait for the peer's delayed ACK (~40 ms on Linux)."""
@@ -345,41 +354,59 @@ class MqttBus:
         return seq
 
     def _send_loop(self) -> None:
+        """The outbox's one sender. It must outlive anything paho or SQLite throws at it:
+        a dead sender would leave every later report on disk, unsent, until a restart."""
         assert self.outbox is not None
         inflight: list[tuple[mqtt.MQTTMessageInfo, int]] = []
         while not self._closing:
-            self._wake.wait(0.5)
-            self._wake.clear()
-            if inflight:
-                done, still = [], []
-                for info, seq in inflight:          # is_published() read once per report
-                    (done if info.is_published() else still).append((info, seq))
-                if done:
-                    self.outbox.mark_acked_many([seq for _, seq in done])
-                    inflight = still
-            if not self._connected.is_set() or len(inflight) >= MAX_INFLIGHT:
-                continue
+            try:
+                inflight = self._send_step(inflight)
+            except Exception:                         # noqa: BLE001 - logged, then go on
+                log.exception("%s: outbox sender step failed; retrying", self.unit_id)
+                inflight = []                         # the next connect resends what is unconfirmed
+                time.sleep(0.5)
+
+    def _send_step(self, inflight: list[tuple[mqtt.MQTTMessageInfo, int]]
+                   ) -> list[tuple[mqtt.MQTTMessageInfo, int]]:
+        self._wake.wait(0.5)
+        self._wake.clear()
+        if inflight:
+            done, still = [], []
+            for info, seq in inflight:          # is_published() read once per report
+                state = _published(info)
+                if state:
+                    done.append((info, seq))
+                elif state is not None:
+                    still.append((info, seq))
+                # None: paho took it while the link was going down and will never say;
+                # it stays in the outbox and the next connect sends it again
+            if done:
+                self.outbox.mark_acked_many([seq for _, seq in done])
+            inflight = still
+        if not self._connected.is_set() or len(inflight) >= MAX_INFLIGHT:
+            return inflight
+        with self._lock:
+            gen, after = self._gen, self._sent_through
+        rows = self.outbox.pending(after=after, limit=256)
+        for row in rows:
+            if self._closing or len(inflight) >= MAX_INFLIGHT:
+                break
             with self._lock:
-                gen, after = self._gen, self._sent_through
-            rows = self.outbox.pending(after=after, limit=256)
-            for row in rows:
-                if self._closing or len(inflight) >= MAX_INFLIGHT:
+                if gen != self._gen:
                     break
-                with self._lock:
-                    if gen != self._gen:
-                        break
-                    info = self._client.publish(row.topic, row.payload, qos=1)
-                    if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):
-                        log.error("%s: cannot publish report %d: %s", self.unit_id, row.seq,
-                                  mqtt.error_string(info.rc))
-                        break
-                    inflight.append((info, row.seq))
-                    self._sent_through = row.seq
-                    if info.rc != mqtt.MQTT_ERR_SUCCESS:
-                        break                     # link went down: paho and the next connect resend
-            else:
-                if len(rows) == 256:
-                    self._wake.set()
+                info = self._client.publish(row.topic, row.payload, qos=1)
+                if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):
+                    log.error("%s: cannot publish report %d: %s", self.unit_id, row.seq,
+                              mqtt.error_string(info.rc))
+                    break
+                inflight.append((info, row.seq))
+                self._sent_through = row.seq
+                if info.rc != mqtt.MQTT_ERR_SUCCESS:
+                    break                     # link went down: the next connect resends
+        else:
+            if len(rows) == 256:
+                self._wake.set()
+        return inflight
 
     def drained(self) -> bool:
         """Every report has been acknowledged by the broker."""

@@ -1,0 +1,46 @@
+"""The outbox's sender thread survives a publish that paho took as the link went down.
+
+paho 2.x raises from ``MQTTMessageInfo.is_published()`` for such a publish (rc
+MQTT_ERR_NO_CONN). A broker SIGKILLed mid-stream produced exactly that in CI: the sender
+thread died and every later report of that unit stayed on disk, unsent, until a restart.
+The report must instead stay in the outbox and go out again after the reconnect."""
+
+from __future__ import annotations
+
+import paho.mqtt.client as mqtt
+
+from firmware.link import connect_bus
+
+from .broker import Broker
+from .helpers import wait_until
+
+
+def test_a_publish_lost_as_the_link_goes_down_is_sent_again_after_the_reconnect(tmp_path):
+    b = Broker(tmp_path / "mosquitto").start()
+    bus = connect_bus(b.url, "table-1/seat-1", outbox_path=tmp_path / "outbox.db")
+    try:
+        real_publish = bus._client.publish
+        lost: list[int] = []
+
+        def publish_as_the_link_drops(topic, payload=None, qos=0, retain=False, properties=None):
+            if topic.endswith("/report") and not lost:
+                lost.append(1)                     # what paho returns with no connection
+                info = mqtt.MQTTMessageInfo(0)
+                info.rc = mqtt.MQTT_ERR_NO_CONN
+                return info
+            return real_publish(topic, payload, qos=qos, retain=retain, properties=properties)
+
+        bus._client.publish = publish_as_the_link_drops
+        bus.report("progressive_wager", {"amount": "5"}, key="1/progressive_wager", table="table-1",
+                   box=1, round=1)
+        wait_until(lambda: lost, 10, "the publish lost to the link")
+        bus.report("round_result", {"void": False, "net": "-5"}, key="1/round_result", table="table-1",
+                   box=1, round=1)
+        assert not bus.wait_drained(1.5), "nothing resends before the link comes back"
+        b.kill()                                   # the link really drops, and comes back
+        b.start()
+        wait_until(bus.drained, 60, "both reports acknowledged after the reconnect")
+        assert bus._sender is not None and bus._sender.is_alive()
+    finally:
+        bus.close()
+        b.stop()
