@@ -278,7 +278,7 @@ class MqttBus:
             raise LinkError(f"{self.unit_id}: cannot publish on {message.topic}: {mqtt.error_string(info.rc)}")
         self.published += 1
         with self._lock:
-            self._unacked = [i for i in self._unacked if not i.is_published()]
+            self._unacked = [i for i in self._unacked if _published(i) is False]
             self._unacked.append(info)
 
     # -- quiet (tables of units in one process: the demo, tests, the bench) -------------
@@ -297,10 +297,10 @@ class MqttBus:
                 info.wait_for_publish(left)
             except (RuntimeError, ValueError):
                 return False
-            if not info.is_published():
+            if not _published(info):
                 return False
         with self._lock:
-            self._unacked = [i for i in self._unacked if not i.is_published()]
+            self._unacked = [i for i in self._unacked if _published(i) is False]
         return True
 
     def send_marker(self) -> threading.Event:

@@ -44,3 +44,32 @@ def test_a_publish_lost_as_the_link_goes_down_is_sent_again_after_the_reconnect(
     finally:
         bus.close()
         b.stop()
+
+
+def test_table_messages_published_while_the_link_is_down_do_not_break_the_next_publish(tmp_path):
+    """A dealer publishing into an outage: paho answers MQTT_ERR_NO_CONN, and the unit's
+    next publish must still work (its journal and the seats' catch-up recover the rest)."""
+    from firmware.runtime.bus import Message
+    b = Broker(tmp_path / "mosquitto").start()
+    bus = connect_bus(b.url, "table-1/dealer", role="dealer")
+    try:
+        real_publish = bus._client.publish
+        calls: list[str] = []
+
+        def publish_into_an_outage(topic, payload=None, qos=0, retain=False, properties=None):
+            if topic.endswith("/stream") and not calls:
+                calls.append(topic)
+                info = mqtt.MQTTMessageInfo(0)
+                info.rc = mqtt.MQTT_ERR_NO_CONN
+                return info
+            return real_publish(topic, payload, qos=qos, retain=retain, properties=properties)
+
+        bus._client.publish = publish_into_an_outage
+        stream = "betbox/v1/table/table-1/stream"
+        for seq in (1, 2):
+            bus.publish(Message(stream, "event", "table-1/dealer", seq, {"n": seq}))
+        assert bus.published == 2 and calls == [stream]
+        assert bus.wait_published(10)          # the lost one is not waited for in vain
+    finally:
+        bus.close()
+        b.stop()
