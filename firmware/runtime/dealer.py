@@ -7,7 +7,6 @@ round id. What the engine refuses, it refuses, and says why (the engine's reason
 
 from __future__ import annotations
 
-import json
 import re
 from fractions import Fraction
 from typing import Any, Mapping
@@ -27,8 +26,8 @@ from .journal import Journal
 from .spots import insurance_hand, insurance_spot
 from .unit import (Codec, Recent, amounts_from_json, amounts_to_json, ck_int, ck_json, ck_optional, ck_str,
                    frac_from_json, frac_to_json, Unit)
-from .wire import (bets_from_json, bets_to_json, check_up_message, controller_input, limits_to_json,
-                   round_from_json, round_to_json, shoe_from_json, shoe_to_json)
+from .wire import (as_json_value, bets_from_json, bets_to_json, check_up_message, controller_input,
+                   limits_to_json, round_from_json, round_to_json, shoe_from_json, shoe_to_json)
 
 TURN_BUTTONS = {"hit": Action.HIT, "stand": Action.STAND, "double": Action.DOUBLE,
                 "split": Action.SPLIT, "switch": Action.SWITCH}
@@ -53,10 +52,6 @@ def clock_reading(body: Any) -> dict[str, float]:
             float("inf"), float("-inf")):
         raise ValueError(f"tick: now must be a finite number of seconds, not {now!r}")
     return {"now": float(now)}
-
-
-def _canon(value: Any) -> Any:
-    return json.loads(json.dumps(value, sort_keys=True))
 
 
 class DealerUnit(Unit):
@@ -227,7 +222,7 @@ class DealerUnit(Unit):
         self.round = new
         self._stream("event", {"event": event_to_dict(event)})
         if new.is_over:
-            result = _canon(settlement(new))
+            result = as_json_value(settlement(new))
             self.results[self.round_no] = result
             for old in sorted(self.results)[:-KEEP_RESULTS]:
                 del self.results[old]
@@ -550,7 +545,7 @@ class DealerUnit(Unit):
             ours = self.results.get(body.get("round"))
             if ours is not None:
                 expected = ours["boxes"].get(str(box))
-                if _canon(body.get("settlement")) != expected:
+                if as_json_value(body.get("settlement")) != expected:
                     self.alarm("integrity", f"seat {box}'s settlement of round {body['round']} differs "
                                "from the dealer's", box=box, seat=body.get("settlement"), dealer=expected)
         elif m.kind == "alarm":

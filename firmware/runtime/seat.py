@@ -22,7 +22,6 @@ names (:attr:`SeatUnit.table_faults`, :attr:`SeatUnit.table_alarms`).
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Iterable
@@ -45,16 +44,12 @@ from .unit import (Codec, Recent, amounts_from_json, amounts_to_json, ck_bool, c
 from .seatview import build_seat_view
 from .spots import insurance_hand, insurance_spot
 from .view import SeatView
-from .wire import (TABLE_LASTING, bets_to_json, check_down_message, check_stream_message, check_table_alarm,
-                   controller_input, round_from_json, round_to_json, shoe_from_json)
+from .wire import (TABLE_LASTING, as_json_value, bets_to_json, check_down_message, check_stream_message,
+                   check_table_alarm, controller_input, round_from_json, round_to_json, shoe_from_json)
 
 LINK_DOWN = "controller_link_down"
 #: The table's round-bound alarms a seat keeps (the newest; the view shows this round's).
 KEEP_TABLE_ALARMS = 32
-
-
-def _canon(value: Any) -> Any:
-    return json.loads(json.dumps(value, sort_keys=True))
 
 
 class SeatUnit(Unit):
@@ -464,7 +459,7 @@ class SeatUnit(Unit):
             self._hello()
         elif kind == "round_result":
             if body["round"] == self.round_no:
-                self.dealer_result = _canon(body["settlement"]["boxes"].get(str(self.box)))
+                self.dealer_result = as_json_value(body["settlement"]["boxes"].get(str(self.box)))
                 self._compare()
 
     def _not_taken(self, reason: str) -> None:
@@ -519,7 +514,7 @@ class SeatUnit(Unit):
         self._check_pending()
         if self.round.is_over:
             self.phase = "void" if self.round.phase == Phase.VOID else "over"
-            self.own_result = _canon(settlement(self.round)["boxes"].get(str(self.box)))
+            self.own_result = as_json_value(settlement(self.round)["boxes"].get(str(self.box)))
             self._up("result", {"settlement": self.own_result})
             self._compare()
 

@@ -3,6 +3,8 @@ status (plain JSON)."""
 
 from __future__ import annotations
 
+import json
+
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
@@ -139,6 +141,18 @@ def _first(*problems: str | None) -> str | None:
     return next((p for p in problems if p is not None), None)
 
 
+def as_json_value(value: Any) -> Any:
+    """``value`` as it reads back from JSON (tuples as lists, keys as strings): the form in
+    which the dealer's and a seat's settlements are compared (dual check)."""
+    return json.loads(json.dumps(value, sort_keys=True))
+
+
+def _box_list(value: Any, kind: str, name: str) -> str | None:
+    if not isinstance(value, list) or any(_count(b, "box", 1) for b in value):
+        return f"{kind}: {name} must be a list of boxes, not {value!r:.60}"
+    return None
+
+
 def check_stream_message(kind: str, body: Mapping[str, Any],
                          profile_of: Callable[[str], Profile]) -> str | None:
     """A table stream message as a seat takes it. Kinds this firmware does not know pass
@@ -166,13 +180,11 @@ def check_stream_message(kind: str, body: Mapping[str, Any],
             return f"round_open: {exc}"
         return None
     if kind == "bets_closing":
-        waiting = body.get("waiting")
-        if not isinstance(waiting, list) or any(_count(b, "box", 1) for b in waiting):
-            return f"bets_closing: waiting must be a list of boxes, not {waiting!r:.60}"
+        return _box_list(body.get("waiting"), kind, "waiting")
     elif kind == "bets_not_taken":
-        boxes = body.get("boxes")
-        if not isinstance(boxes, list) or any(_count(b, "box", 1) for b in boxes):
-            return f"bets_not_taken: boxes must be a list of boxes, not {boxes!r:.60}"
+        problem = _box_list(body.get("boxes"), kind, "boxes")
+        if problem is not None:
+            return problem
         if not isinstance(body.get("reason"), str):
             return f"bets_not_taken: reason must be a string, not {body.get('reason')!r:.60}"
     elif kind == "event":
