@@ -2,7 +2,7 @@
 
 A wager is the sum of the *valid* chips on a spot. Unknown and barred chips are never
 counted; they are reported per spot with a reason so the player sees why and the
-controller gets a security event (DESIGN.md, "Security and integrity").
+controller gets a security event (docs/architecture.md, "Security and integrity").
 
 Amounts are :class:`decimal.Decimal` (money is never a float). The debouncer is pure:
 inventory cycles are its only time base.

@@ -217,7 +217,13 @@ def _play(args, profiles, rng, total: Summary, state_dir: Path) -> int:
         for line in total.lines():
             print("   " + line)
         print("== progressive (jackpot controller)")
-        for line in _progressive_lines(progressive):
+        if "pools" in progressive and not any(p.progressive for p in profiles[:args.tables]):
+            print("   none: no table here plays a profile with a progressive (rws-blackjack-switch has one)")
+        else:
+            for line in _progressive_lines(progressive):
+                print("   " + line)
+        print("== what the figures mean")
+        for line in total.legend():
             print("   " + line)
     return 0
 

@@ -53,10 +53,43 @@ class Summary:
 
     def lines(self) -> list[str]:
         out = [f"rounds {self.rounds} (voided {self.voided}), hands {self.hands}"]
-        out.append(f"{'bet':<24}{'wagered':>14}{'players won':>14}")
+        out.append(f"{'bet':<24}{'wagered':>12}{'players net':>14}{'house hold':>12}")
         for bet in sorted(set(self.wagered) | set(self.won)):
-            out.append(f"{bet:<24}{format_amount(Fraction(self.wagered[bet])):>14}"
-                       f"{format_amount(Fraction(self.won[bet])):>14}")
+            wagered, net = Fraction(self.wagered[bet]), Fraction(self.won[bet])
+            hold = f"{float(-net / wagered):.2%}" if wagered else "-"
+            out.append(f"{bet:<24}{format_amount(wagered):>12}{_signed(net):>14}{hold:>12}")
         alarms = ", ".join(f"{k} {v}" for k, v in sorted(self.alarms.items())) or "none"
         out.append(f"alarms: {alarms}; refusals: {self.refusals}")
         return out
+
+    def legend(self) -> list[str]:
+        """What the columns and the alarms seen mean, said once under the summaries."""
+        out = ["players net: what the players won (+) or lost (-) on that bet, all boxes together;",
+               "house hold: the house's share of what was wagered on it (-net / wagered);",
+               "refusals: inputs the dealer unit refused (a decision out of turn, an illegal wager)."]
+        if self.alarms:
+            out.append("alarms: the simulated players sometimes misbehave; each chip or act is refused "
+                       "(never counted) and reported to the pit:")
+            out += [f"  {kind}: {ALARM_MEANINGS.get(kind, 'see docs/runtime.md')}" for kind in sorted(self.alarms)]
+        return out
+
+
+def _signed(value: Fraction) -> str:
+    return ("+" if value > 0 else "") + format_amount(value)
+
+
+#: What each alarm a demo can raise means, for a reader of the summary.
+ALARM_MEANINGS = {
+    "unknown_chip": "a chip not in the chip registry was on a spot (not counted)",
+    "barred_chip": "a barred chip was on a spot (not counted)",
+    "past_posting": "a chip added to a spot after no more bets (refused)",
+    "pinching": "a chip taken off a spot after no more bets",
+    "addition_mismatch": "a double, split or insurance addition that does not match its chips",
+    "seats_missing": "a seat had not locked its wagers when bets closed (its bets not taken)",
+    "integrity": "a seat's settlement differed from the dealer's",
+    "card_while_betting": "a card came out of the shoe while bets were open",
+    "shuffle_in_round": "the shoe was shuffled during a round",
+    "interruption_void": "the round was interrupted before an outcome and voided",
+    "interruption_continue": "the round was interrupted after an outcome; play continued",
+    "card_keyed": "a missed card was keyed in at the console",
+}
