@@ -104,6 +104,10 @@ def _window(args: argparse.Namespace) -> int:
         print(f"betbox demo: --lang must be one of {', '.join(LANGUAGES)}, not {args.lang!r}", file=sys.stderr)
         return 2
     from ui.app import run_demo_window
+    mode = "you deal with the on-screen controls" if args.manual else "the simulated table plays by itself"
+    print(f"demo: box {args.box}'s seat display in a window ({args.size}, {args.lang}); {mode}; "
+          f"keys: a auto play on/off, o open bets, b bet, n no more bets, space deal, h/s/d/p/r decisions "
+          f"(docs/ui.md); close the window or press Ctrl-C to stop", file=sys.stderr, flush=True)
     return run_demo_window(args)
 
 
