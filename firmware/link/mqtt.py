@@ -121,7 +121,9 @@ class MqttBus:
         self.sink_errors = 0                     # of which a receiver raised on
         self.bad_marks = 0                       # confirmation marks refused or cut to what was sent
         self._handed_through = 0                 # highest report seq handed to paho (this process)
-        self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id or
+        # with credentials the client id is the username: what the documented broker
+        # enforces (use_username_as_clientid), so the logs on both sides name one client
+        self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=config.username or client_id or
                                    f"{unit_id.replace('/', ':')}:{self.boot_id[:8]}",
                                    clean_session=clean_session, protocol=mqtt.MQTTv311)
         c = self._client

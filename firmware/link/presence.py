@@ -100,9 +100,13 @@ class ControllerWatch:
     def _on_status(self, topic: str, payload: bytes) -> None:
         try:
             state = wirejson.loads(payload).get("state")
+            if state not in ("online", "offline"):
+                raise ValueError(f"state {state!r:.40} is neither online nor offline")
         except (ValueError, AttributeError) as exc:
-            self._refuse("jackpot status (taken as offline)", payload, str(exc) or "not an object")
-            state = None
+            # junk says nothing about the controller: the last status it sent stays in force
+            # (taking it as offline would let any message close every progressive spot)
+            self._refuse("jackpot status", payload, str(exc) or "not an object")
+            return
         with self._lock:
             self._controller_online = state == "online"
         self._changed()
