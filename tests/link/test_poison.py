@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from fractions import Fraction
+from pathlib import Path
 
 import paho.mqtt.client as mqtt
 import pytest
@@ -211,4 +213,147 @@ def test_every_poison_on_every_topic_is_dropped_and_the_table_and_controller_go_
             bus.close()
         svc.stop()
         ctl.close()
+        b.stop()
+
+
+# -- identity on the broker (finding 7) ------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "mqtt"
+USERS = {"table-1/seat-1": "pw1", "table-1/seat-2": "pw2", "jackpot/main": "pwj"}
+
+
+def take_over(port: int, client_id: str, username: str, password: str) -> None:
+    """A client with someone's credentials connects with ``client_id``, clean session, and goes."""
+    connected = threading.Event()
+    c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True)
+    c.username_pw_set(username, password)
+    c.on_connect = lambda cl, u, f, rc, p: connected.set() if not rc.is_failure else None
+    c.connect("127.0.0.1", port)
+    c.loop_start()
+    try:
+        assert connected.wait(10), f"{username} as {client_id} was not let in at all"
+    finally:
+        c.disconnect()
+        c.loop_stop()
+
+
+def test_a_seats_credentials_cannot_take_the_controllers_client_id_nor_discard_its_queue(tmp_path):
+    b = Broker(tmp_path / "mosquitto", acl=(DOCS / "acl").read_text(), users=USERS).start()
+    ctl = controller(tmp_path / "jackpot.db")
+    jlink = config_from_url(b.url, username="jackpot/main", password="pwj")
+    svc = JackpotService(ctl, jlink, tick=0.02).start()
+    seat = connect_bus(b.url, "table-1/seat-1", outbox_path=tmp_path / "seat.db", username="table-1/seat-1",
+                       password="pw1")
+    ids = ("betbox-jackpot-main", "jackpot/main", svc.bus._client._client_id.decode())
+    try:
+        assert svc.bus.connected and seat.connected
+        seat.report("progressive_wager", {"amount": "10"}, key="1/w", table="table-1", box=1, round=1)
+        wait_until(lambda: ctl.marks().get("table-1/seat-1") == 1, 20, "the first report at the controller")
+        for client_id in ids:
+            take_over(b.port, client_id, "table-1/seat-2", "pw2")
+        settle([svc.bus, seat])
+        assert (svc.bus.connects, seat.connects) == (1, 1)       # nobody was knocked off
+        # the controller away: what the seat reports meanwhile waits in its session at the broker
+        svc.stop()
+        for rnd in (2, 3, 4):
+            seat.report("progressive_wager", {"amount": "10"}, key=f"{rnd}/w", table="table-1", box=1, round=rnd)
+        wait_until(seat.drained, 20, "the seat's reports at the broker")
+        for client_id in ids:                                   # a clean-session takeover attempt
+            take_over(b.port, client_id, "table-1/seat-2", "pw2")
+        svc = JackpotService(ctl, jlink, tick=0.02).start()
+        # the seat does not reconnect (it never resends): only the queued session can deliver
+        wait_until(lambda: ctl.marks().get("table-1/seat-1") == 4, 20, "the queued reports at the controller")
+        assert seat.connects == 1
+        assert report(ctl.db)["pools"]["main"]["meters"]["wagers_in"] == "40"
+    finally:
+        seat.close()
+        seat.outbox.close()
+        svc.stop()
+        ctl.close()
+        b.stop()
+
+
+# -- the sender field protects nothing without the ACL (finding 8) ----------------------------
+
+def test_a_forged_meter_above_the_pools_maximum_is_refused_and_the_last_good_one_stays(tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    b = Broker(tmp_path / "mosquitto").start()
+    ctl = controller(tmp_path / "jackpot.db")
+    svc = JackpotService(ctl, config_from_url(b.url), tick=0.02).start()
+    dealer = connect_bus(b.url, "table-1/dealer", role="dealer")
+    bounded = connect_bus(b.url, "table-1/seat-1")
+    raw = raw_client(b.port)
+    try:
+        watch = ControllerWatch(dealer, "main", "table-1")
+        states: list[dict] = []
+        watch.on_state(states.append)
+        wait_until(lambda: watch.available and watch.state()["meter"] is not None, 20, "the controller's meter")
+        real = watch.state()["meter"]
+        forged = json.loads(json.dumps(watch.meter))
+        forged["pools"]["main"]["amount"] = "987654.32"            # above the pool's 250,000
+        info = raw.publish(topics.meter_topic("main"), json.dumps(forged), qos=1, retain=True)
+        info.wait_for_publish(10)
+        settle([dealer])
+        assert all(s["meter"] != "987654.32" for s in states)
+        assert watch.state()["meter"] == real and watch.refused == 1
+        assert "above the pool's maximum 250000" in caplog.text
+        # the maximum forged too: a unit that knows its pool's maximum refuses it still
+        forged["pools"]["main"]["maximum"] = "1000000.00"
+        info = raw.publish(topics.meter_topic("main"), json.dumps(forged), qos=1, retain=True)
+        info.wait_for_publish(10)
+        own = ControllerWatch(bounded, "main", "table-1", maximum=Fraction(250000))
+        settle([bounded])
+        assert own.refused == 1 and own.state()["meter"] is None
+    finally:
+        raw.loop_stop()
+        raw.disconnect()
+        for bus in (dealer, bounded):
+            bus.close()
+        svc.stop()
+        ctl.close()
+        b.stop()
+
+
+def test_a_forged_confirmation_mark_never_deletes_a_report_that_was_not_sent(tmp_path):
+    b = Broker(tmp_path / "mosquitto").start()
+    unit = "table-1/seat-1"
+    outbox = Outbox(tmp_path / "seat.db", unit)
+    for rnd in (1, 2, 3):
+        outbox.put(topics.report_topic(unit), "progressive_wager", {"amount": "5"}, key=f"{rnd}/w",
+                   extra={"table": "table-1", "box": 1, "round": rnd})
+    link = config_from_url(b.url)
+    # the seat's link up, its outbox sender not started: these three reports are not sent
+    bus = MqttBus(link, unit, outbox=outbox)
+    bus._client.connect_async("127.0.0.1", b.port)
+    bus._client.loop_start()
+    raw = raw_client(b.port)
+    ctl = svc = None
+    try:
+        assert bus.wait_connected(10)
+        mark = topics.confirmed_topic("main", unit)
+        for body in ({"schema": 1, "unit": unit, "through_seq": 10 ** 9},
+                     {"schema": 1, "unit": "table-1/seat-2", "through_seq": 2},
+                     {"schema": 1, "unit": unit, "through_seq": 1e999}):
+            info = raw.publish(mark, json.dumps(body), qos=1)
+            info.wait_for_publish(10)
+        settle([bus])
+        assert outbox.stats()["waiting"] == 3 and outbox.stats()["confirmed"] == 0
+        assert bus.bad_marks == 3
+        bus._client.disconnect()
+        bus._client.loop_stop()
+        # the seat as it runs, with a controller: every report booked, then confirmed
+        ctl = controller(tmp_path / "jackpot.db")
+        svc = JackpotService(ctl, link, tick=0.02).start()
+        bus = MqttBus(link, unit, outbox=outbox).start()
+        wait_until(lambda: ctl.marks().get(unit) == 3, 20, "the three reports at the controller")
+        wait_until(lambda: outbox.stats()["confirmed"] == 3, 20, "the controller's mark at the seat")
+        assert report(ctl.db)["pools"]["main"]["meters"]["wagers"] == 3
+    finally:
+        raw.loop_stop()
+        raw.disconnect()
+        bus.close()
+        outbox.close()
+        if svc is not None:
+            svc.stop()
+            ctl.close()
         b.stop()
