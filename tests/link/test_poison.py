@@ -357,3 +357,28 @@ def test_a_forged_confirmation_mark_never_deletes_a_report_that_was_not_sent(tmp
             svc.stop()
             ctl.close()
         b.stop()
+
+
+# -- #12 finding 9: junk is counted in full, kept and logged sparsely ---------------------------
+
+def test_a_flood_of_junk_reports_keeps_the_newest_rejections_counts_all_and_logs_sparsely(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="betbox.jackpot")
+    ctl = controller(tmp_path / "jackpot.db")
+    n = KEEP_REJECTED + 500
+    try:
+        for i in range(n):
+            assert ctl.ingest(topics.report_topic("table-1/seat-1"), b"junk %d" % i).status == "rejected"
+        kept = [e for (e,) in ctl.db.execute("SELECT excerpt FROM rejected ORDER BY id")]
+        assert kept == [f"junk {i}" for i in range(n - KEEP_REJECTED, n)]          # the newest
+        assert report(ctl.db)["rejected"] == {"count": n, "by_reason": {"not_json": n}}
+        lines = [r.getMessage() for r in caplog.records if "rejected a message" in r.getMessage()]
+        assert len(lines) == 10 + 1 and lines[-1].endswith("(1000 so far)")   # the first ten, every 1000th
+    finally:
+        ctl.close()
+    # counted across a restart too
+    ctl = controller(tmp_path / "jackpot.db")
+    try:
+        ctl.ingest(topics.report_topic("table-1/seat-1"), b"junk again")
+        assert report(ctl.db)["rejected"]["count"] == n + 1
+    finally:
+        ctl.close()
