@@ -6,7 +6,9 @@ presence and, for units that report to the jackpot controller, a durable outbox.
 - Incoming: a message larger than ``max_payload`` (``[link] max_payload``, 64 KiB by
   default) is dropped before it is decoded; one that is not a message, or whose own topic
   is not the MQTT topic it came on, is dropped too. Each is logged and counted
-  (``dropped``, ``oversized``); the unit never sees it.
+  (``dropped``, ``oversized``); the unit never sees it. Decoding is bounded
+  (:mod:`firmware.wirejson`), and no callback or receiver lets anything escape: a message
+  that makes one fail is counted, logged rate-limited and acknowledged, never redelivered.
 - Presence: a retained status per unit, ``offline`` as the last will, a birth message with
   firmware version, configuration hash and boot id (``betbox/v1/unit/<unit>/status``).
 - Reports (:meth:`MqttBus.report`) are written to the outbox first and published at QoS 1
