@@ -29,8 +29,9 @@ from firmware.link.mqtt import MqttBus
 from firmware.link.outbox import Outbox
 from firmware.link.presence import ControllerWatch, takes_controller_input
 from firmware.link.reporter import SeatReporter
-from firmware.runtime.bus import alarm_topic, console_topic, down_topic, stream_topic, topic_matches, up_topic
+from firmware.runtime.bus import Message, alarm_topic, console_topic, down_topic, stream_topic, topic_matches, up_topic
 from firmware.runtime.spots import seat_spots
+from firmware.runtime.wire import check_stream_message, check_up_message, controller_input
 from firmware.runtime.table import InProcessTable, TableSpec
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
@@ -382,3 +383,33 @@ def test_a_flood_of_junk_reports_keeps_the_newest_rejections_counts_all_and_logs
         assert report(ctl.db)["rejected"]["count"] == n + 1
     finally:
         ctl.close()
+
+
+# -- numbers on the wire: bounded, with the reason --------------------------------------------
+
+ENVELOPE = {"schema": 1, "topic": "betbox/v1/table/t/seat/1/up", "kind": "offer", "sender": "t/seat-1",
+            "seq": 1, "body": {}}
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"seq": 2 ** 53 + 1}, "seq must be a whole number from 0 to 9007199254740992"),
+    ({"seq": 1.5}, "seq must be a whole number"),
+    ({"seq": True}, "seq must be a whole number"),
+    ({"kind": ["x"]}, "kind must be a string"),
+    ({"body": [["round", 1]]}, "body must be a mapping"),
+])
+def test_a_message_envelope_out_of_range_is_refused_with_its_reason(change, says):
+    with pytest.raises(ValueError, match=says):
+        Message.from_json(json.dumps({**ENVELOPE, **change}))
+
+
+def test_rounds_boxes_and_amounts_in_messages_are_bounded_before_they_are_converted():
+    assert "round must be a whole number from 0 to" in check_up_message("offer", {"round": 10 ** 17, "bets": {}})
+    problem = check_up_message("offer", {"round": 1, "bets": {"main": "1e999999999"}})   # no billion-digit number
+    assert "is not an amount (0 to 1000000000)" in problem
+    assert "is not an amount" in check_up_message("offer", {"round": 1, "bets": {"main": 10 ** 12}})
+    assert check_up_message("offer", {"round": 1, "bets": {"main": "25.50", "progressive": 5}}) is None
+    assert "must be a list of boxes" in check_stream_message(
+        "bets_closing", {"stream_seq": 1, "round": 1, "waiting": [10 ** 6]}, load_profile)
+    with pytest.raises(ValueError, match="is not an amount"):
+        controller_input({"link": "up", "meter": "9" * 41, "pending": False})
