@@ -29,7 +29,6 @@ UNAVAILABLE_NO_BROKER = "progressive closed: this seat has lost its link to the 
 UNAVAILABLE_CONTROLLER = "progressive closed: the jackpot controller is offline"
 
 ControllerInput = dict[str, Any]
-_refused_log = wirejson.RateLimitedLog(log)
 CENTS = re.compile(r"^(0|[1-9][0-9]{0,11})(\.[0-9]{1,2})?$")     # the controller's meter amounts
 
 
@@ -80,6 +79,7 @@ class ControllerWatch:
         self.bus = bus
         self.maximum = maximum              # the unit's own bound on the meter (None: the broadcast's)
         self.refused = 0                    # status and meter messages refused (counted, logged rate-limited)
+        self._refused_log = wirejson.RateLimitedLog(log)
         self.link_id = topics.check_link_id(link_id)
         self.table = table if table is not None else bus.unit_id.split("/")[0]
         self._controller_online = False
@@ -95,7 +95,7 @@ class ControllerWatch:
 
     def _refuse(self, what: str, payload: bytes, problem: str) -> None:
         self.refused += 1
-        _refused_log("%s: refused a %s %.100r: %s", self.bus.unit_id, what, payload[:100], problem)
+        self._refused_log("%s: refused a %s %.100r: %s", self.bus.unit_id, what, payload[:100], problem)
 
     def _on_status(self, topic: str, payload: bytes) -> None:
         try:
