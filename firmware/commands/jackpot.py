@@ -15,6 +15,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from firmware import wirejson
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("jackpot", help="the progressive jackpot controller (serve, report)",
@@ -127,13 +129,13 @@ def confirm(args: argparse.Namespace) -> int:
     subscribed = threading.Event()
 
     def on_message(client, userdata, msg):
-        try:
-            data = json.loads(msg.payload)
-        except ValueError:
+        try:                 # bounded, and nothing escapes: paho's thread must live on
+            data = wirejson.loads(msg.payload)
+            if isinstance(data, dict) and data.get("tx") == tx:
+                answer.update(data)
+                got.set()
+        except Exception:    # noqa: BLE001 - not our answer; others' answers are ignored too
             return
-        if isinstance(data, dict) and data.get("tx") == tx:
-            answer.update(data)
-            got.set()
 
     client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"attendant:{tx[:8]}")
     if cfg.username:
@@ -164,7 +166,7 @@ def confirm(args: argparse.Namespace) -> int:
         client.disconnect()
         client.loop_stop()
     if answer.get("ok"):
-        print(f"hit {answer['hit']}: {answer['state']}")
+        print(f"hit {answer.get('hit')}: {answer.get('state')}")
         return 0
     print(f"betbox jackpot confirm: refused: {answer.get('error')}", file=sys.stderr)
     return 1

@@ -30,9 +30,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
 
+from firmware.wirejson import RateLimitedLog
+
 from . import pools as P
 from .pools import PoolSpec, PoolState, cents, money
-from .store import connect, dumps
+from .store import connect, dumps, keep_rejected, rejected_counts
 from .wire import Report, ReportRejected, amount, parse_report
 
 log = logging.getLogger("betbox.jackpot")
@@ -81,6 +83,7 @@ class JackpotController:
         self.db.execute("COMMIT")
         self.dirty_units: set[str] = set()
         self.counts = {"accepted": 0, "duplicate": 0, "rejected": 0}
+        self.rejected_log = RateLimitedLog(log)     # a flood of junk: all counted, a few logged
         # units with a hole in their seqs (highest > contiguous): since when (monotonic, this
         # process; holes found in the database at start count from the start), and warned
         self._holes: dict[str, float] = {}
@@ -148,9 +151,8 @@ class JackpotController:
 
     def _reject(self, topic: str, unit: str | None, exc: ReportRejected, payload: bytes) -> Ingested:
         excerpt = payload[:200].decode("utf-8", "replace")
-        log.warning("rejected a message on %s: %s", topic[:200], exc)
-        self.db.execute("INSERT INTO rejected (topic, unit, reason, detail, excerpt) VALUES (?, ?, ?, ?, ?)",
-                        (topic[:200], unit, exc.reason, exc.detail[:300], excerpt))
+        self.rejected_log("rejected a message on %s: %s", topic[:200], exc)
+        keep_rejected(self.db, topic[:200], unit, exc.reason, exc.detail[:300], excerpt)
         self.counts["rejected"] += 1
         return Ingested("rejected", exc.reason, unit)
 
@@ -378,7 +380,7 @@ def report(db: sqlite3.Connection) -> dict[str, Any]:
         units[unit] = {"events": events, "highest_seq": highest, "contiguous": contiguous,
                        "missing": highest - events, "missing_ranges": missing, "gaps_recorded": gaps,
                        "duplicates": dups, "kinds": kinds, "alarms": alarms}
-    rejected = db.execute("SELECT COUNT(*) FROM rejected").fetchone()[0]
-    reasons = dict(db.execute("SELECT reason, COUNT(*) FROM rejected GROUP BY reason"))
+    reasons = rejected_counts(db)
+    rejected = sum(reasons.values())
     return {"schema": 1, "pools": pools, "last_hits": hits, "units": units,
             "rejected": {"count": rejected, "by_reason": reasons}}

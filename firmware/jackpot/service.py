@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
+from firmware import wirejson
 from firmware.link import topics
 from firmware.link.config import LinkConfig, config_hash
 from firmware.link.mqtt import MqttBus
@@ -28,6 +29,8 @@ from .config import JackpotConfig, load_jackpot_config
 from .controller import JackpotController
 
 log = logging.getLogger("betbox.jackpot")
+_failed_log = wirejson.RateLimitedLog(log, level=logging.ERROR)
+MAX_NUMBER = 2 ** 53            # hit and round numbers (SQLite's integers are 64-bit)
 
 
 class JackpotService:
@@ -44,6 +47,7 @@ class JackpotService:
         self.bus.add_link_listener(self._on_link)
         self._meter_dirty = True
         self._all_marks = True
+        self.failed = 0                 # reports and commands that raised (logged, dropped)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._publisher, name="jackpot-publisher", daemon=True)
 
@@ -65,15 +69,33 @@ class JackpotService:
             self._all_marks = True
 
     def _on_report(self, topic: str, payload: bytes) -> None:
-        # persisted before returning: paho sends the PUBACK only after this returns
-        result = self.controller.ingest(topic, payload)
+        # persisted before returning: paho sends the PUBACK only after this returns. Nothing
+        # may escape (it would end paho's thread, and the unacknowledged message would come
+        # back on every restart): a report that cannot be stored is logged and dropped; its
+        # unit's outbox still holds it (the mark has not moved) and sends it again.
+        try:
+            result = self.controller.ingest(topic, payload)
+        except Exception as exc:                        # noqa: BLE001 - see above
+            self.failed += 1
+            _failed_log("could not take a report on %s (dropped; the unit sends it again): %s: %.200s",
+                        topic[:200], type(exc).__name__, exc)
+            return
         if result.meter_changed:
             self._meter_dirty = True
 
     def _on_command(self, topic: str, payload: bytes) -> None:
+        try:
+            self._command(payload)
+        except Exception as exc:                        # noqa: BLE001 - a command must not end paho's thread
+            self.failed += 1
+            _failed_log("could not answer a command %.100r: %s: %.200s", payload[:100], type(exc).__name__, exc)
+
+    def _command(self, payload: bytes) -> None:
         tx = None
         try:
-            data = json.loads(payload)
+            data = wirejson.loads(payload)
+            if not isinstance(data, dict):
+                raise ValueError("a command is a JSON object")
             tx = data.get("tx")
             if data.get("schema") != 1 or data.get("command") != "confirm_hit":
                 raise ValueError("unknown command (known: confirm_hit)")
@@ -82,24 +104,26 @@ class JackpotService:
                 raise ValueError(f"unknown field {extra[0]!r}")
             if "hit" in data:
                 hit = data.get("hit")
-                if isinstance(hit, bool) or not isinstance(hit, int) or "unit" in data or "round" in data:
+                if (isinstance(hit, bool) or not isinstance(hit, int) or not 1 <= hit <= MAX_NUMBER
+                        or "unit" in data or "round" in data):
                     raise ValueError(f"hit: {hit!r} is not a hit number (give a hit, or a unit and a round)")
             else:
                 unit, rnd = data.get("unit"), data.get("round")
                 if not isinstance(unit, str) or not topics.UNIT_ID.match(unit):
                     raise ValueError(f"unit: {unit!r} is not a unit id like table-1/seat-3 (or give a hit)")
-                if isinstance(rnd, bool) or not isinstance(rnd, int) or rnd < 1:
+                if isinstance(rnd, bool) or not isinstance(rnd, int) or not 1 <= rnd <= MAX_NUMBER:
                     raise ValueError(f"round: {rnd!r} is not a round number")
                 hit = self.controller.pending_hit(unit, rnd)
             by = data.get("by")
-            if not isinstance(by, str) or not by:
-                raise ValueError("by: who confirms the hit is missing")
+            if not isinstance(by, str) or not by or len(by) > 200:
+                raise ValueError("by: who confirms the hit is missing (or longer than 200 characters)")
             out: dict[str, Any] = {**self.controller.confirm(hit, f"attendant {by}"), "ok": True}
             self._meter_dirty = True
         except (ValueError, AttributeError) as exc:
             out = {"ok": False, "error": str(exc)}
         self.bus.publish_raw(topics.response_topic(self.link_id),
-                             json.dumps({"schema": 1, "tx": tx if isinstance(tx, str) else None, **out},
+                             json.dumps({"schema": 1, "tx": tx if isinstance(tx, str) and len(tx) <= 100 else None,
+                                         **out},
                                         sort_keys=True), qos=1)
 
     def _publisher(self) -> None:

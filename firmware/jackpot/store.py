@@ -43,11 +43,16 @@ CREATE TABLE IF NOT EXISTS hit (
     state TEXT NOT NULL,                    -- pending | confirmed | paid
     confirmed_by TEXT
 );
-CREATE TABLE IF NOT EXISTS rejected (
+CREATE TABLE IF NOT EXISTS rejected (       -- the newest KEEP_REJECTED only
     id INTEGER PRIMARY KEY, topic TEXT NOT NULL, unit TEXT, reason TEXT NOT NULL,
     detail TEXT NOT NULL, excerpt TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS rejected_count (  -- every rejection ever, per reason
+    reason TEXT PRIMARY KEY, n INTEGER NOT NULL
+);
 """
+
+KEEP_REJECTED = 1000        # rejected messages kept for inspection; all of them are counted
 
 
 class StoreError(RuntimeError):
@@ -83,7 +88,35 @@ def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
         db.execute("COMMIT")
     elif meta.get("kind") != "betbox-jackpot":
         raise StoreError(f"{path}: not a jackpot database")
+    if db.execute("SELECT 1 FROM rejected_count LIMIT 1").fetchone() is None:
+        # a database from before the counts: count the rows it kept
+        db.execute("INSERT INTO rejected_count SELECT reason, COUNT(*) FROM rejected GROUP BY reason")
     return db
+
+
+def keep_rejected(db: sqlite3.Connection, topic: str, unit: str | None, reason: str, detail: str,
+                  excerpt: str) -> None:
+    """Count a rejected message and keep it among the newest :data:`KEEP_REJECTED` (a flood
+    of junk must not grow the database without bound). One transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("INSERT INTO rejected (topic, unit, reason, detail, excerpt) VALUES (?, ?, ?, ?, ?)",
+                   (topic, unit, reason, detail, excerpt))
+        db.execute("INSERT INTO rejected_count VALUES (?, 1) ON CONFLICT (reason) DO UPDATE SET n = n + 1",
+                   (reason,))
+        db.execute("DELETE FROM rejected WHERE id <= (SELECT MAX(id) FROM rejected) - ?", (KEEP_REJECTED,))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def rejected_counts(db: sqlite3.Connection) -> dict[str, int]:
+    """Every rejection ever, per reason (a database from before the counts: the rows kept)."""
+    try:
+        return dict(db.execute("SELECT reason, n FROM rejected_count ORDER BY reason"))
+    except sqlite3.OperationalError:
+        return dict(db.execute("SELECT reason, COUNT(*) FROM rejected GROUP BY reason ORDER BY reason"))
 
 
 def dumps(value: Any) -> str:

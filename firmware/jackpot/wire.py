@@ -12,12 +12,12 @@ The JSON Schemas in ``docs/mqtt/schemas`` say the same for other implementers.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
 
+from firmware import wirejson
 from firmware.link import topics
 
 MAX_REPORT_BYTES = 16 * 1024
@@ -88,8 +88,8 @@ def parse_report(topic: str, payload: bytes) -> Report:
     if unit is None:
         raise ReportRejected("bad_topic", f"{topic!r} is not a unit's report topic")
     try:
-        data = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        data = wirejson.loads(payload)          # bounded: depth, non-finite numbers, digits
+    except ValueError as exc:
         raise ReportRejected("not_json", str(exc)[:120]) from None
     if not isinstance(data, dict):
         raise ReportRejected("not_json", "a report is a JSON object")

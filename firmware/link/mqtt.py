@@ -6,7 +6,9 @@ presence and, for units that report to the jackpot controller, a durable outbox.
 - Incoming: a message larger than ``max_payload`` (``[link] max_payload``, 64 KiB by
   default) is dropped before it is decoded; one that is not a message, or whose own topic
   is not the MQTT topic it came on, is dropped too. Each is logged and counted
-  (``dropped``, ``oversized``); the unit never sees it.
+  (``dropped``, ``oversized``); the unit never sees it. Decoding is bounded
+  (:mod:`firmware.wirejson`), and no callback or receiver lets anything escape: a message
+  that makes one fail is counted, logged rate-limited and acknowledged, never redelivered.
 - Presence: a retained status per unit, ``offline`` as the last will, a birth message with
   firmware version, configuration hash and boot id (``betbox/v1/unit/<unit>/status``).
 - Reports (:meth:`MqttBus.report`) are written to the outbox first and published at QoS 1
@@ -27,7 +29,7 @@ from typing import Any, Callable
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from firmware import __version__
+from firmware import __version__, wirejson
 from firmware.runtime.bus import Message, Sink, topic_matches
 
 from . import topics
@@ -43,6 +45,23 @@ MAX_INFLIGHT = 1000          # reports handed to paho and not yet acknowledged
 
 class LinkError(RuntimeError):
     pass
+
+
+_callback_failed = wirejson.RateLimitedLog(log, level=logging.ERROR)
+
+
+def _guarded(callback: Callable[..., None]) -> Callable[..., None]:
+    """A paho callback that never raises: an exception would end paho's network thread
+    (the unit alive but deaf, its will sent after keepalive). Logged, rate-limited."""
+    def run(self: "MqttBus", *args: Any) -> None:
+        try:
+            callback(self, *args)
+        except Exception as exc:                        # noqa: BLE001 - see above
+            self.callback_errors += 1
+            _callback_failed("%s: %s failed: %s: %.200s", self.unit_id, callback.__name__,
+                             type(exc).__name__, exc)
+    run.__name__ = callback.__name__
+    return run
 
 
 def _published(info: mqtt.MQTTMessageInfo) -> bool | None:
@@ -100,7 +119,13 @@ class MqttBus:
         self.published = 0
         self.dropped = 0                         # incoming dropped: too large, undecodable, misaddressed
         self.oversized = 0                       # of which too large (over max_payload)
-        self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id or
+        self.callback_errors = 0                 # connect/disconnect/publish callbacks that raised
+        self.sink_errors = 0                     # of which a receiver raised on
+        self.bad_marks = 0                       # confirmation marks refused or cut to what was sent
+        self._handed_through = 0                 # highest report seq handed to paho (this process)
+        # with credentials the client id is the username: what the documented broker
+        # enforces (use_username_as_clientid), so the logs on both sides name one client
+        self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=config.username or client_id or
                                    f"{unit_id.replace('/', ':')}:{self.boot_id[:8]}",
                                    clean_session=clean_session, protocol=mqtt.MQTTv311)
         c = self._client
@@ -171,6 +196,7 @@ class MqttBus:
 
     # -- paho callbacks (network thread) -----------------------------------------------
 
+    @_guarded
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
             log.error("%s: broker refused the connection: %s", self.unit_id, reason_code)
@@ -199,6 +225,7 @@ class MqttBus:
         waiting = [p for p in self.outbox.pending(limit=100000) if not p.acked]
         return waiting[0].seq - 1 if waiting else self.outbox.last_seq
 
+    @_guarded
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         was = self._connected.is_set()
         self._connected.clear()
@@ -206,6 +233,7 @@ class MqttBus:
             for listener in list(self._listeners):
                 listener(False)
 
+    @_guarded
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
         # the sender thread reads each report's MQTTMessageInfo.is_published(): no mid
         # bookkeeping to race with (paho calls this holding its own message lock)
@@ -220,7 +248,16 @@ class MqttBus:
             log.warning("%s: " + why + " (%d dropped so far)", self.unit_id, *args, self.dropped)
 
     def _on_message(self, client, userdata, msg) -> None:
-        topic, payload = msg.topic, msg.payload
+        # paho's network thread: an exception here would end it (no more messages, no
+        # keepalive) and the message, never PUBACKed, would come back on every restart.
+        # Whatever goes wrong, the message is counted, logged (rate-limited) and dropped.
+        try:
+            self._take(msg.topic, msg.payload)
+        except Exception as exc:                        # noqa: BLE001 - see above
+            self._drop("dropped a message on %s: %s while handling it: %.200s", str(msg.topic)[:200],
+                       type(exc).__name__, exc)
+
+    def _take(self, topic: str, payload: bytes) -> None:
         if len(payload) > self.max_payload:
             self.oversized += 1
             self._drop("dropped a %d-byte message on %s unread (limit %d bytes)", len(payload), topic,
@@ -228,7 +265,7 @@ class MqttBus:
             return
         if topic == self.sync_topic:
             try:
-                token = json.loads(payload).get("token")
+                token = wirejson.loads(payload).get("token")
             except (ValueError, AttributeError):
                 token = None
             marker = self._markers.pop(token, None) if isinstance(token, str) else None
@@ -242,32 +279,55 @@ class MqttBus:
             raw = [s for p, s in self._raw if topic_matches(p, topic)]
             subs = [(p, sub, s) for p, sub, s in self._subs if topic_matches(p, topic)]
         for sink in raw:
-            sink(topic, payload)
+            self._call(sink, topic, topic, payload)
         if not subs:
             return
         try:
-            message = Message.from_json(payload.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-            self._drop("dropped an undecodable message on %s: %s", topic, exc)
+            message = Message.from_json(payload)
+        except ValueError as exc:
+            self._drop("dropped an undecodable message on %s: %.200s", topic, exc)
             return
         if message.topic != topic:
-            self._drop("dropped a message for %s sent on %s", message.topic, topic)
+            self._drop("dropped a message for %.200s sent on %s", message.topic, topic)
             return
         for _, subscriber, sink in subs:
             if subscriber != message.sender:
-                sink(message)
+                self._call(sink, topic, message)
+
+    def _call(self, sink: Callable[..., None], topic: str, *args: Any) -> None:
+        """One sink; what it raises is counted and logged, and the other sinks still run."""
+        try:
+            sink(*args)
+        except Exception as exc:                        # noqa: BLE001 - a sink must not end paho's thread
+            self.sink_errors += 1
+            self._drop("a receiver of %s failed on a message (dropped): %s: %.200s", topic,
+                       type(exc).__name__, exc)
 
     def _on_confirmed(self, payload: bytes) -> None:
         try:
-            data = json.loads(payload)
-            through = int(data["through_seq"])
-        except (ValueError, KeyError, TypeError):
-            log.warning("%s: unreadable confirmation %r", self.unit_id, payload[:100])
+            data = wirejson.loads(payload)
+            if not isinstance(data, dict) or data.get("unit") != self.unit_id:
+                raise ValueError(f"a confirmation for {data.get('unit') if isinstance(data, dict) else data!r:.60}"
+                                 f", not {self.unit_id}")
+            through = data.get("through_seq")
+            if isinstance(through, bool) or not isinstance(through, int) or through < 0:
+                raise ValueError(f"through_seq {through!r:.40} is not a sequence number")
+        except ValueError as exc:
+            self.bad_marks += 1
+            self._drop("refused a confirmation mark %.100r: %s", payload[:100], exc)
             return
-        if self.outbox is not None and through > 0:
-            # never further than what this outbox has numbered (a controller that kept a
-            # mark from a previous life of this unit id must not delete new reports)
-            self.outbox.confirm_through(min(through, self.outbox.last_seq))
+        if self.outbox is None or through == 0:
+            return
+        # Never further than what this outbox has actually sent: the broker acknowledged it
+        # (persisted) or this process handed it to paho. A forged mark (10**9) or one a
+        # controller kept from a previous life of this unit id must not delete a report the
+        # controller cannot hold; the controller repeats its mark after the resend.
+        sent = max(self.outbox.sent_through(), self._handed_through)
+        if through > sent:
+            self.bad_marks += 1
+            self._drop("confirmation mark %d is beyond report %d, the last this unit sent: taken "
+                       "only through %d", through, sent, sent)
+        self.outbox.confirm_through(min(through, sent))
 
     # -- Bus ---------------------------------------------------------------------------
 
@@ -401,6 +461,7 @@ class MqttBus:
                     break
                 inflight.append((info, row.seq))
                 self._sent_through = row.seq
+                self._handed_through = max(self._handed_through, row.seq)
                 if info.rc != mqtt.MQTT_ERR_SUCCESS:
                     break                     # link went down: the next connect resends
         else:

@@ -148,6 +148,13 @@ class Outbox:
             return {"waiting": total - acked, "acked_unconfirmed": acked,
                     "next_seq": self._meta("next_seq"), "confirmed": self._meta("confirmed")}
 
+    def sent_through(self) -> int:
+        """The highest sequence number the broker acknowledged (or already confirmed): a
+        controller's mark beyond it covers reports the controller cannot hold."""
+        with self._lock:
+            acked = self._db.execute("SELECT MAX(seq) FROM outbox WHERE acked = 1").fetchone()[0]
+            return max(acked or 0, self._meta("confirmed"))
+
     @property
     def last_seq(self) -> int:
         with self._lock:

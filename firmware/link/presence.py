@@ -12,10 +12,13 @@ amount of the pool that serves this table (``pending`` true while a 100% hit is 
 
 from __future__ import annotations
 
-import json
 import logging
+import re
 import threading
+from fractions import Fraction
 from typing import Any, Callable
+
+from firmware import wirejson
 
 from . import topics
 from .mqtt import MqttBus
@@ -26,6 +29,29 @@ UNAVAILABLE_NO_BROKER = "progressive closed: this seat has lost its link to the 
 UNAVAILABLE_CONTROLLER = "progressive closed: the jackpot controller is offline"
 
 ControllerInput = dict[str, Any]
+CENTS = re.compile(r"^(0|[1-9][0-9]{0,11})(\.[0-9]{1,2})?$")     # the controller's meter amounts
+
+
+def meter_problem(meter: Any, table: str | None, maximum: Fraction | None = None) -> str | None:
+    """What is wrong with a meter broadcast for ``table``, or None. Without the ACL anyone
+    can publish the retained meter, so the amount a dealer would open its next round with
+    is checked: an exact amount of cents, not negative, not above the pool's maximum (the
+    one the broadcast states and ``maximum``, the unit's own bound, when it has one)."""
+    if not isinstance(meter, dict) or not isinstance(meter.get("pools"), dict):
+        return "not a meter broadcast (no pools)"
+    pool = pool_for_table(meter, table)
+    if pool is None:
+        return None
+    amount, top = pool.get("amount"), pool.get("maximum")
+    if not isinstance(amount, str) or not CENTS.match(amount):
+        return f"amount {amount!r:.40} is not an amount of money like \"1234.50\""
+    if not isinstance(top, str) or not CENTS.match(top) or Fraction(top) <= 0:
+        return f"maximum {top!r:.40} is not an amount of money like \"250000.00\""
+    value, stated = Fraction(amount), Fraction(top)
+    for bound in (stated, maximum):
+        if bound is not None and value > bound:
+            return f"amount {amount} is above the pool's maximum {bound}"
+    return None
 
 
 def pool_for_table(meter: dict[str, Any] | None, table: str | None) -> dict[str, Any] | None:
@@ -48,8 +74,12 @@ def takes_controller_input(unit: Any) -> bool:
 
 
 class ControllerWatch:
-    def __init__(self, bus: MqttBus, link_id: str = "main", table: str | None = None) -> None:
+    def __init__(self, bus: MqttBus, link_id: str = "main", table: str | None = None,
+                 maximum: Fraction | None = None) -> None:
         self.bus = bus
+        self.maximum = maximum              # the unit's own bound on the meter (None: the broadcast's)
+        self.refused = 0                    # status and meter messages refused (counted, logged rate-limited)
+        self._refused_log = wirejson.RateLimitedLog(log)
         self.link_id = topics.check_link_id(link_id)
         self.table = table if table is not None else bus.unit_id.split("/")[0]
         self._controller_online = False
@@ -63,23 +93,33 @@ class ControllerWatch:
         bus.subscribe_raw(topics.meter_topic(link_id), self._on_meter)
         bus.add_link_listener(lambda up: self._changed())
 
+    def _refuse(self, what: str, payload: bytes, problem: str) -> None:
+        self.refused += 1
+        self._refused_log("%s: refused a %s %.100r: %s", self.bus.unit_id, what, payload[:100], problem)
+
     def _on_status(self, topic: str, payload: bytes) -> None:
         try:
-            state = json.loads(payload).get("state")
-        except (ValueError, AttributeError):
-            log.warning("unreadable jackpot status %r: taken as offline", payload[:100])
-            state = None
+            state = wirejson.loads(payload).get("state")
+            if state not in ("online", "offline"):
+                raise ValueError(f"state {state!r:.40} is neither online nor offline")
+        except (ValueError, AttributeError) as exc:
+            # junk says nothing about the controller: the last status it sent stays in force
+            # (taking it as offline would let any message close every progressive spot)
+            self._refuse("jackpot status", payload, str(exc) or "not an object")
+            return
         with self._lock:
             self._controller_online = state == "online"
         self._changed()
 
     def _on_meter(self, topic: str, payload: bytes) -> None:
         try:
-            meter = json.loads(payload)
-        except ValueError:
-            log.warning("unreadable meter broadcast %r: ignored", payload[:100])
+            meter = wirejson.loads(payload)
+        except ValueError as exc:
+            self._refuse("meter broadcast", payload, str(exc))
             return
-        if not isinstance(meter, dict):
+        problem = meter_problem(meter, self.table, self.maximum)
+        if problem is not None:               # the last good meter stays in force
+            self._refuse("meter broadcast", payload, problem)
             return
         self.meter = meter
         self._changed()

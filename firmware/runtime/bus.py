@@ -11,8 +11,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
+from firmware import wirejson
+
 SCHEMA = 1
 ROOT = "betbox/v1"
+MAX_SEQ = 2 ** 53             # a sender's sequence number (exact in every JSON reader)
 
 
 def stream_topic(table: str) -> str:
@@ -61,18 +64,32 @@ class Message:
         schema = data.get("schema")
         if schema != SCHEMA:
             raise ValueError(f"message schema {schema!r} is not {SCHEMA}")
-        try:
-            return cls(topic=str(data["topic"]), kind=str(data["kind"]), sender=str(data["sender"]),
-                       seq=int(data["seq"]), body=dict(data["body"]), schema=schema)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"malformed message {dict(data)!r}: {exc}") from None
+        missing = [k for k in ("topic", "kind", "sender", "seq", "body") if k not in data]
+        if missing:
+            raise ValueError(f"malformed message: {missing[0]!r} is missing")
+        for key in ("topic", "kind", "sender"):
+            if not isinstance(data[key], str):
+                raise ValueError(f"malformed message: {key} must be a string, not {data[key]!r:.60}")
+        seq = data["seq"]
+        # a whole number in range: 1e999 or a float would overflow or round in int()
+        if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq <= MAX_SEQ:
+            raise ValueError(f"malformed message: seq must be a whole number from 0 to {MAX_SEQ}, "
+                             f"not {seq!r:.40}")
+        if not isinstance(data["body"], dict):
+            raise ValueError(f"malformed message: body must be a mapping, not {data['body']!r:.60}")
+        return cls(topic=data["topic"], kind=data["kind"], sender=data["sender"], seq=seq,
+                   body=dict(data["body"]), schema=schema)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> "Message":
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str | bytes) -> "Message":
+        """Bounded decoding (:func:`firmware.wirejson.loads`): any input raises ValueError."""
+        data = wirejson.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError(f"a message is a JSON object, not {type(data).__name__}")
+        return cls.from_dict(data)
 
 
 Sink = Callable[[Message], None]

@@ -19,6 +19,7 @@ from fractions import Fraction
 from typing import Any, Callable, Iterator, Mapping
 
 from firmware import __version__
+from firmware.wirejson import RateLimitedLog
 
 from .bus import Bus, Message
 from .journal import CheckpointError, Journal, Record
@@ -207,6 +208,7 @@ class Unit(ABC):
         # they are not inputs of the game; logged, counted, the newest kept for the screen)
         self.rejected = 0
         self.rejections = Recent(32)
+        self.rejected_log = RateLimitedLog(log)   # a flood of forged offers: all counted, a few logged
         self._outs: list[Message] = []
         self._replaying = False
         self._observers: list[Callable[["Unit"], None]] = []
@@ -301,7 +303,7 @@ class Unit(ABC):
         if isinstance(body, dict) and "kind" in body:
             what = f"{body.get('kind')!s:.40} {what}"
         self.rejections.append({"input": kind, "sender": who, "problem": problem})
-        log.warning("%s: rejected %s: %s", self.unit_id, what, problem)
+        self.rejected_log("%s: rejected %s: %s", self.unit_id, what, problem)
 
     # -- checkpoints (journal rotation) -------------------------------------------------
 

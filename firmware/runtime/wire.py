@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
@@ -57,7 +58,7 @@ def controller_input(body: Any) -> dict[str, Any]:
         if not isinstance(meter, str):
             raise ValueError(f"controller status: meter must be an amount string or null, not {meter!r}")
         try:
-            value = parse_amount(meter)
+            value = wire_amount(meter)
         except ValueError:
             raise ValueError(f"controller status: meter {meter!r} is not an amount") from None
         if value < 0:
@@ -117,9 +118,34 @@ def round_from_json(data: Any, profile_of: Callable[[str], Profile]) -> Round:
 # Each check returns what is wrong (for the log) or None. They run before an input is
 # handled or journalled, so a refused message changes nothing.
 
-def _count(value: Any, name: str, low: int = 0) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        return f"{name} must be a whole number of at least {low}, not {value!r:.60}"
+MAX_COUNT = 2 ** 53                # rounds, sequence numbers: exact in every JSON reader
+MAX_BOX = 99
+MAX_WIRE_AMOUNT = 10 ** 9          # no bet, meter or limit on a table's wire comes near it
+
+
+def wire_amount(value: Any) -> Fraction:
+    """An amount from a message, bounded before it is converted (a string like "1e999999999"
+    would otherwise build a number of a billion digits). Raises ValueError naming it."""
+    if isinstance(value, str) and len(value) > 40:
+        raise ValueError(f"{value[:20]!r}...: {len(value)} characters is no amount")
+    if isinstance(value, str):
+        try:
+            d = Decimal(value.strip())
+        except InvalidOperation:
+            raise ValueError(f"{value!r} is not an amount") from None
+        if not d.is_finite() or d.adjusted() > 12 or d.as_tuple().exponent < -12:
+            raise ValueError(f"{value!r} is out of range")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= MAX_WIRE_AMOUNT:
+        raise ValueError(f"{value!r:.40} is out of range")
+    amount = parse_amount(value)
+    if abs(amount) > MAX_WIRE_AMOUNT:
+        raise ValueError(f"{value!r:.40} is above {MAX_WIRE_AMOUNT}")
+    return amount
+
+
+def _count(value: Any, name: str, low: int = 0, high: int = MAX_COUNT) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return f"{name} must be a whole number from {low} to {high}, not {value!r:.60}"
     return None
 
 
@@ -130,10 +156,10 @@ def _amounts(value: Any, name: str) -> str | None:
         if not isinstance(spot, str):
             return f"{name}: spot {spot!r:.40} is not a name"
         try:
-            if parse_amount(amount) < 0:
+            if wire_amount(amount) < 0:
                 return f"{name}: {spot} {amount!r:.40} is negative"
         except (TypeError, ValueError):
-            return f"{name}: {spot} {amount!r:.40} is not an amount"
+            return f"{name}: {spot} {amount!r:.40} is not an amount (0 to {MAX_WIRE_AMOUNT})"
     return None
 
 
@@ -148,7 +174,7 @@ def as_json_value(value: Any) -> Any:
 
 
 def _box_list(value: Any, kind: str, name: str) -> str | None:
-    if not isinstance(value, list) or any(_count(b, "box", 1) for b in value):
+    if not isinstance(value, list) or any(_count(b, "box", 1, MAX_BOX) for b in value):
         return f"{kind}: {name} must be a list of boxes, not {value!r:.60}"
     return None
 
@@ -173,7 +199,7 @@ def check_stream_message(kind: str, body: Mapping[str, Any],
             if not isinstance(limits, dict) or not all(isinstance(v, list) for v in limits.values()):
                 raise ValueError(f"limits must map bet names to [min, max], not {limits!r:.60}")
             Round.new(profile, decks=body.get("decks"), limits=limits,
-                      meter=None if meter is None else parse_amount(meter),
+                      meter=None if meter is None else wire_amount(meter),
                       shoe=shoe_from_json(body.get("shoe")) if isinstance(body.get("shoe"), list)
                       else shoe_from_json([]))
         except (RuleError, TypeError, ValueError) as exc:

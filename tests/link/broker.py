@@ -22,7 +22,8 @@ def free_port() -> int:
 
 class Broker:
     def __init__(self, directory: Path, *, acl: str | None = None, users: dict[str, str] | None = None,
-                 tls: dict[str, Path] | None = None, port: int | None = None) -> None:
+                 tls: dict[str, Path] | None = None, port: int | None = None,
+                 message_size_limit: int = 65536) -> None:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
@@ -30,7 +31,7 @@ class Broker:
         lines = [f"listener {self.port} 127.0.0.1", f"user {pwd.getpwuid(os.getuid()).pw_name}",
                  "persistence true", f"persistence_location {self.dir}/",
                  "autosave_on_changes true", "autosave_interval 1",
-                 "max_queued_messages 0", "max_inflight_messages 64", "message_size_limit 65536",
+                 "max_queued_messages 0", "max_inflight_messages 64", f"message_size_limit {message_size_limit}",
                  "set_tcp_nodelay true", "log_dest stderr", "log_type error", "log_type warning",
                  "log_type notice"]
         if tls:
@@ -42,7 +43,9 @@ class Broker:
             for user, password in users.items():
                 subprocess.run(["mosquitto_passwd", "-b", str(pw), user, password], check=True,
                                capture_output=True)
-            lines += ["allow_anonymous false", f"password_file {pw}"]
+            # as docs/mqtt/mosquitto.conf: the client id is the authenticated user, so nobody
+            # takes over another's session (the controller's persistent one above all)
+            lines += ["allow_anonymous false", f"password_file {pw}", "use_username_as_clientid true"]
         else:
             lines += ["allow_anonymous true"]
         if acl is not None:
