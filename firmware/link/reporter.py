@@ -221,16 +221,12 @@ class DealerReporter:
             self.reported += 1
 
 
-def _wagered(state: Any) -> list[Any]:
-    return [box for box in state.boxes if box.stakes]
-
-
 def progressive_record(state: Any) -> dict[str, Any] | None:
     """The dealer's record of a round's progressive, once every progressive wager is booked
     (judged on the initial cards); None before that, or when there is none."""
     if state.profile.progressive is None:
         return None
-    boxes = [box for box in _wagered(state) if "progressive" in box.stakes]
+    boxes = [box for box in state.boxes if "progressive" in box.stakes]
     if not boxes or not all("progressive" in box.ledger for box in boxes):
         return None
     return {"meter": None if state.meter is None else amount_text(state.meter),
@@ -245,7 +241,7 @@ def settlement_record(state: Any) -> dict[str, Any]:
     void = state.phase == Phase.VOID
     progressive = state.profile.progressive
     out = []
-    for box in _wagered(state):
+    for box in state.boxes:           # every box in the round, as each seat reports its own
         envy = []
         if not void and progressive is not None and progressive.envy_bonus is not None and "progressive" in box.stakes:
             envy = [{"from_box": other, "award": amount_text(progressive.envy_bonus)} for other in box.envy_from]

@@ -125,6 +125,18 @@ def dealer_payloads(table: str, records: list, first_seq: int = 1) -> list[tuple
     return out
 
 
+def send_dealer(bus: Any, scripts: dict[int, list], expected: "Expected | None" = None) -> int:
+    """The dealer's record (``dealer_records``) of the seats' scripts through the dealer's
+    own outbox (``bus``: a ``<table>/dealer`` link); counted in ``expected``'s events."""
+    table = bus.unit_id.split("/")[0]
+    records = dealer_records(scripts)
+    for kind, body, rnd, key in records:
+        bus.report(kind, body, key=key, table=table, round=rnd)
+    if expected is not None:
+        expected.events[bus.unit_id] = bus.outbox.last_seq
+    return len(records)
+
+
 def check_accounting(report: dict[str, Any], exp: Expected) -> None:
     m = report["pools"]["main"]["meters"]
     assert m["wagers"] == exp.wagers
