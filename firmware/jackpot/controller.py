@@ -209,10 +209,13 @@ class JackpotController:
     # -- claims: the seat's word against the dealer's record ---------------------------
 
     def _held_bound(self, r: Report) -> None:
-        """A unit may have at most :data:`MAX_HELD` claims waiting for their counterpart."""
-        source, box = ("dealer", None) if r.box == 0 else ("seat", r.box)
-        held = self.db.execute("SELECT COUNT(*) FROM claim WHERE state = 'held' AND table_id = ? AND source = ? "
-                               "AND (? IS NULL OR box = ?)", (r.table, source, box, box)).fetchone()[0]
+        """A seat may have at most :data:`MAX_HELD` claims waiting for the dealer's record
+        (what a hostile seat could pile up). The dealer's record is not bounded here: it
+        grows only with rounds played, and refusing it would hold its alarms back too."""
+        if r.box == 0:
+            return
+        held = self.db.execute("SELECT COUNT(*) FROM claim WHERE state = 'held' AND table_id = ? AND source = 'seat' "
+                               "AND box = ?", (r.table, r.box)).fetchone()[0]
         if held >= MAX_HELD:
             raise ReportRejected("hold_full", f"{r.unit} has {held} claims no counterpart has corroborated")
 
