@@ -267,3 +267,55 @@ def test_a_100_percent_hit_is_one_amount_at_the_table_on_the_screen_in_the_repor
     validate_all(sniffer.messages)
     sniffer.close()
     ctl.close()
+
+
+# -- the controller's side, ingested directly ----------------------------------------------
+
+
+def _ingest_seat(ctl, seq: int, kind: str, round_: int, body: dict, box: int = 1):
+    unit = f"table-1/seat-{box}"
+    return ctl.ingest(f"betbox/v1/unit/{unit}/report", json.dumps(
+        {"schema": 1, "id": f"seat-{box}-{seq:06d}", "unit": unit, "table": "table-1", "box": box, "seq": seq,
+         "kind": kind, "round": round_, "body": body}).encode())
+
+
+def test_a_seat_and_dealer_that_disagree_book_nothing_and_the_alarm_names_both(tmp_path):
+    ctl = JackpotController(tmp_path / "jackpot.db", [POOL])
+    _ingest_seat(ctl, 1, "progressive_wager", 1, {"amount": "10"})
+    ((topic, payload),) = dealer_payloads("table-1", dealer_records({1: [("progressive_wager", {"amount": "5"},
+                                                                         1, "1/w")]}))
+    assert ctl.ingest(topic, payload).status == "accepted"
+    data = report(ctl.db)
+    assert data["pools"]["main"]["meters"]["wagers"] == 0
+    (alarm,) = data["integrity"]["last"]
+    assert alarm["reason"] == "disagrees_with_dealer" and alarm["seat_report"] == 1 and alarm["dealer_report"] == 2
+    assert "10" in alarm["detail"] and "5" in alarm["detail"]
+    ctl.close()
+
+
+def test_a_dealer_record_no_seat_reports_is_alarmed_after_the_grace_and_booked_when_the_seat_comes(tmp_path):
+    ctl = JackpotController(tmp_path / "jackpot.db", [POOL], hold_grace=30)
+    for topic, payload in dealer_payloads("table-1", dealer_records({1: [
+            ("progressive_wager", {"amount": "5"}, 1, "1/w"), ("round_result", {"void": False, "net": "-5"}, 1, "1/r")]})):
+        ctl.ingest(topic, payload)
+    assert ctl.check_holds() == []                           # within the grace
+    late = ctl.check_holds(now=10 ** 12)
+    assert {(a["kind"], a["source"]) for a in late} == {("progressive_wager", "dealer"), ("round_result", "dealer")}
+    assert ctl.check_holds(now=10 ** 12) == []               # alarmed once each
+    assert report(ctl.db)["held"] == {"seat": 0, "dealer": 2}
+    _ingest_seat(ctl, 1, "progressive_wager", 1, {"amount": "5"})     # the seat's catch-up, later
+    _ingest_seat(ctl, 2, "round_result", 1, {"void": False, "net": "-5"})
+    data = report(ctl.db)
+    assert data["pools"]["main"]["meters"]["wagers"] == 1 and data["held"] == {"seat": 0, "dealer": 0}
+    ctl.close()
+
+
+def test_a_seat_may_hold_only_so_many_claims_the_dealer_never_recorded(tmp_path, monkeypatch):
+    import firmware.jackpot.controller as controller_module
+    monkeypatch.setattr(controller_module, "MAX_HELD", 3)
+    ctl = JackpotController(tmp_path / "jackpot.db", [POOL])
+    assert [_ingest_seat(ctl, n, "progressive_wager", 1000 + n, {"amount": "5"}).status for n in (1, 2, 3, 4)] == \
+        ["accepted"] * 3 + ["rejected"]
+    assert report(ctl.db)["rejected"]["by_reason"] == {"hold_full": 1}
+    assert _ingest_seat(ctl, 1, "progressive_wager", 1, {"amount": "5"}, box=2).status == "accepted"  # per seat
+    ctl.close()
