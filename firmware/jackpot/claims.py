@@ -58,43 +58,47 @@ def _side_bet(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def seat_claim(r: Report) -> Claim | None:
     """A seat's report as a claim; None for a kind that moves no money (an alarm)."""
-    assert r.round is not None or r.kind not in STAGE
-    b = r.body
+    b, rnd = r.body, r.round
+    if rnd is None:               # only an alarm may have no round (wire.parse_report)
+        return None
     if r.kind == "progressive_wager":
-        return Claim(r.table, r.round, r.box, r.kind, "", {"amount": _amount(b["amount"])})
+        return Claim(r.table, rnd, r.box, r.kind, "", {"amount": _amount(b["amount"])})
     if r.kind == "progressive_hit":
-        return Claim(r.table, r.round, r.box, r.kind, "", _hit(b))
+        return Claim(r.table, rnd, r.box, r.kind, "", _hit(b))
     if r.kind == "envy_bonus":
         key, value = _envy(b)
-        return Claim(r.table, r.round, r.box, r.kind, key, value)
+        return Claim(r.table, rnd, r.box, r.kind, key, value)
     if r.kind == "round_result":
-        return Claim(r.table, r.round, r.box, r.kind, "", {"void": b["void"], "net": _amount(b["net"])})
+        return Claim(r.table, rnd, r.box, r.kind, "", {"void": b["void"], "net": _amount(b["net"])})
     if r.kind == "side_bet":
         key, value = _side_bet(b)
-        return Claim(r.table, r.round, r.box, r.kind, key, value)
+        return Claim(r.table, rnd, r.box, r.kind, key, value)
     return None
 
 
 def dealer_claims(r: Report) -> list[Claim]:
     """A dealer's round record as claims, box by box (a box's wager before its hit)."""
     out: list[Claim] = []
+    rnd = r.round
+    if rnd is None:
+        return out
     if r.kind == "round_progressive":
         for entry in r.body["boxes"]:
             box = entry["box"]
-            out.append(Claim(r.table, r.round, box, "progressive_wager", "", {"amount": _amount(entry["wager"])}))
+            out.append(Claim(r.table, rnd, box, "progressive_wager", "", {"amount": _amount(entry["wager"])}))
             if entry["hit"] is not None:
-                out.append(Claim(r.table, r.round, box, "progressive_hit", "", _hit(entry["hit"])))
+                out.append(Claim(r.table, rnd, box, "progressive_hit", "", _hit(entry["hit"])))
     elif r.kind == "round_settlement":
         for entry in r.body["boxes"]:
             box = entry["box"]
-            out.append(Claim(r.table, r.round, box, "round_result", "",
+            out.append(Claim(r.table, rnd, box, "round_result", "",
                              {"void": r.body["void"], "net": _amount(entry["net"])}))
             for envy in entry["envy"]:
                 key, value = _envy(envy)
-                out.append(Claim(r.table, r.round, box, "envy_bonus", key, value))
+                out.append(Claim(r.table, rnd, box, "envy_bonus", key, value))
             for bet in entry["side_bets"]:
                 key, value = _side_bet(bet)
-                out.append(Claim(r.table, r.round, box, "side_bet", key, value))
+                out.append(Claim(r.table, rnd, box, "side_bet", key, value))
     return out
 
 

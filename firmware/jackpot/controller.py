@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import pools as P
-from .pools import PoolSpec, PoolState, cents, money
 from .claims import BOOKED_KINDS, STAGE, Claim, dealer_claims, seat_claim, stage_of_record
+from .pools import PoolSpec, PoolState, cents, money
 from .store import connect, dumps
 from .wire import Report, ReportRejected, parse_report
 
@@ -174,7 +174,7 @@ class JackpotController:
                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
                           spec.name if spec else None, dumps(r.body)))
-        n = cur.lastrowid
+        n = int(cur.lastrowid or 0)
         db.execute("INSERT OR IGNORE INTO unit (unit) VALUES (?)", (r.unit,))
         events, highest, contiguous = db.execute(
             "SELECT events, highest, contiguous FROM unit WHERE unit = ?", (r.unit,)).fetchone()
@@ -257,8 +257,9 @@ class JackpotController:
 
     def _dealer_record(self, n: int, r: Report) -> None:
         stage = stage_of_record(r.kind)
-        if stage is None:
+        if stage is None or r.round is None:
             return
+        rnd = r.round
         try:
             self.db.execute("INSERT INTO dealer_round (table_id, round, stage, event) VALUES (?, ?, ?, ?)",
                             (r.table, r.round, stage, n))
@@ -274,7 +275,7 @@ class JackpotController:
                     "AND source = 'seat' AND state = 'held' AND NOT EXISTS (SELECT 1 FROM claim d WHERE "
                     "d.table_id = s.table_id AND d.round = s.round AND d.box = s.box AND d.kind = s.kind AND "
                     "d.key = s.key AND d.source = 'dealer')", (r.table, r.round, kind)).fetchall():
-                c = Claim(r.table, r.round, box, kind, key, json.loads(value))
+                c = Claim(r.table, rnd, box, kind, key, json.loads(value))
                 self._dispute(c, "not_in_dealer_record",
                               f"the dealer's record of round {r.round} (report {n}) has no {kind} for box {box}")
 
@@ -394,8 +395,7 @@ class JackpotController:
         elif c.kind == "progressive_hit":
             wager = self._booked(c, "progressive_wager")
             if wager is None or wager.get("void_round"):
-                return None, ("hit_without_wager", f"{unit} round {c.round}: no progressive wager booked "
-                                                   f"for the hit")
+                return None, ("hit_without_wager", f"{unit} round {c.round}: no progressive wager booked for the hit")
             if result is not None and result.get("void"):
                 return {"void_round": True}, None
             if c.value["award"] is not None:
@@ -405,12 +405,12 @@ class JackpotController:
             else:
                 share = Fraction(c.value["meter_share"])
                 if c.value["amount"] is None:
-                    return None, ("no_meter", f"{unit} round {c.round}: a meter-share hit with no amount "
-                                              f"(the round opened without a meter)")
+                    why = f"{unit} round {c.round}: a meter-share hit with no amount (the round opened without a meter)"
+                    return None, ("no_meter", why)
                 locked = Fraction(c.value["amount"])
                 if locked > spec.maximum + spec.seed:
-                    return None, ("above_maximum", f"{unit} round {c.round}: {money(locked)} is more than the "
-                                                   f"meter of pool {spec.name} can show")
+                    why = f"{unit} round {c.round}: {money(locked)} is more than the meter of pool {spec.name} can show"
+                    return None, ("above_maximum", why)
                 s = P.lock_amount(spec, s, share, locked)
                 hit = self._hit(seat_event, c, spec, "meter", locked, share, "pending")
                 effect = {"hit": hit, "locked": money(locked)}

@@ -105,7 +105,6 @@ class SeatReporter:
         if progressive is not None and "progressive" in box.ledger and "progressive" in box.stakes:
             self._report(rnd, "progressive_wager", {"amount": amount_text(box.stakes["progressive"])})
             if box.progressive_hand is not None:
-                share = box.progressive_share
                 self._report(rnd, "progressive_hit", hit_body(box))
         if state.is_over:
             if progressive is not None and progressive.envy_bonus is not None and state.phase != Phase.VOID:
