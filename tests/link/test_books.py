@@ -320,3 +320,20 @@ def test_a_seat_may_hold_only_so_many_claims_the_dealer_never_recorded(tmp_path,
     assert report(ctl.db)["rejected"]["by_reason"] == {"hold_full": 1}
     assert _ingest_seat(ctl, 1, "progressive_wager", 1, {"amount": "5"}, box=2).status == "accepted"  # per seat
     ctl.close()
+
+
+def test_a_meter_share_award_is_rounded_down_to_the_cent_as_the_controller_locks_it():
+    """Finding 3 for shares below 100%: the engine pays what the controller can lock (and
+    what a report can carry: whole cents), 10% of 1,000.05 is 100.00, not 100.005."""
+    from firmware.engine.profile import Award
+    from firmware.jackpot import pools as P
+    assert Award(meter_share=Fraction(1, 10)).value(Fraction("1000.05")) == Fraction(100)
+    assert Award(meter_share=Fraction(1)).value(Fraction("1234.56")) == Fraction("1234.56")
+    spec = POOL
+    s = P.lock_amount(spec, P.new_pool(spec), Fraction(1, 10), Fraction(100))
+    assert (s.amount, s.won, s.needs_seed, P.balanced(s)) == (Fraction(900), Fraction(100), False, True)
+    # a pool holding less than the table's amount: the difference is seed money, counted
+    short = P.lock_amount(spec, P.new_pool(spec), Fraction(1), Fraction(1200))
+    assert (short.amount, short.shortfall, short.won, P.balanced(short)) == (0, Fraction(200), Fraction(1200), True)
+    with pytest.raises(ValueError, match="cents"):
+        P.lock_amount(spec, P.new_pool(spec), Fraction(1), Fraction("0.005"))
