@@ -25,7 +25,7 @@ import logging
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
@@ -245,15 +245,8 @@ class JackpotController:
             return False
 
     def _seat_claim(self, n: int, r: Report, c: Claim) -> None:
-        if not self._insert_claim(n, r.unit, c, "seat"):
-            return
-        if c.kind == "progressive_hit" and not self.db.execute(
-                "SELECT 1 FROM claim WHERE table_id = ? AND round = ? AND box = ? AND kind = 'progressive_wager' "
-                "AND source = 'seat'", (c.table, c.round, c.box)).fetchone():
-            self._dispute(c, "hit_without_wager", f"{r.unit} reports a progressive hit in round {c.round} "
-                                                  f"without a progressive wager")
-            return
-        self._match(c)
+        if self._insert_claim(n, r.unit, c, "seat"):
+            self._match(c)
 
     def _dealer_record(self, n: int, r: Report) -> None:
         stage = stage_of_record(r.kind)
@@ -265,9 +258,9 @@ class JackpotController:
                             (r.table, r.round, stage, n))
         except sqlite3.IntegrityError:
             pass                    # each claim below is checked as a repeat or a conflict
-        for c in dealer_claims(r):
-            if self._insert_claim(n, r.unit, c, "dealer"):
-                self._match(c)
+        # every item in first, then matched (a box's wager before its hit)
+        for c in [c for c in dealer_claims(r) if self._insert_claim(n, r.unit, c, "dealer")]:
+            self._match(c)
         # what a seat claimed for this round and stage that the dealer's record lacks
         for kind in [k for k, s in STAGE.items() if s == stage]:
             for box, key, value, event in self.db.execute(
@@ -300,6 +293,15 @@ class JackpotController:
             self._dispute(c, "disagrees_with_dealer", f"box {c.box} round {c.round} {c.kind}: the seat says "
                                                       f"{seat[2]}, the dealer {dealer[2]}")
             return
+        if c.kind == "progressive_hit" and self._booked(c, "progressive_wager") is None:
+            # the seat's wager report may still come (a resend after a reconnect can arrive
+            # after a later report): the hit waits for it, unless the wager was disputed
+            wager = self._claims(Claim(c.table, c.round, c.box, "progressive_wager", "", {}))
+            if any(w[3] == "disputed" for w in wager.values()) or "dealer" not in wager:
+                self._dispute(c, "hit_without_wager", f"box {c.box} round {c.round}: a progressive hit "
+                                                      f"without a booked progressive wager")
+            return
+        c = replace(c, value=seat[2])           # the agreed value (``c`` may name the claim only)
         effect, problem = self._book(c, seat[1])
         if problem is not None:
             self._dispute(c, problem[0], problem[1])
@@ -309,6 +311,8 @@ class JackpotController:
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (c.table, c.round, c.box, c.kind, c.key, seat[1],
                                                            dealer[1], None if effect is None else dumps(effect)))
         self.db.execute("UPDATE event SET effect = ? WHERE n = ?", (dumps({"booked": effect}), seat[1]))
+        if c.kind == "progressive_wager":        # a hit that waited for its wager
+            self._match(Claim(c.table, c.round, c.box, "progressive_hit", "", {}))
 
     def _dealer_has_stage(self, c: Claim) -> bool:
         return self.db.execute("SELECT 1 FROM dealer_round WHERE table_id = ? AND round = ? AND stage = ?",
@@ -395,7 +399,7 @@ class JackpotController:
         elif c.kind == "progressive_hit":
             wager = self._booked(c, "progressive_wager")
             if wager is None or wager.get("void_round"):
-                return None, ("hit_without_wager", f"{unit} round {c.round}: no progressive wager booked for the hit")
+                return {"void_round": True}, None       # its round was voided before the wager was booked
             if result is not None and result.get("void"):
                 return {"void_round": True}, None
             if c.value["award"] is not None:

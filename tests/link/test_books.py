@@ -337,3 +337,19 @@ def test_a_meter_share_award_is_rounded_down_to_the_cent_as_the_controller_locks
     assert (short.amount, short.shortfall, short.won, P.balanced(short)) == (0, Fraction(200), Fraction(1200), True)
     with pytest.raises(ValueError, match="cents"):
         P.lock_amount(spec, P.new_pool(spec), Fraction(1), Fraction("0.005"))
+
+
+def test_a_hit_that_arrives_before_its_wager_waits_for_it_and_locks(tmp_path):
+    """After a reconnect the outbox resends from the controller's mark while the broker may
+    still deliver newer reports: a seat's hit can come before its own wager report."""
+    ctl = JackpotController(tmp_path / "jackpot.db", [POOL])
+    script = [("progressive_wager", {"amount": "5"}, 1, "1/w"), ("progressive_hit", FULL_HIT, 1, "1/h")]
+    for topic, payload in dealer_payloads("table-1", dealer_records({1: script})):
+        ctl.ingest(topic, payload)
+    _ingest_seat(ctl, 2, "progressive_hit", 1, FULL_HIT)
+    assert report(ctl.db)["pools"]["main"]["meters"]["hits"] == 0          # waits for its wager
+    _ingest_seat(ctl, 1, "progressive_wager", 1, {"amount": "5"})
+    data = report(ctl.db)
+    assert (data["pools"]["main"]["meters"]["hits"], data["pools"]["main"]["state"]) == (1, "pending")
+    assert data["last_hits"][0]["amount"] == "1000" and data["integrity"]["count"] == 0
+    ctl.close()
