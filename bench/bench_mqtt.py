@@ -137,15 +137,28 @@ def payloads(unit: str, n: int) -> list[tuple[str, bytes]]:
         for i in range(1, n + 1)]
 
 
+def dealer_payloads(table: str, rounds: int, boxes: int) -> list[tuple[str, bytes]]:
+    """The dealer's record of each round (every box's 5 progressive wager): what the
+    controller books the seats' wagers by."""
+    return [(topics.report_topic(f"{table}/dealer"), json.dumps({
+        "schema": 1, "id": f"{table}-dealer-{i:08d}", "unit": f"{table}/dealer", "table": table, "seq": i,
+        "kind": "round_progressive", "round": i, "body": {"meter": "1000", "boxes": [
+            {"box": b, "wager": "5", "hit": None} for b in range(1, boxes + 1)]}}).encode())
+        for i in range(1, rounds + 1)]
+
+
 def ingest_direct(n: int, tmp: Path) -> float:
+    """Reports/s: a seat's wager and the dealer's record of its round, each booked."""
     ctl = controller(tmp / "direct.db")
-    msgs = payloads("bench/seat-1", n)
+    rounds = n // 2
+    msgs = [m for pair in zip(payloads("bench/seat-1", rounds), dealer_payloads("bench", rounds, 1)) for m in pair]
     t0 = time.perf_counter()
     for topic, payload in msgs:
         ctl.ingest(topic, payload)
     dt = time.perf_counter() - t0
+    assert report(ctl.db)["pools"]["main"]["meters"]["wagers"] == rounds
     ctl.close()
-    return n / dt
+    return len(msgs) / dt
 
 
 def fresh_controller_session(url: str) -> None:
@@ -191,6 +204,8 @@ def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path) -> tuple[flo
             raise RuntimeError(f"publisher {p + 1}: no CONNACK from {url}")
         clients.append(c)
         batches.append(payloads(f"bench/seat-{p + 1}", per))
+    clients.append(clients[-1])                 # and the dealer's record of every round
+    batches.append(dealer_payloads("bench", per, publishers))
     if not online.wait(10):
         raise RuntimeError("the controller did not come online")
     watch.disconnect()
@@ -199,15 +214,16 @@ def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path) -> tuple[flo
     for c, batch in zip(clients, batches):
         for topic, payload in batch:
             c.publish(topic, payload, qos=1)
-    wait_until(lambda: sum(ctl.marks().values()) >= per * publishers, 600, "the controller's ingest", step=0.01)
+    total = per * (publishers + 1)
+    wait_until(lambda: sum(ctl.marks().values()) >= total, 600, "the controller's ingest", step=0.01)
     dt = time.perf_counter() - t0
-    for c in clients:
+    for c in clients[:-1]:
         c.disconnect()
         c.loop_stop()
     svc.stop()
     gaps = sum(u["gaps_recorded"] for u in report(ctl.db)["units"].values())
     ctl.close()
-    return per * publishers / dt, gaps
+    return total / dt, gaps
 
 
 def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:

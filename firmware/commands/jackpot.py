@@ -217,4 +217,12 @@ def report(args: argparse.Namespace) -> int:
     rej = data["rejected"]
     print(f"== rejected messages: {rej['count']}" +
           (f" ({', '.join(f'{k} {v}' for k, v in sorted(rej['by_reason'].items()))})" if rej["count"] else ""))
+    # the seats' word against the dealer's record (docs/mqtt/README.md)
+    held, integrity = data.get("held", {}), data.get("integrity", {"count": 0, "by_reason": {}, "last": []})
+    print(f"== waiting for the other side: {held.get('seat', 0)} seat claims, {held.get('dealer', 0)} dealer records")
+    print(f"== integrity alarms: {integrity['count']}" +
+          (f" ({', '.join(f'{k} {v}' for k, v in sorted(integrity['by_reason'].items()))})"
+           if integrity["count"] else ""))
+    for a in integrity["last"]:
+        print(f"   {a['reason']}: {a['detail']} (seat report {a['seat_report']}, dealer report {a['dealer_report']})")
     return 0

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 from firmware.strict import Section
 
-from .money import parse_amount, parse_odds
+from .money import parse_amount, parse_odds, round_down_to_cent
 
 
 class ProfileError(ValueError):
@@ -89,7 +89,9 @@ class Award:
             return self.amount
         if meter is None:
             return None
-        return self.meter_share * meter
+        # rounded down to the cent like the controller's lock (docs/mqtt "One amount for a
+        # 100% hit"): the table pays exactly what the books lock
+        return round_down_to_cent(self.meter_share * meter)
 
     def __str__(self) -> str:
         if self.amount is not None:

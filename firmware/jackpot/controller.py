@@ -25,7 +25,7 @@ import logging
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
@@ -33,14 +33,17 @@ from typing import Any, Sequence
 from firmware.wirejson import RateLimitedLog
 
 from . import pools as P
+from .claims import BOOKED_KINDS, STAGE, Claim, dealer_claims, seat_claim, stage_of_record
 from .pools import PoolSpec, PoolState, cents, money
 from .store import connect, dumps, keep_rejected, rejected_counts
-from .wire import Report, ReportRejected, amount, parse_report
+from .wire import Report, ReportRejected, parse_report
 
 log = logging.getLogger("betbox.jackpot")
 
 LAST_HITS = 25
 GAP_GRACE = 5.0             # seconds a hole in a unit's seqs may stay open before a warning
+HOLD_GRACE = 30.0           # seconds a claim may wait for its counterpart before an integrity alarm
+MAX_HELD = 2000             # claims of one unit that may wait for their counterpart at once
 
 
 @dataclass(frozen=True)
@@ -58,10 +61,12 @@ def spec_to_json(spec: PoolSpec) -> dict[str, Any]:
 
 
 class JackpotController:
-    def __init__(self, db_path: str | Path, pools: Sequence[PoolSpec], link_id: str = "main") -> None:
+    def __init__(self, db_path: str | Path, pools: Sequence[PoolSpec], link_id: str = "main",
+                 hold_grace: float = HOLD_GRACE) -> None:
         if not pools:
             raise ValueError("a jackpot controller needs at least one pool")
         self.link_id = link_id
+        self.hold_grace = hold_grace
         self.db = connect(db_path)
         self.lock = threading.RLock()
         self.specs = {p.name: p for p in pools}
@@ -82,7 +87,7 @@ class JackpotController:
                                                                      dumps(self.states[spec.name].to_json())))
         self.db.execute("COMMIT")
         self.dirty_units: set[str] = set()
-        self.counts = {"accepted": 0, "duplicate": 0, "rejected": 0}
+        self.counts = {"accepted": 0, "duplicate": 0, "rejected": 0, "repeated": 0, "integrity": 0}
         self.rejected_log = RateLimitedLog(log)     # a flood of junk: all counted, a few logged
         # units with a hole in their seqs (highest > contiguous): since when (monotonic, this
         # process; holes found in the database at start count from the start), and warned
@@ -171,7 +176,7 @@ class JackpotController:
                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
                           spec.name if spec else None, dumps(r.body)))
-        n = cur.lastrowid
+        n = int(cur.lastrowid or 0)
         db.execute("INSERT OR IGNORE INTO unit (unit) VALUES (?)", (r.unit,))
         events, highest, contiguous = db.execute(
             "SELECT events, highest, contiguous FROM unit WHERE unit = ?", (r.unit,)).fetchone()
@@ -187,78 +192,282 @@ class JackpotController:
                 contiguous += 1
         db.execute("UPDATE unit SET events = ?, highest = ?, contiguous = ? WHERE unit = ?",
                    (events + 1, max(highest, r.seq), contiguous, r.unit))
-        changed = False
-        if spec is not None and r.kind in ("progressive_wager", "progressive_hit", "envy_bonus", "round_result"):
-            effect, changed = self._effect(spec, r, n)
-            if effect:
-                db.execute("UPDATE event SET effect = ? WHERE n = ?", (dumps(effect), n))
-            db.execute("UPDATE pool SET state = ? WHERE name = ?",
-                       (dumps(self.states[spec.name].to_json()), spec.name))
-        elif spec is None and r.kind.startswith(("progressive", "envy")):
-            log.error("%s: %s for table %s, which no pool serves", r.unit, r.kind, r.table)
-        return Ingested("accepted", None, r.unit, r.seq, changed)
-
-    def _effect(self, spec: PoolSpec, r: Report, n: int) -> tuple[dict[str, Any] | None, bool]:
-        s = self.states[spec.name]
-        db = self.db
-        effect: dict[str, Any] | None = None
-        if r.kind == "progressive_wager":
-            wager = amount(r.body, "amount")
-            s, into, over = P.contribute(spec, s, wager)
-            effect = {"into": money(into), "over": money(over)}
-        elif r.kind == "progressive_hit":
-            award = amount(r.body, "award", nullable=True)
-            if award is not None:
-                s = P.fixed_award(s, award)
-                self._hit(n, r, spec, "fixed", award, None, "paid")
+        before = dict(self.states)
+        if r.kind in BOOKED_KINDS or stage_of_record(r.kind) is not None:
+            self._held_bound(r)
+            if spec is None:
+                log.error("%s: %s for table %s, which no pool serves", r.unit, r.kind, r.table)
+            if r.box:
+                claim = seat_claim(r)
+                if claim is not None:
+                    self._seat_claim(n, r, claim)
             else:
-                share = Fraction(r.body["meter_share"])
-                s, locked = P.lock_hit(spec, s, share)
-                hit = self._hit(n, r, spec, "meter", locked, share, "pending")
+                self._dealer_record(n, r)
+        for name, state in self.states.items():
+            if state != before[name]:
+                db.execute("UPDATE pool SET state = ? WHERE name = ?", (dumps(state.to_json()), name))
+        return Ingested("accepted", None, r.unit, r.seq, self.states != before)
+
+    # -- claims: the seat's word against the dealer's record ---------------------------
+
+    def _held_bound(self, r: Report) -> None:
+        """A seat may have at most :data:`MAX_HELD` claims waiting for the dealer's record
+        (what a hostile seat could pile up). The dealer's record is not bounded here: it
+        grows only with rounds played, and refusing it would hold its alarms back too."""
+        if r.box == 0:
+            return
+        held = self.db.execute("SELECT COUNT(*) FROM claim WHERE state = 'held' AND table_id = ? AND source = 'seat' "
+                               "AND box = ?", (r.table, r.box)).fetchone()[0]
+        if held >= MAX_HELD:
+            raise ReportRejected("hold_full", f"{r.unit} has {held} claims no counterpart has corroborated")
+
+    def _insert_claim(self, n: int, unit: str, c: Claim, source: str) -> bool:
+        """Store a claim; False when (table, round, box, kind, key) already has one from
+        ``source``: a repeat under another seq books nothing, a different one is disputed."""
+        try:
+            self.db.execute("INSERT INTO claim (table_id, round, box, kind, key, source, event, value, held_at) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (c.table, c.round, c.box, c.kind, c.key, source, n, dumps(c.value), time.time()))
+            return True
+        except sqlite3.IntegrityError:
+            first, value = self.db.execute(
+                "SELECT event, value FROM claim WHERE table_id = ? AND round = ? AND box = ? AND kind = ? "
+                "AND key = ? AND source = ?", (c.table, c.round, c.box, c.kind, c.key, source)).fetchone()
+            earlier = (first, json.loads(value))
+            if earlier[1] == c.value:
+                self.counts["repeated"] += 1
+                self.db.execute("UPDATE event SET effect = ? WHERE n = ?", (dumps({"repeat_of": first}), n))
+                log.warning("%s: report %d repeats report %d (%s, round %d, box %d) under another seq: "
+                            "booked once", unit, n, first, c.kind, c.round, c.box)
+            else:
+                self._integrity("conflicting_report", c, earlier if source == "seat" else None,
+                                earlier if source == "dealer" else None,
+                                f"{unit} reported {c.kind} for round {c.round} box {c.box} twice, differently: "
+                                f"report {first} {earlier[1]}, report {n} {dict(c.value)}; the first stands")
+            return False
+
+    def _seat_claim(self, n: int, r: Report, c: Claim) -> None:
+        if self._insert_claim(n, r.unit, c, "seat"):
+            self._match(c)
+
+    def _dealer_record(self, n: int, r: Report) -> None:
+        stage = stage_of_record(r.kind)
+        if stage is None or r.round is None:
+            return
+        rnd = r.round
+        try:
+            self.db.execute("INSERT INTO dealer_round (table_id, round, stage, event) VALUES (?, ?, ?, ?)",
+                            (r.table, r.round, stage, n))
+        except sqlite3.IntegrityError:
+            pass                    # each claim below is checked as a repeat or a conflict
+        # every item in first, then matched (a box's wager before its hit)
+        for c in [c for c in dealer_claims(r) if self._insert_claim(n, r.unit, c, "dealer")]:
+            self._match(c)
+        # what a seat claimed for this round and stage that the dealer's record lacks
+        for kind in [k for k, s in STAGE.items() if s == stage]:
+            for box, key, value, event in self.db.execute(
+                    "SELECT box, key, value, event FROM claim s WHERE table_id = ? AND round = ? AND kind = ? "
+                    "AND source = 'seat' AND state = 'held' AND NOT EXISTS (SELECT 1 FROM claim d WHERE "
+                    "d.table_id = s.table_id AND d.round = s.round AND d.box = s.box AND d.kind = s.kind AND "
+                    "d.key = s.key AND d.source = 'dealer')", (r.table, r.round, kind)).fetchall():
+                c = Claim(r.table, rnd, box, kind, key, json.loads(value))
+                self._dispute(c, "not_in_dealer_record",
+                              f"the dealer's record of round {r.round} (report {n}) has no {kind} for box {box}")
+
+    def _claims(self, c: Claim) -> dict[str, tuple[int, int, dict[str, Any], str]]:
+        return {source: (cid, event, json.loads(value), state) for cid, source, event, value, state in self.db.execute(
+            "SELECT id, source, event, value, state FROM claim WHERE table_id = ? AND round = ? AND box = ? "
+            "AND kind = ? AND key = ?", (c.table, c.round, c.box, c.kind, c.key))}
+
+    def _match(self, c: Claim) -> None:
+        """Book the claim when the seat's and the dealer's are both in and agree; dispute it
+        when they differ; else it stays held (the other may come later)."""
+        claims = self._claims(c)
+        if "seat" not in claims or "dealer" not in claims:
+            if "seat" in claims and claims["seat"][3] == "held" and self._dealer_has_stage(c):
+                self._dispute(c, "not_in_dealer_record",
+                              f"the dealer's record of round {c.round} has no {c.kind} for box {c.box}")
+            return
+        seat, dealer = claims["seat"], claims["dealer"]
+        if seat[3] != "held" or dealer[3] != "held":
+            return
+        if seat[2] != dealer[2]:
+            self._dispute(c, "disagrees_with_dealer", f"box {c.box} round {c.round} {c.kind}: the seat says "
+                                                      f"{seat[2]}, the dealer {dealer[2]}")
+            return
+        if c.kind == "progressive_hit" and self._booked(c, "progressive_wager") is None:
+            # the seat's wager report may still come (a resend after a reconnect can arrive
+            # after a later report): the hit waits for it, unless the wager was disputed
+            wager = self._claims(Claim(c.table, c.round, c.box, "progressive_wager", "", {}))
+            if any(w[3] == "disputed" for w in wager.values()) or "dealer" not in wager:
+                self._dispute(c, "hit_without_wager", f"box {c.box} round {c.round}: a progressive hit "
+                                                      f"without a booked progressive wager")
+            return
+        c = replace(c, value=seat[2])           # the agreed value (``c`` may name the claim only)
+        effect, problem = self._book(c, seat[1])
+        if problem is not None:
+            self._dispute(c, problem[0], problem[1])
+            return
+        self.db.execute("UPDATE claim SET state = 'booked' WHERE id IN (?, ?)", (seat[0], dealer[0]))
+        self.db.execute("INSERT INTO booking (table_id, round, box, kind, key, seat_event, dealer_event, effect) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (c.table, c.round, c.box, c.kind, c.key, seat[1],
+                                                           dealer[1], None if effect is None else dumps(effect)))
+        self.db.execute("UPDATE event SET effect = ? WHERE n = ?", (dumps({"booked": effect}), seat[1]))
+        if c.kind == "progressive_wager":        # a hit that waited for its wager
+            self._match(Claim(c.table, c.round, c.box, "progressive_hit", "", {}))
+
+    def _dealer_has_stage(self, c: Claim) -> bool:
+        return self.db.execute("SELECT 1 FROM dealer_round WHERE table_id = ? AND round = ? AND stage = ?",
+                               (c.table, c.round, c.stage)).fetchone() is not None
+
+    def _dispute(self, c: Claim, reason: str, detail: str) -> None:
+        claims = self._claims(c)
+        self.db.execute("UPDATE claim SET state = 'disputed' WHERE table_id = ? AND round = ? AND box = ? "
+                        "AND kind = ? AND key = ? AND state = 'held'", (c.table, c.round, c.box, c.kind, c.key))
+        side = {s: (v[1], v[2]) for s, v in claims.items()}
+        self._integrity(reason, c, side.get("seat"), side.get("dealer"), detail)
+
+    def _integrity(self, reason: str, c: Claim, seat: tuple[int, Any] | None, dealer: tuple[int, Any] | None,
+                   detail: str) -> None:
+        """The integrity alarm: recorded naming both sides (report and value) and logged."""
+        self.db.execute("INSERT INTO integrity (table_id, round, box, kind, key, reason, seat_event, dealer_event, "
+                        "seat_value, dealer_value, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (c.table, c.round, c.box, c.kind, c.key, reason,
+                         seat[0] if seat else None, dealer[0] if dealer else None,
+                         dumps(seat[1]) if seat else None, dumps(dealer[1]) if dealer else None,
+                         detail[:500], time.time()))
+        self.counts["integrity"] += 1
+        log.error("integrity: %s: %s (seat report %s, dealer report %s)", reason, detail,
+                  seat[0] if seat else "none", dealer[0] if dealer else "none")
+
+    def check_holds(self, grace: float | None = None, now: float | None = None) -> list[dict[str, Any]]:
+        """An integrity alarm (once each) for every claim still waiting for its counterpart
+        ``grace`` seconds after it came: a seat's word the dealer never recorded (a round
+        never played), or a dealer's record no seat reported. It stays held: should the
+        counterpart come after all, it is booked then."""
+        now = time.time() if now is None else now
+        grace = self.hold_grace if grace is None else grace
+        out: list[dict[str, Any]] = []
+        with self.lock:
+            rows = self.db.execute("SELECT id, table_id, round, box, kind, key, source, event, value FROM claim "
+                                   "WHERE state = 'held' AND warned = 0 AND held_at <= ? ORDER BY id",
+                                   (now - grace,)).fetchall()
+            if not rows:
+                return out
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                for cid, table, rnd, box, kind, key, source, event, value in rows:
+                    c = Claim(table, rnd, box, kind, key, json.loads(value))
+                    if source == "seat":
+                        why = (f"the dealer's record of round {rnd} has not come" if not self._dealer_has_stage(c)
+                               else f"the dealer's record of round {rnd} is pending")
+                        detail = f"{table}/seat-{box} reported {kind} for round {rnd} (report {event}); {why}"
+                    else:
+                        detail = (f"the dealer recorded {kind} for box {box} in round {rnd} (report {event}); "
+                                  f"{table}/seat-{box} has not reported it")
+                    self.db.execute("UPDATE claim SET warned = 1 WHERE id = ?", (cid,))
+                    side = (event, c.value)
+                    self._integrity("uncorroborated", c, side if source == "seat" else None,
+                                    side if source == "dealer" else None, detail)
+                    out.append({"table": table, "round": rnd, "box": box, "kind": kind, "source": source,
+                                "event": event})
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+        return out
+
+    # -- booking ---------------------------------------------------------------------
+
+    def _booked(self, c: Claim, kind: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT effect FROM booking WHERE table_id = ? AND round = ? AND box = ? AND kind = ?",
+                              (c.table, c.round, c.box, kind)).fetchone()
+        return None if row is None else (json.loads(row[0]) if row[0] else {})
+
+    def _book(self, c: Claim, seat_event: int) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
+        """Apply an agreed claim to its pool: (the effect, None) or (None, (reason, why not))."""
+        spec = self.pool_for(c.table)
+        if spec is None:
+            return {"pool": None}, None
+        s = self.states[spec.name]
+        unit = f"{c.table}/seat-{c.box}"
+        effect: dict[str, Any] | None = None
+        result = self._booked(c, "round_result")
+        if c.kind == "progressive_wager":
+            if result is not None and result.get("void"):
+                return {"void_round": True}, None
+            s, into, over = P.contribute(spec, s, Fraction(c.value["amount"]))
+            effect = {"into": money(into), "over": money(over)}
+        elif c.kind == "progressive_hit":
+            wager = self._booked(c, "progressive_wager")
+            if wager is None or wager.get("void_round"):
+                return {"void_round": True}, None       # its round was voided before the wager was booked
+            if result is not None and result.get("void"):
+                return {"void_round": True}, None
+            if c.value["award"] is not None:
+                award = Fraction(c.value["award"])
+                s = P.fixed_award(s, award)
+                self._hit(seat_event, c, spec, "fixed", award, None, "paid")
+            else:
+                share = Fraction(c.value["meter_share"])
+                if c.value["amount"] is None:
+                    why = f"{unit} round {c.round}: a meter-share hit with no amount (the round opened without a meter)"
+                    return None, ("no_meter", why)
+                locked = Fraction(c.value["amount"])
+                if locked > spec.maximum + spec.seed:
+                    why = f"{unit} round {c.round}: {money(locked)} is more than the meter of pool {spec.name} can show"
+                    return None, ("above_maximum", why)
+                s = P.lock_amount(spec, s, share, locked)
+                hit = self._hit(seat_event, c, spec, "meter", locked, share, "pending")
                 effect = {"hit": hit, "locked": money(locked)}
-                log.info("hit %d: %s box %d round %s locks %s (pending)", hit, r.table, r.box, r.round, locked)
-        elif r.kind == "envy_bonus":
-            award = amount(r.body, "award")
+                log.info("hit %d: %s box %d round %s locks %s (pending)", hit, c.table, c.box, c.round, locked)
+                if result is not None:          # the round's end was booked first: pay it now
+                    s = P.confirm_hit(spec, s)
+                    self.db.execute("UPDATE hit SET state = 'confirmed', confirmed_by = ? WHERE id = ?",
+                                    (f"round_result of round {c.round}", hit))
+        elif c.kind == "envy_bonus":
+            award = Fraction(c.value["award"])
             s = P.envy_bonus(s, award)
-            self._hit(n, r, spec, "envy", award, None, "paid", category=f"envy_from_box_{r.body['from_box']}")
-        elif r.kind == "round_result":
-            rows = db.execute("SELECT id, amount, share FROM hit WHERE unit = ? AND round = ? AND kind = 'meter' "
-                              "AND state = 'pending' ORDER BY id", (r.unit, r.round)).fetchall()
-            hits = [h for h, _, _ in rows]
+            self._hit(seat_event, c, spec, "envy", award, None, "paid", category=f"envy_from_box_{c.key}")
+        elif c.kind == "round_result":
+            void = c.value["void"]
+            effect = {"void": void}
+            rows = self.db.execute("SELECT id, amount, share FROM hit WHERE table_id = ? AND round = ? AND box = ? "
+                                   "AND kind = 'meter' AND state = 'pending' ORDER BY id",
+                                   (c.table, c.round, c.box)).fetchall()
             for hit, locked, share in rows:
-                if r.body["void"]:
+                if void:
                     # the round never counted: the hit is released, not paid (see pools.py)
-                    other = db.execute("SELECT 1 FROM hit WHERE pool = ? AND kind = 'meter' AND state = 'pending' "
-                                       "AND share = '1' AND id != ?", (spec.name, hit)).fetchone()
+                    other = self.db.execute("SELECT 1 FROM hit WHERE pool = ? AND kind = 'meter' AND state = "
+                                            "'pending' AND share = '1' AND id != ?", (spec.name, hit)).fetchone()
                     s = P.release_hit(spec, s, Fraction(locked), Fraction(share) == 1, other is not None)
-                    db.execute("UPDATE hit SET state = 'released', confirmed_by = ? WHERE id = ?",
-                               (f"void round_result {r.id}", hit))
+                    self.db.execute("UPDATE hit SET state = 'released', confirmed_by = ? WHERE id = ?",
+                                    (f"void round {c.round}", hit))
                     log.warning("hit %d: %s box %d round %s released (the round was voided); %s back in the pool",
-                                hit, r.table, r.box, r.round, locked)
+                                hit, c.table, c.box, c.round, locked)
                 else:
                     s = P.confirm_hit(spec, s)
-                    db.execute("UPDATE hit SET state = 'confirmed', confirmed_by = ? WHERE id = ?",
-                               (f"round_result {r.id}", hit))
-            if r.body["void"]:
-                w = db.execute("SELECT effect, body FROM event WHERE unit = ? AND round = ? AND "
-                               "kind = 'progressive_wager' AND effect IS NOT NULL", (r.unit, r.round)).fetchone()
-                if w is not None:
-                    e, body = json.loads(w[0]), json.loads(w[1])
-                    s = P.void_wager(s, Fraction(body["amount"]), Fraction(e["into"]), Fraction(e["over"]))
-                    effect = {"voided_wager": body["amount"]}
-            if hits:
-                effect = {**(effect or {}), ("released" if r.body["void"] else "confirmed"): hits}
-        changed = s != self.states[spec.name]
+                    self.db.execute("UPDATE hit SET state = 'confirmed', confirmed_by = ? WHERE id = ?",
+                                    (f"round_result of round {c.round}", hit))
+            wager = self._booked(c, "progressive_wager")
+            if void and wager is not None and "into" in wager:
+                amount_ = self.db.execute("SELECT json_extract(value, '$.amount') FROM claim WHERE table_id = ? AND "
+                                          "round = ? AND box = ? AND kind = 'progressive_wager' AND source = 'seat'",
+                                          (c.table, c.round, c.box)).fetchone()[0]
+                s = P.void_wager(s, Fraction(amount_), Fraction(wager["into"]), Fraction(wager["over"]))
+                effect["voided_wager"] = amount_
+            if rows:
+                effect["released" if void else "confirmed"] = [h for h, _, _ in rows]
         self.states[spec.name] = s
-        return effect, changed
+        return effect, None
 
-    def _hit(self, n: int, r: Report, spec: PoolSpec, kind: str, amount_: Fraction, share: Fraction | None,
+    def _hit(self, event: int, c: Claim, spec: PoolSpec, kind: str, amount_: Fraction, share: Fraction | None,
              state: str, category: str | None = None) -> int:
         cur = self.db.execute(
             "INSERT INTO hit (event, unit, table_id, box, round, pool, kind, category, share, amount, state) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (n, r.unit, r.table, r.box, r.round, spec.name, kind, category or r.body.get("category"),
-             None if share is None else money(share), money(amount_), state))
+            (event, f"{c.table}/seat-{c.box}", c.table, c.box, c.round, spec.name, kind,
+             category or c.value.get("category"), None if share is None else money(share), money(amount_), state))
         return int(cur.lastrowid)
 
     # -- an attendant confirms a hit ----------------------------------------------------
@@ -360,7 +569,7 @@ def report(db: sqlite3.Connection) -> dict[str, Any]:
                        "pending": s.pending, "overflow_in": money(s.overflow_in),
                        "fixed_hits": s.fixed_hits, "fixed_won": money(s.fixed_won),
                        "envy": s.envy, "envy_won": money(s.envy_won), "voided": s.voided,
-                       "released": s.released},
+                       "released": s.released, "shortfall": money(s.shortfall)},
             "exact": {"amount": money(s.amount), "overflow": money(s.overflow)},
         }
     hits = [{"hit": h, "unit": u, "table": t, "box": b, "round": r, "pool": p, "kind": k, "category": c,
@@ -380,7 +589,15 @@ def report(db: sqlite3.Connection) -> dict[str, Any]:
         units[unit] = {"events": events, "highest_seq": highest, "contiguous": contiguous,
                        "missing": highest - events, "missing_ranges": missing, "gaps_recorded": gaps,
                        "duplicates": dups, "kinds": kinds, "alarms": alarms}
+    integrity = {"count": db.execute("SELECT COUNT(*) FROM integrity").fetchone()[0],
+                 "by_reason": dict(db.execute("SELECT reason, COUNT(*) FROM integrity GROUP BY reason")),
+                 "last": [{"table": t, "round": r, "box": b, "kind": k, "reason": why, "seat_report": se,
+                           "dealer_report": de, "detail": d} for t, r, b, k, why, se, de, d in db.execute(
+                     "SELECT table_id, round, box, kind, reason, seat_event, dealer_event, detail FROM integrity "
+                     "ORDER BY id DESC LIMIT ?", (LAST_HITS,))]}
+    held = dict(db.execute("SELECT source, COUNT(*) FROM claim WHERE state = 'held' GROUP BY source"))
     reasons = rejected_counts(db)
     rejected = sum(reasons.values())
     return {"schema": 1, "pools": pools, "last_hits": hits, "units": units,
-            "rejected": {"count": rejected, "by_reason": reasons}}
+            "rejected": {"count": rejected, "by_reason": reasons}, "integrity": integrity,
+            "held": {"seat": held.get("seat", 0), "dealer": held.get("dealer", 0)}}

@@ -87,6 +87,7 @@ class PoolState:
     voided: int = 0
     reseeds: int = 0
     released: int = 0               # locked hits released because their round was voided
+    shortfall: Fraction = ZERO      # seed money put in to pay a hit the pool held less than
 
     def to_json(self) -> dict[str, Any]:
         return {k: (money(v) if isinstance(v, Fraction) else v) for k, v in asdict(self).items()}
@@ -143,6 +144,24 @@ def lock_hit(spec: PoolSpec, s: PoolState, share: Fraction) -> tuple[PoolState, 
     locked = round_down_to_cent(share * s.amount)
     return replace(s, amount=s.amount - locked, won=s.won + locked, hits=s.hits + 1,
                    pending=s.pending + 1, needs_seed=s.needs_seed or share == 1), locked
+
+
+def lock_amount(spec: PoolSpec, s: PoolState, share: Fraction, locked: Fraction) -> PoolState:
+    """A meter-share hit for the amount the table pays: ``share`` × the meter its round
+    opened with (rounded down to the cent), agreed by the seat's and the dealer's records.
+    The round's own contributions, and any since that meter was broadcast, stay in the pool.
+    Should the pool hold less (another hit took the meter after the round opened), the
+    difference is seed money (counted in ``shortfall``): the table's number is paid."""
+    if not ZERO < share <= 1:
+        raise ValueError(f"a meter share must be in (0, 1], not {share}")
+    if locked <= 0 or (locked * 100).denominator != 1:
+        raise ValueError(f"a locked amount is a positive whole number of cents, not {locked}")
+    if s.needs_seed:
+        s = reseed(spec, s)
+    short = max(ZERO, locked - s.amount)
+    return replace(s, amount=s.amount + short - locked, won=s.won + locked, hits=s.hits + 1,
+                   seeds=s.seeds + short, shortfall=s.shortfall + short, pending=s.pending + 1,
+                   needs_seed=s.needs_seed or share == 1)
 
 
 def confirm_hit(spec: PoolSpec, s: PoolState) -> PoolState:

@@ -130,6 +130,7 @@ class JackpotService:
         while not self._stop.wait(self.tick):
             self._publish_pending()
             self.controller.check_gaps()
+            self.controller.check_holds()
 
     def _publish_pending(self) -> None:
         if not self.bus.connected:

@@ -1,7 +1,13 @@
 """The controller's state: one SQLite database (WAL, ``synchronous=FULL``). Every accepted
 report is applied in one transaction together with the meters it moves, so after a crash
 the controller holds each report either wholly or not at all, and a resent report is
-recognised by (unit, seq) and dropped."""
+recognised by (unit, seq) and dropped.
+
+Money is booked from claims (:mod:`firmware.jackpot.claims`): the seat's and the dealer's
+for one (table, round, box, kind, key) each at most once (UNIQUE), and at most one booking
+of it, whatever sequence number a report carries; at most one progressive hit per box and
+round (``hit_once``). A claim waits (``held``) for its counterpart, then is ``booked`` or
+``disputed`` (an ``integrity`` row names both)."""
 
 from __future__ import annotations
 
@@ -42,6 +48,41 @@ CREATE TABLE IF NOT EXISTS hit (
     category TEXT, share TEXT, amount TEXT NOT NULL,
     state TEXT NOT NULL,                    -- pending | confirmed | paid
     confirmed_by TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS hit_once ON hit(table_id, round, box) WHERE kind IN ('meter', 'fixed');
+CREATE UNIQUE INDEX IF NOT EXISTS envy_once ON hit(table_id, round, box, category) WHERE kind = 'envy';
+CREATE TABLE IF NOT EXISTS claim (
+    id INTEGER PRIMARY KEY,
+    table_id TEXT NOT NULL, round INTEGER NOT NULL, box INTEGER NOT NULL,
+    kind TEXT NOT NULL, key TEXT NOT NULL,
+    source TEXT NOT NULL CHECK (source IN ('seat', 'dealer')),
+    event INTEGER NOT NULL,                 -- the report that made it (ingest order)
+    value TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'held' CHECK (state IN ('held', 'booked', 'disputed')),
+    held_at REAL NOT NULL,                  -- wall clock: a held claim is warned about after a while
+    warned INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (table_id, round, box, kind, key, source)
+);
+CREATE INDEX IF NOT EXISTS claim_held ON claim(state, held_at);
+CREATE TABLE IF NOT EXISTS dealer_round (
+    table_id TEXT NOT NULL, round INTEGER NOT NULL,
+    stage TEXT NOT NULL,                    -- progressive | settlement
+    event INTEGER NOT NULL,
+    UNIQUE (table_id, round, stage)
+);
+CREATE TABLE IF NOT EXISTS booking (
+    id INTEGER PRIMARY KEY,
+    table_id TEXT NOT NULL, round INTEGER NOT NULL, box INTEGER NOT NULL,
+    kind TEXT NOT NULL, key TEXT NOT NULL,
+    seat_event INTEGER NOT NULL, dealer_event INTEGER NOT NULL, effect TEXT,
+    UNIQUE (table_id, round, box, kind, key)
+);
+CREATE TABLE IF NOT EXISTS integrity (
+    id INTEGER PRIMARY KEY,
+    table_id TEXT NOT NULL, round INTEGER, box INTEGER, kind TEXT, key TEXT,
+    reason TEXT NOT NULL,
+    seat_event INTEGER, dealer_event INTEGER, seat_value TEXT, dealer_value TEXT,
+    detail TEXT NOT NULL, at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS rejected (       -- the newest KEEP_REJECTED only
     id INTEGER PRIMARY KEY, topic TEXT NOT NULL, unit TEXT, reason TEXT NOT NULL,

@@ -5,8 +5,12 @@ schema, a unit that is not the one whose topic it came on (forged), amounts that
 exact decimals. Such a message is rejected and logged; it changes nothing.
 
 Two kinds of unit report: a seat (``<table>/seat-<box>``, ``box`` required and equal to the
-unit's own box) and a table's dealer (``<table>/dealer``: alarms only, no ``box`` field; the
-:class:`Report` carries box 0). Any other unit name is read as a seat (``box`` required).
+unit's own box) and a table's dealer (``<table>/dealer``, no ``box`` field; the
+:class:`Report` carries box 0): its alarms and its record of each round, ``round_progressive``
+(every box's progressive wager and hit, once judged on the initial cards) and
+``round_settlement`` (every box's result, envy bonuses and side bets at the round's end),
+the authority the controller checks each seat's word against. Any other unit name is read
+as a seat (``box`` required).
 The JSON Schemas in ``docs/mqtt/schemas`` say the same for other implementers.
 """
 
@@ -26,9 +30,12 @@ SHARE = re.compile(r"^(0(\.[0-9]{1,4})?|1(\.0{1,4})?)$")
 REPORT_ID = re.compile(r"^[A-Za-z0-9_.:-]{8,64}$")
 CODE = re.compile(r"^[a-z0-9_]{1,64}$")          # alarm codes, bet names
 MAX_DETAIL = 1000
-KINDS = ("progressive_wager", "progressive_hit", "envy_bonus", "round_result", "side_bet", "alarm")
+KINDS = ("progressive_wager", "progressive_hit", "envy_bonus", "round_result", "side_bet", "alarm",
+         "round_progressive", "round_settlement")
 DEALER = "dealer"                                # a table's dealer unit: <table>/dealer
-DEALER_KINDS = ("alarm",)                        # what a dealer reports (it has no box, no wagers)
+DEALER_KINDS = ("alarm", "round_progressive", "round_settlement")   # what a dealer reports (no box)
+SEAT_KINDS = ("progressive_wager", "progressive_hit", "envy_bonus", "round_result", "side_bet", "alarm")
+MAX_BOXES = 99
 SEAT_UNIT = re.compile(r"^seat-([1-9][0-9]?)$")
 
 
@@ -115,6 +122,8 @@ def parse_report(topic: str, payload: bytes) -> Report:
         raise ReportRejected("bad_kind", f"kind {kind!r} (known: {', '.join(KINDS)})")
     if dealer and kind not in DEALER_KINDS:
         raise ReportRejected("bad_kind", f"a dealer reports only {', '.join(DEALER_KINDS)}, not {kind!r}")
+    if not dealer and kind not in SEAT_KINDS:
+        raise ReportRejected("bad_kind", f"only a table's dealer reports {kind!r}")
     rnd = _int(data, "round", 1, 2 ** 53) if kind != "alarm" or "round" in data else None
     body = data["body"]
     if not isinstance(body, dict):
@@ -129,15 +138,7 @@ def _check_body(kind: str, body: Mapping[str, Any]) -> None:
         _only(body, {"amount"}, {"amount"}, where)
         amount(body, "amount")
     elif kind == "progressive_hit":
-        _only(body, {"category", "award", "meter_share"}, {"category", "award", "meter_share"}, where)
-        if not isinstance(body["category"], str) or not 0 < len(body["category"]) <= 64:
-            raise ReportRejected("bad_field", f"category: {body['category']!r}")
-        award = amount(body, "award", nullable=True)
-        share = body["meter_share"]
-        if share is not None and (not isinstance(share, str) or not SHARE.match(share) or Fraction(share) <= 0):
-            raise ReportRejected("bad_field", f"meter_share: {share!r} is not a share in (0, 1] like \"1\"")
-        if (award is None) == (share is None):
-            raise ReportRejected("bad_field", "a hit has either a fixed award or a meter share")
+        _check_hit(body, where)
     elif kind == "envy_bonus":
         _only(body, {"from_box", "award"}, {"from_box", "award"}, where)
         _int(body, "from_box", 1, 99)
@@ -156,6 +157,30 @@ def _check_body(kind: str, body: Mapping[str, Any]) -> None:
             raise ReportRejected("bad_field", f"category: {category!r} is not a category name or null")
         amount(body, "stake")
         amount(body, "net", positive=False)
+    elif kind == "round_progressive":
+        _only(body, {"meter", "boxes"}, {"meter", "boxes"}, where)
+        if body["meter"] is not None:
+            amount(body, "meter", positive=False)
+        for entry in _boxes(body, where):
+            _only(entry, {"box", "wager", "hit"}, {"box", "wager", "hit"}, f"{where} box")
+            amount(entry, "wager")
+            if entry["hit"] is not None:
+                if not isinstance(entry["hit"], dict):
+                    raise ReportRejected("bad_field", f"{where}: a box's hit is an object or null")
+                _check_hit(entry["hit"], f"{where} box {entry['box']} hit")
+    elif kind == "round_settlement":
+        _only(body, {"void", "boxes"}, {"void", "boxes"}, where)
+        if not isinstance(body["void"], bool):
+            raise ReportRejected("bad_field", "void must be true or false")
+        for entry in _boxes(body, where):
+            _only(entry, {"box", "net", "envy", "side_bets"}, {"box", "net", "envy", "side_bets"}, f"{where} box")
+            amount(entry, "net", positive=False)
+            for name, items in (("envy", entry["envy"]), ("side_bets", entry["side_bets"])):
+                if not isinstance(items, list) or len(items) > MAX_BOXES or not all(isinstance(i, dict)
+                                                                                   for i in items):
+                    raise ReportRejected("bad_field", f"{where}: {name} is a list of objects")
+                for item in items:
+                    _check_body("envy_bonus" if name == "envy" else "side_bet", item)
     elif kind == "alarm":
         _only(body, {"alarm", "detail", "boxes"}, {"alarm", "detail"}, where)
         boxes = body.get("boxes", [])
@@ -166,3 +191,32 @@ def _check_body(kind: str, body: Mapping[str, Any]) -> None:
             raise ReportRejected("bad_field", f"alarm: {body['alarm']!r} is not an alarm code")
         if not isinstance(body["detail"], str) or len(body["detail"]) > MAX_DETAIL:
             raise ReportRejected("bad_field", f"detail: text of at most {MAX_DETAIL} characters")
+
+
+def _check_hit(body: Mapping[str, Any], where: str) -> None:
+    """A progressive hit: a fixed ``award`` or a ``meter_share``; for a meter share,
+    ``amount`` is what the table pays (the share of its round's meter, to the cent)."""
+    _only(body, {"category", "award", "meter_share", "amount"}, {"category", "award", "meter_share"}, where)
+    if not isinstance(body["category"], str) or not 0 < len(body["category"]) <= 64:
+        raise ReportRejected("bad_field", f"category: {body['category']!r}")
+    award = amount(body, "award", nullable=True)
+    share = body["meter_share"]
+    if share is not None and (not isinstance(share, str) or not SHARE.match(share) or Fraction(share) <= 0):
+        raise ReportRejected("bad_field", f"meter_share: {share!r} is not a share in (0, 1] like \"1\"")
+    if (award is None) == (share is None):
+        raise ReportRejected("bad_field", "a hit has either a fixed award or a meter share")
+    if "amount" in body and body["amount"] is not None:
+        if share is None:
+            raise ReportRejected("bad_field", "amount is a meter share's; a fixed award says award")
+        amount(body, "amount")
+
+
+def _boxes(body: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
+    """A dealer record's ``boxes``: objects with distinct box numbers."""
+    boxes = body["boxes"]
+    if not isinstance(boxes, list) or len(boxes) > MAX_BOXES or not all(isinstance(b, dict) for b in boxes):
+        raise ReportRejected("bad_field", f"{where}: boxes is a list of at most {MAX_BOXES} objects")
+    numbers = [_int(b, "box", 1, MAX_BOXES) for b in boxes]
+    if len(set(numbers)) != len(numbers):
+        raise ReportRejected("bad_field", f"{where}: a box is listed twice")
+    return boxes

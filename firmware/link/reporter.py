@@ -105,11 +105,7 @@ class SeatReporter:
         if progressive is not None and "progressive" in box.ledger and "progressive" in box.stakes:
             self._report(rnd, "progressive_wager", {"amount": amount_text(box.stakes["progressive"])})
             if box.progressive_hand is not None:
-                share = box.progressive_share
-                self._report(rnd, "progressive_hit", {
-                    "category": box.progressive_hand,
-                    "award": None if share is not None else amount_text(box.progressive_award),
-                    "meter_share": None if share is None else share_text(share)})
+                self._report(rnd, "progressive_hit", hit_body(box))
         if state.is_over:
             if progressive is not None and progressive.envy_bonus is not None and state.phase != Phase.VOID:
                 for other in box.envy_from:
@@ -128,6 +124,18 @@ class SeatReporter:
             self._report(rnd, "round_result", {"void": void, "net": amount_text(net)})
 
 
+def hit_body(box: Any) -> dict[str, Any]:
+    """A box's progressive hit on the wire, the seat's and the dealer's alike: a fixed
+    ``award``, or a ``meter_share`` and the ``amount`` the table pays for it (the share of
+    its round's meter, to the cent; null when the round opened without a meter)."""
+    share = box.progressive_share
+    if share is None:
+        return {"category": box.progressive_hand, "award": amount_text(box.progressive_award), "meter_share": None}
+    award = box.progressive_award
+    return {"category": box.progressive_hand, "award": None, "meter_share": share_text(share),
+            "amount": None if award is None else amount_text(award)}
+
+
 def alarm_code(value: Any) -> str:
     """An alarm code the controller accepts (``[a-z0-9_]{1,64}``): a report it rejected would
     never be confirmed and would hold every later one of the unit unconfirmed."""
@@ -143,7 +151,16 @@ def _alarm_boxes(entry: Any) -> list[int]:
 
 
 class DealerReporter:
-    """The dealer's alarms to the jackpot controller through the dealer's own outbox.
+    """The dealer's alarms and its record of each round to the jackpot controller, through
+    the dealer's own outbox.
+
+    The round record is the authority for money (DESIGN "Progressive jackpot"): the
+    controller books a seat's wager, hit, envy bonus or result only when it agrees with
+    it. ``round_progressive`` (key ``<round>/round_progressive``) goes out once the engine
+    has judged the progressive on the initial cards: every box's progressive wager and hit,
+    and the meter the round opened with; so a hit is locked at once, not at the round's
+    end. ``round_settlement`` (key ``<round>/round_settlement``) when the round is over:
+    every box's net, envy bonuses and side bets (none for a void round).
 
     ``dealer.alarms`` is a :class:`~firmware.runtime.unit.Recent`: ``len()`` counts every
     entry ever recorded and a replayed journal rebuilds the same numbering, so the key
@@ -187,3 +204,50 @@ class DealerReporter:
             if self.bus.report("alarm", body, key=f"alarm/{n + 1}", **extra) is not None:
                 self.reported += 1
         self.alarms_seen = total
+        self._round_record(dealer)
+
+    def _round_record(self, dealer: Any) -> None:
+        state, rnd = dealer.round, dealer.round_no
+        if state is None or not rnd:
+            return
+        progressive = progressive_record(state)
+        if progressive is not None and self.bus.report("round_progressive", progressive, key=f"{rnd}/round_progressive",
+                                                       table=dealer.table, round=rnd) is not None:
+            self.reported += 1
+        if state.is_over and self.bus.report("round_settlement", settlement_record(state),
+                                             key=f"{rnd}/round_settlement", table=dealer.table,
+                                             round=rnd) is not None:
+            self.reported += 1
+
+
+def progressive_record(state: Any) -> dict[str, Any] | None:
+    """The dealer's record of a round's progressive, once every progressive wager is booked
+    (judged on the initial cards); None before that, or when there is none."""
+    if state.profile.progressive is None:
+        return None
+    boxes = [box for box in state.boxes if "progressive" in box.stakes]
+    if not boxes or not all("progressive" in box.ledger for box in boxes):
+        return None
+    return {"meter": None if state.meter is None else amount_text(state.meter),
+            "boxes": [{"box": box.number, "wager": amount_text(box.stakes["progressive"]),
+                       "hit": None if box.progressive_hand is None else hit_body(box)} for box in boxes]}
+
+
+def settlement_record(state: Any) -> dict[str, Any]:
+    """The dealer's record of a finished round: each box's net (what the seat's
+    ``round_result`` says), envy bonuses and side bets (what its ``envy_bonus`` and
+    ``side_bet`` reports say; none for a void round)."""
+    void = state.phase == Phase.VOID
+    progressive = state.profile.progressive
+    out = []
+    for box in state.boxes:           # every box in the round, as each seat reports its own
+        envy = []
+        if not void and progressive is not None and progressive.envy_bonus is not None and "progressive" in box.stakes:
+            envy = [{"from_box": other, "award": amount_text(progressive.envy_bonus)} for other in box.envy_from]
+        side = [] if void else [
+            {"bet": bet, "category": box.side_results.get(bet), "stake": amount_text(box.stakes[bet]),
+             "net": amount_text(box.ledger.get(bet, Fraction(0)))}
+            for bet in sorted(state.profile.side_bets) if bet in box.stakes]
+        net = Fraction(0) if void else sum(box.ledger.values(), start=Fraction(0))
+        out.append({"box": box.number, "net": amount_text(net), "envy": envy, "side_bets": side})
+    return {"void": void, "boxes": out}

@@ -69,7 +69,7 @@ def seat_script(unit: str, rounds: int, seed: int, meter_hits: bool = False) -> 
                 exp.fixed_won += award
             elif meter_hits and x < 0.12:
                 out.append(("progressive_hit", {"category": "suited_four_of_a_kind", "award": None,
-                                                "meter_share": "1"}, rnd, f"{rnd}/h"))
+                                                "meter_share": "1", "amount": "1000"}, rnd, f"{rnd}/h"))
                 exp.meter_hits += 1
             if rng.random() < 0.03:
                 out.append(("envy_bonus", {"from_box": 7, "award": "1000"}, rnd, f"{rnd}/e"))
@@ -79,6 +79,62 @@ def seat_script(unit: str, rounds: int, seed: int, meter_hits: bool = False) -> 
                     rnd, f"{rnd}/r"))
     exp.events[unit] = len(out)
     return out, exp
+
+
+def dealer_records(scripts: dict[int, list]) -> list[tuple[str, dict, int, str]]:
+    """The dealer's record of the rounds the seats' scripts (box -> script) report: per
+    round a ``round_progressive`` (every box's wager and hit) and a ``round_settlement``
+    (every box's net, envy bonuses, side bets), as the dealer's engine would send them."""
+    rounds: dict[int, dict[int, dict[str, Any]]] = {}
+    for box, script in scripts.items():
+        for kind, body, rnd, _ in script:
+            b = rounds.setdefault(rnd, {}).setdefault(box, {"envy": [], "side_bets": []})
+            if kind == "progressive_wager":
+                b["wager"] = body["amount"]
+            elif kind == "progressive_hit":
+                b["hit"] = dict(body)
+            elif kind == "envy_bonus":
+                b["envy"].append(dict(body))
+            elif kind == "side_bet":
+                b["side_bets"].append(dict(body))
+            elif kind == "round_result":
+                b["net"], b["void"] = body["net"], body["void"]
+    out = []
+    for rnd in sorted(rounds):
+        boxes = rounds[rnd]
+        wagered = [{"box": n, "wager": b["wager"], "hit": b.get("hit")} for n, b in sorted(boxes.items())
+                   if "wager" in b]
+        if wagered:
+            out.append(("round_progressive", {"meter": "1000", "boxes": wagered}, rnd, f"{rnd}/round_progressive"))
+        settled = [{"box": n, "net": b["net"], "envy": b["envy"], "side_bets": b["side_bets"]}
+                   for n, b in sorted(boxes.items()) if "net" in b]
+        if settled:
+            void = any(b.get("void") for b in boxes.values())
+            out.append(("round_settlement", {"void": void, "boxes": settled}, rnd, f"{rnd}/round_settlement"))
+    return out
+
+
+def dealer_payloads(table: str, records: list, first_seq: int = 1) -> list[tuple[str, bytes]]:
+    """``dealer_records`` as (topic, payload) the dealer's outbox would publish."""
+    out = []
+    for i, (kind, body, rnd, key) in enumerate(records):
+        seq = first_seq + i
+        out.append((f"betbox/v1/unit/{table}/dealer/report", json.dumps(
+            {"schema": 1, "id": f"{table}-dealer-{seq:06d}", "unit": f"{table}/dealer", "table": table,
+             "seq": seq, "kind": kind, "round": rnd, "body": body}).encode()))
+    return out
+
+
+def send_dealer(bus: Any, scripts: dict[int, list], expected: "Expected | None" = None) -> int:
+    """The dealer's record (``dealer_records``) of the seats' scripts through the dealer's
+    own outbox (``bus``: a ``<table>/dealer`` link); counted in ``expected``'s events."""
+    table = bus.unit_id.split("/")[0]
+    records = dealer_records(scripts)
+    for kind, body, rnd, key in records:
+        bus.report(kind, body, key=key, table=table, round=rnd)
+    if expected is not None:
+        expected.events[bus.unit_id] = bus.outbox.last_seq
+    return len(records)
 
 
 def check_accounting(report: dict[str, Any], exp: Expected) -> None:

@@ -17,7 +17,7 @@ from firmware.link.acl import render_acl
 from firmware.link.config import load_link_config
 
 from .broker import Broker
-from .helpers import Sniffer, controller, wait_until
+from .helpers import Sniffer, controller, send_dealer, wait_until
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "mqtt"
 USERS = {"table-1/seat-1": "pw1", "table-1/seat-2": "pw2", "jackpot/main": "pwj", "attendant": "pwa",
@@ -50,9 +50,14 @@ def test_the_acl_refuses_a_seat_that_publishes_as_another(tmp_path):
         seat1.report("progressive_wager", {"amount": "10"}, key="1/w", table="table-1", box=1, round=1)
         # reports of one client arrive in order: once its own is in, the forged one never will be
         wait_until(lambda: ctl.marks().get("table-1/seat-1") == 1, 20, "seat 1's own report")
+        # booked once the dealer's record of the round agrees
+        dealer = connect_bus(b.url, "table-1/dealer", outbox_path=tmp_path / "d.db", role="dealer",
+                             username="table-1/dealer", password="pwd")
+        send_dealer(dealer, {1: [("progressive_wager", {"amount": "10"}, 1, "1/w")]})
+        wait_until(lambda: report(ctl.db)["pools"]["main"]["meters"]["wagers_in"] == "10", 20, "the booked wager")
+        dealer.close()
         data = report(ctl.db)
         assert "table-1/seat-2" not in data["units"]
-        assert data["pools"]["main"]["meters"]["wagers_in"] == "10"
         # the controller's mark reached seat 1 through the ACL's %u pattern
         wait_until(lambda: seat1.outbox.stats()["confirmed"] == 1, 20, "the confirmation at seat 1")
         # a wrong password does not get in at all

@@ -12,7 +12,7 @@ from firmware.link import connect_bus
 from firmware.link.config import config_from_url
 
 from .broker import Broker
-from .helpers import controller, wait_until
+from .helpers import controller, send_dealer, wait_until
 from .test_acl_tls import USERS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "mqtt"
@@ -25,10 +25,14 @@ def test_the_attendant_confirms_a_pending_hit_by_unit_and_round(tmp_path, capsys
         svc = JackpotService(ctl, config_from_url(b.url, username="jackpot/main", password="pwj"), tick=0.02).start()
         seat = connect_bus(b.url, "table-1/seat-1", outbox_path=tmp_path / "s.db", username="table-1/seat-1",
                            password="pw1")
+        hit = {"category": "suited_four_of_a_kind", "award": None, "meter_share": "1", "amount": "1000"}
         seat.report("progressive_wager", {"amount": "5"}, key="1/w", table="table-1", box=1, round=1)
-        seat.report("progressive_hit", {"category": "suited_four_of_a_kind", "award": None, "meter_share": "1"},
-                    key="1/h", table="table-1", box=1, round=1)
-        wait_until(lambda: ctl.marks().get("table-1/seat-1") == 2, 20, "the hit at the controller")
+        seat.report("progressive_hit", hit, key="1/h", table="table-1", box=1, round=1)
+        # the dealer's record of the round, which the controller books the seat's word by
+        dealer = connect_bus(b.url, "table-1/dealer", outbox_path=tmp_path / "d.db", role="dealer",
+                             username="table-1/dealer", password="pwd")
+        send_dealer(dealer, {1: [("progressive_wager", {"amount": "5"}, 1, "1/w"), ("progressive_hit", hit, 1, "1/h")]})
+        wait_until(lambda: report(ctl.db)["last_hits"], 20, "the hit at the controller")
         confirm = ["jackpot", "confirm", "--broker", b.url, "--password", "pwa", "--by", "pit boss 7",
                    "--unit", "table-1/seat-1", "--round", "1", "--timeout", "10"]
         # nothing pending in round 2: refused, naming why
@@ -47,6 +51,7 @@ def test_the_attendant_confirms_a_pending_hit_by_unit_and_round(tmp_path, capsys
         assert "not pending" in capsys.readouterr().err
         assert main(["jackpot", "confirm", "--broker", b.url, "--unit", "table-1/seat-1"]) == 2
         seat.close()
+        dealer.close()
         svc.stop()
         ctl.close()
     finally:

@@ -78,16 +78,21 @@ def test_dealer_alarms_survive_a_broker_outage_exactly_once(own_broker, tmp_path
     own = Counter(e["alarm"] for e in dealer.alarms if e.get("unit") == dealer.unit_id)
     assert own["shoe_door_opened"] == own["shoe_jam"] == 1, own
     assert any(e.get("unit") != dealer.unit_id for e in dealer.alarms), "a relayed seat alarm, skipped"
-    rows = ctl.db.execute("SELECT seq, kind, round, body FROM event WHERE unit = ? ORDER BY seq",
-                          (dealer.unit_id,)).fetchall()
-    # exactly once: seqs 1..N, each alarm the dealer raised itself, nothing else
-    assert [r[0] for r in rows] == list(range(1, bus.outbox.last_seq + 1))
-    assert {r[1] for r in rows} == {"alarm"}
+    every = ctl.db.execute("SELECT seq, kind, round, body FROM event WHERE unit = ? ORDER BY seq",
+                           (dealer.unit_id,)).fetchall()
+    # exactly once: seqs 1..N, each alarm the dealer raised itself and its record of each
+    # round (rws-blackjack has no progressive: a settlement per round), nothing else
+    assert [r[0] for r in every] == list(range(1, bus.outbox.last_seq + 1))
+    assert {r[1] for r in every} == {"alarm", "round_settlement"}
+    settled = [r[2] for r in every if r[1] == "round_settlement"]
+    assert settled == list(range(1, dealer.round_no + 1))
+    rows = [r for r in every if r[1] == "alarm"]
     assert Counter(json.loads(r[3])["alarm"] for r in rows) == own
     mine = [e for e in dealer.alarms if e.get("unit") == dealer.unit_id]
     assert [r[2] for r in rows] == [e.get("round") for e in mine]
     data = report(ctl.db)["units"][dealer.unit_id]
-    assert data["events"] == len(rows) and data["missing"] == 0 and data["kinds"] == {"alarm": len(rows)}
+    assert data["events"] == len(every) and data["missing"] == 0
+    assert data["kinds"] == {"alarm": len(rows), "round_settlement": len(settled)}
     assert data["alarms"] == dict(sorted(own.items()))
     # looking at the same state again (a restart after journal replay) reports nothing new
     last = bus.outbox.last_seq
@@ -142,15 +147,21 @@ def test_what_the_controller_reads_from_a_dealer(tmp_path):
     assert (r.unit, r.box, r.round, r.kind) == ("t1/dealer", 0, 3, "alarm")
     bad = [(_dealer_report(1, box=1), "bad_field"),
            (_dealer_report(1, kind="progressive_wager", body={"amount": "5"}), "bad_kind"),
+           (_dealer_report(1, kind="round_settlement", body={"void": False, "boxes": [
+               {"box": 1, "net": "5", "envy": [], "side_bets": []},
+               {"box": 1, "net": "-5", "envy": [], "side_bets": []}]}), "bad_field"),
            (_dealer_report(1, body={"alarm": "x", "detail": "", "boxes": [0]}), "bad_field")]
     seat_as_other_box = {**_dealer_report(1, unit="t1/seat-2"), "box": 1}
     bad.append((seat_as_other_box, "forged"))
+    seat_as_dealer = {**_dealer_report(1, unit="t1/seat-1", kind="round_settlement",
+                                       body={"void": False, "boxes": []}), "box": 1}
+    bad.append((seat_as_dealer, "bad_kind"))
     for data, reason in bad:
         with pytest.raises(ReportRejected) as exc:
             parse_report(topics.report_topic(data["unit"]), json.dumps(data).encode())
         assert exc.value.reason == reason, (data, exc.value)
     import jsonschema
-    for data, _ in bad[:3]:
+    for data, _ in [bad[0], bad[1], bad[3], bad[-1]]:
         with pytest.raises(jsonschema.ValidationError):
             validate(topics.report_topic(data["unit"]), json.dumps(data).encode())
 

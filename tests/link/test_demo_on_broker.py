@@ -38,6 +38,8 @@ def test_the_demo_on_a_broker_reports_to_a_separate_controller_exactly(broker, t
         assert progressive["reports"] > 0 and progressive["at_broker"] == progressive["reports"]
         outboxes = {f"table-{t}/seat-{b}": state / f"table-{t}" / f"seat-{b}" / "outbox.db"
                     for t in (1, 2) for b in range(1, 8)}
+        # the dealers' alarms and round records, which the controller books the seats' reports by
+        outboxes.update({f"table-{t}/dealer": state / f"table-{t}" / "dealer" / "outbox.db" for t in (1, 2)})
 
         def last_seqs():
             seqs = {}
@@ -67,6 +69,7 @@ def test_the_demo_on_a_broker_reports_to_a_separate_controller_exactly(broker, t
         assert (m["fixed_hits"], Fraction(m["fixed_won"])) == (hits, fixed)
         assert (m["envy"], Fraction(m["envy_won"])) == (envy, envy_won)
         assert data["pools"]["main"]["balanced"]
+        assert data["integrity"]["count"] == 0 and data["held"] == {"seat": 0, "dealer": 0}
         for unit, n in sent.items():
             if n:
                 u = data["units"][unit]

@@ -22,7 +22,7 @@ from firmware.link.config import config_from_url
 from firmware.link.presence import UNAVAILABLE_CONTROLLER, ControllerWatch
 
 from .broker import Broker
-from .helpers import Expected, Sniffer, check_accounting, controller, seat_script, wait_until
+from .helpers import Expected, Sniffer, check_accounting, controller, seat_script, send_dealer, wait_until
 from .schema import validate_all
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +32,11 @@ def send(bus, unit: str, script) -> None:
     table, box = unit.split("/")[0], int(unit.rsplit("-", 1)[1])
     for kind, body, rnd, key in script:
         bus.report(kind, body, key=key, table=table, box=box, round=rnd)
+
+
+def dealer(url: str, table: str, tmp_path: Path, **kw):
+    """The table's dealer link: its round records are what the controller books the seats by."""
+    return connect_bus(url, f"{table}/dealer", outbox_path=tmp_path / f"{table}-dealer.db", role="dealer", **kw)
 
 
 def all_confirmed(ctl, expected: Expected) -> bool:
@@ -46,13 +51,17 @@ def test_many_seats_accounting_equals_what_they_sent_and_traffic_matches_the_asy
     expected = Expected()
     buses, threads = [], []
     for t in (1, 2):
+        scripts = {}
         for box in (1, 2, 3):
             unit = f"table-{t}/seat-{box}"
             script, exp = seat_script(unit, 120, seed=t * 10 + box, meter_hits=True)
+            scripts[box] = script
             expected.add(exp)
             bus = connect_bus(broker.url, unit, outbox_path=tmp_path / f"{t}-{box}.db", config={"u": unit})
             buses.append(bus)
             threads.append(threading.Thread(target=send, args=(bus, unit, script)))
+        buses.append(dealer(broker.url, f"table-{t}", tmp_path))
+        send_dealer(buses[-1], scripts, expected)
     for th in threads:
         th.start()
     for th in threads:
@@ -94,6 +103,8 @@ def test_broker_killed_and_restarted_mid_stream_loses_nothing_and_counts_nothing
         expected.add(exp)
         buses[unit] = connect_bus(b.url, unit, outbox_path=tmp_path / f"{i}.db")
     halves = {u: len(s) // 2 for u, s in scripts.items()}
+    table_dealer = dealer(b.url, "table-1", tmp_path)
+    send_dealer(table_dealer, {int(u[-1]): scripts[u] for u in units}, expected)
     for u in units:
         send(buses[u], u, scripts[u][:halves[u]])
     # kill while reports are still flowing
@@ -108,7 +119,7 @@ def test_broker_killed_and_restarted_mid_stream_loses_nothing_and_counts_nothing
     check_accounting(data, expected)
     for u in units:
         assert data["units"][u]["missing_ranges"] == []
-    for bus in buses.values():
+    for bus in [*buses.values(), table_dealer]:
         bus.close()
     svc.stop()
     ctl.close()
@@ -120,6 +131,8 @@ def test_a_seat_process_killed_mid_stream_resends_from_its_outbox_after_restart(
     svc = JackpotService(ctl, config_from_url(broker.url)).start()
     unit = "table-9/seat-4"
     script, expected = seat_script(unit, 80, seed=7)
+    table_dealer = dealer(broker.url, "table-9", tmp_path)
+    send_dealer(table_dealer, {4: script}, expected)
     outbox = tmp_path / "seat.db"
     sniffer = Sniffer(broker.url, topics.status_topic(unit))
     cmd = [sys.executable, str(ROOT / "tests" / "link" / "seat_proc.py"), broker.url, unit, str(outbox),
@@ -142,7 +155,9 @@ def test_a_seat_process_killed_mid_stream_resends_from_its_outbox_after_restart(
         proc.wait(10)
     births = [m for m in sniffer.json("/status") if m["state"] == "online"]
     assert len({m["boot_id"] for m in births}) == 2        # a new boot id for the new life
+    wait_until(lambda: all_confirmed(ctl, expected), 30, "the dealer's records")
     check_accounting(report(ctl.db), expected)
+    table_dealer.close()
     sniffer.close()
     svc.stop()
     ctl.close()
@@ -155,8 +170,11 @@ def test_the_controller_restarted_keeps_its_meters_and_gets_what_was_sent_meanwh
     unit = "table-5/seat-1"
     script, expected = seat_script(unit, 100, seed=3, meter_hits=True)
     bus = connect_bus(broker.url, unit, outbox_path=tmp_path / "seat.db")
+    table_dealer = dealer(broker.url, "table-5", tmp_path)
+    send_dealer(table_dealer, {1: script}, expected)
     send(bus, unit, script[:100])
-    wait_until(lambda: ctl.marks().get(unit) == 100, 30, "the first 100 reports")
+    wait_until(lambda: ctl.marks().get(unit) == 100 and all_confirmed(ctl, Expected(events={
+        table_dealer.unit_id: table_dealer.outbox.last_seq})), 30, "the first 100 reports and the dealer's")
     before = report(ctl.db)
     svc.stop()
     ctl.close()
@@ -169,6 +187,7 @@ def test_the_controller_restarted_keeps_its_meters_and_gets_what_was_sent_meanwh
     wait_until(lambda: ctl.marks().get(unit) == len(script), 30, "the reports queued for the controller")
     check_accounting(report(ctl.db), expected)
     bus.close()
+    table_dealer.close()
     svc.stop()
     ctl.close()
 
@@ -189,8 +208,12 @@ def test_malformed_oversized_and_forged_reports_are_rejected_logged_and_harmless
     unit = "table-3/seat-2"
     script, expected = seat_script(unit, 10, seed=5)
     bus = connect_bus(broker.url, unit, outbox_path=tmp_path / "seat.db")
+    marker = ("progressive_wager", {"amount": "10"}, 11, "11/w")
+    table_dealer = dealer(broker.url, "table-3", tmp_path)
+    send_dealer(table_dealer, {2: [*script, marker]})
     send(bus, unit, script)
-    wait_until(lambda: ctl.marks().get(unit) == len(script), 30, "the genuine reports")
+    wait_until(lambda: ctl.marks().get(unit) == len(script) and
+               ctl.marks().get(table_dealer.unit_id) == table_dealer.outbox.last_seq, 30, "the genuine reports")
     before = report(ctl.db)
     good = json.loads(bus.outbox.pending()[0].payload) if bus.outbox.pending() else None
     template = {"schema": 1, "id": "forged-0001", "unit": unit, "table": "table-3", "box": 2, "seq": 999,
@@ -218,7 +241,6 @@ def test_malformed_oversized_and_forged_reports_are_rejected_logged_and_harmless
     for t, payload in bad:
         raw.publish(t, payload, qos=1).wait_for_publish(10)
     # a genuine report after them is still taken: the bad ones did no harm
-    marker = ("progressive_wager", {"amount": "10"}, 11, "11/w")
     send(bus, unit, [marker])
     wait_until(lambda: ctl.marks().get(unit) == len(script) + 1, 30, "the genuine report after the bad ones")
     raw.loop_stop()
@@ -236,33 +258,39 @@ def test_malformed_oversized_and_forged_reports_are_rejected_logged_and_harmless
     assert sum("rejected a message" in r.message for r in caplog.records) == 10
     assert good is None or good["unit"] == unit
     bus.close()
+    table_dealer.close()
     svc.stop()
     ctl.close()
 
 
 def test_a_meter_share_hit_locks_the_amount_shows_pending_and_reseeds_on_confirmation(broker, tmp_path):
+    """The hit locks what the table pays: the share of the meter its round opened with (the
+    seed here); the round's own contribution and later ones stay for the next meter."""
     ctl = controller(tmp_path / "jackpot.db")
     svc = JackpotService(ctl, config_from_url(broker.url), tick=0.02).start()
     seat = connect_bus(broker.url, "table-7/seat-1", outbox_path=tmp_path / "s1.db")
+    table_dealer = dealer(broker.url, "table-7", tmp_path)
     watch = ControllerWatch(seat)
-    send(seat, "table-7/seat-1", [("progressive_wager", {"amount": "100"}, 1, "1/w")])
-    wait_until(lambda: watch.meter and watch.meter["pools"]["main"]["amount"] == "1015.00", 20,
-               "the meter with the first contribution")
-    send(seat, "table-7/seat-1", [("progressive_hit", {"category": "suited_four_of_a_kind", "award": None,
-                                                       "meter_share": "1"}, 1, "1/h"),
-                                  ("progressive_wager", {"amount": "20"}, 2, "2/w")])
-    wait_until(lambda: watch.meter["pools"]["main"]["state"] == "pending", 20, "PENDING on the meter")
+    hit = {"category": "suited_four_of_a_kind", "award": None, "meter_share": "1", "amount": "1000"}
+    script = [("progressive_wager", {"amount": "100"}, 1, "1/w"), ("progressive_hit", hit, 1, "1/h"),
+              ("progressive_wager", {"amount": "20"}, 2, "2/w")]
+    send(seat, "table-7/seat-1", script)
+    send_dealer(table_dealer, {1: script})
+    wait_until(lambda: watch.meter and watch.meter["pools"]["main"]["state"] == "pending", 20, "PENDING on the meter")
     pending = watch.meter["pools"]["main"]["pending"]
-    assert [(p["box"], p["amount"]) for p in pending] == [(1, "1015.00")]
-    # confirmed by the seat's end-of-round result (Switch §3.7: 100% paid at the end of the round)
-    send(seat, "table-7/seat-1", [("round_result", {"void": False, "net": "1000"}, 1, "1/r")])
+    assert [(p["box"], p["amount"]) for p in pending] == [(1, "1000.00")]
+    # confirmed by the round's end, the seat's and the dealer's (Switch §3.7: 100% paid then)
+    end = [("round_result", {"void": False, "net": "895"}, 1, "1/r")]
+    send(seat, "table-7/seat-1", end)
+    send_dealer(table_dealer, {1: end})
     wait_until(lambda: watch.meter["pools"]["main"]["state"] == "live", 20, "the meter live again")
-    # reseeded: the seed plus what was contributed while the hit was pending
-    assert watch.meter["pools"]["main"]["amount"] == "1003.00"
+    # reseeded on top of round 1's own contribution and what came while the hit was pending
+    assert watch.meter["pools"]["main"]["amount"] == "1018.00"
     data = report(ctl.db)
-    assert data["last_hits"][0]["state"] == "confirmed" and data["last_hits"][0]["amount"] == "1015"
+    assert data["last_hits"][0]["state"] == "confirmed" and data["last_hits"][0]["amount"] == "1000"
     assert data["pools"]["main"]["balanced"]
     seat.close()
+    table_dealer.close()
     svc.stop()
     ctl.close()
 
@@ -271,10 +299,12 @@ def test_an_attendant_confirms_a_hit_by_command_and_gets_an_answer(broker, tmp_p
     ctl = controller(tmp_path / "jackpot.db")
     svc = JackpotService(ctl, config_from_url(broker.url), tick=0.02).start()
     seat = connect_bus(broker.url, "table-8/seat-2", outbox_path=tmp_path / "s.db")
-    send(seat, "table-8/seat-2", [("progressive_wager", {"amount": "5"}, 1, "1/w"),
-                                  ("progressive_hit", {"category": "s4k", "award": None, "meter_share": "1"},
-                                   1, "1/h")])
-    wait_until(lambda: ctl.marks().get("table-8/seat-2") == 2, 20, "the hit")
+    script = [("progressive_wager", {"amount": "5"}, 1, "1/w"),
+              ("progressive_hit", {"category": "s4k", "award": None, "meter_share": "1", "amount": "1000"}, 1, "1/h")]
+    send(seat, "table-8/seat-2", script)
+    table_dealer = dealer(broker.url, "table-8", tmp_path)
+    send_dealer(table_dealer, {2: script})
+    wait_until(lambda: report(ctl.db)["last_hits"], 20, "the hit")
     hit = report(ctl.db)["last_hits"][0]["hit"]
     sniffer = Sniffer(broker.url, topics.response_topic("main"))
     raw = _raw_client(broker.url)
@@ -292,6 +322,7 @@ def test_an_attendant_confirms_a_hit_by_command_and_gets_an_answer(broker, tmp_p
     raw.disconnect()
     sniffer.close()
     seat.close()
+    table_dealer.close()
     svc.stop()
     ctl.close()
 
@@ -327,8 +358,12 @@ def test_the_jackpot_command_line_serves_and_reports(broker, tmp_path):
         wait_until(lambda: watch.available, 30, "the served controller online")
         script, expected = seat_script(unit, 30, seed=11)
         send(seat, unit, script)
+        table_dealer = dealer(broker.url, "table-2", tmp_path, link_id="cli")
+        n = send_dealer(table_dealer, {6: script}, expected)
         wait_until(lambda: seat.outbox.stats()["confirmed"] == len(script), 30, "the served controller's mark")
+        wait_until(lambda: table_dealer.outbox.stats()["confirmed"] == n, 30, "the mark for the dealer's records")
         seat.close()
+        table_dealer.close()
     finally:
         proc.terminate()
         assert proc.wait(20) == 0

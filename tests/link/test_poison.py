@@ -28,7 +28,7 @@ from firmware.link.config import config_from_url
 from firmware.link.mqtt import MqttBus
 from firmware.link.outbox import Outbox
 from firmware.link.presence import ControllerWatch, takes_controller_input
-from firmware.link.reporter import SeatReporter
+from firmware.link.reporter import DealerReporter, SeatReporter
 from firmware.runtime.bus import Message, alarm_topic, console_topic, down_topic, stream_topic, topic_matches, up_topic
 from firmware.runtime.spots import seat_spots
 from firmware.runtime.wire import check_stream_message, check_up_message, controller_input
@@ -129,7 +129,7 @@ def test_every_poison_on_every_topic_is_dropped_and_the_table_and_controller_go_
     buses: dict[str, MqttBus] = {}
 
     def bus_factory(unit_id: str, role: str) -> MqttBus:
-        outbox = tmp_path / "outbox" / f"{unit_id.replace('/', '-')}.db" if role == "seat" else None
+        outbox = tmp_path / "outbox" / f"{unit_id.replace('/', '-')}.db" if role in ("seat", "dealer") else None
         bus = buses[unit_id] = connect_bus(None, unit_id, link=link, role=role,
                                            outbox_path=outbox, wait=10.0)
         assert bus.connected
@@ -138,6 +138,8 @@ def test_every_poison_on_every_topic_is_dropped_and_the_table_and_controller_go_
     def on_unit(unit, bus) -> None:
         if unit.role == "seat":
             SeatReporter(unit, bus)
+        elif unit.role == "dealer":     # the controller books by the dealer's round records
+            DealerReporter(unit, bus)
         if takes_controller_input(unit):
             ControllerWatch(bus, "main", unit.table).feed(unit)
 
@@ -265,7 +267,8 @@ def test_a_seats_credentials_cannot_take_the_controllers_client_id_nor_discard_i
         # the seat does not reconnect (it never resends): only the queued session can deliver
         wait_until(lambda: ctl.marks().get("table-1/seat-1") == 4, 20, "the queued reports at the controller")
         assert seat.connects == 1
-        assert report(ctl.db)["pools"]["main"]["meters"]["wagers_in"] == "40"
+        # all four at the controller (held until the dealer's record corroborates them)
+        assert report(ctl.db)["held"]["seat"] == 4
     finally:
         seat.close()
         seat.outbox.close()

@@ -75,11 +75,14 @@ def test_dealer_seat_and_controller_processes_play_rounds_on_a_broker(broker, tm
                 return report(db)
             finally:
                 db.close()
-        wait_until(lambda: seat_events()["units"].get(f"{TABLE}/seat-1", {}).get("events", 0) >= 4, 30,
-                   "the seat's reports at the controller")
+        # booked once the dealer's record of each round (from the dealer process) agrees
+        wait_until(lambda: seat_events()["units"].get(f"{TABLE}/seat-1", {}).get("events", 0) >= 4 and
+                   seat_events()["pools"]["main"]["meters"]["wagers"] == 2, 30, "the seat's reports booked")
         data = seat_events()
         m = data["pools"]["main"]["meters"]
         assert (m["wagers"], Fraction(m["wagers_in"])) == (2, 2 * profile.progressive.wager)
+        assert data["integrity"]["count"] == 0
+        assert data["units"][f"{TABLE}/dealer"]["kinds"]["round_settlement"] == 2
         u = data["units"][f"{TABLE}/seat-1"]
         assert u["missing"] == 0 and u["duplicates"] == 0
         # SIGTERM: every unit stops cleanly and says offline (retained)
@@ -94,6 +97,7 @@ def test_dealer_seat_and_controller_processes_play_rounds_on_a_broker(broker, tm
         out = subprocess.run([sys.executable, "-m", "firmware", "jackpot", "report", "--db", str(db_path)],
                              cwd=ROOT, capture_output=True, text=True, check=True).stdout
         assert f"{TABLE}/seat-1: {u['events']} events, highest seq {u['highest_seq']}" in out
+        assert "integrity alarms: 0" in out
         seen = validate_all(sniffer.messages)
 
         assert seen["unitReport"] >= 4 and seen["tableStream"] > 10 and seen["unitStatus"] >= 4, seen

@@ -11,7 +11,7 @@ from firmware.jackpot.controller import report
 from firmware.jackpot.service import JackpotService
 from firmware.link import connect_bus
 from firmware.link.config import config_from_url
-from firmware.link.reporter import SeatReporter
+from firmware.link.reporter import DealerReporter, SeatReporter
 from firmware.runtime.journal import open_readonly
 from firmware.runtime.table import TableSpec
 from firmware.sim.driver import TableDriver
@@ -57,6 +57,11 @@ def test_rounds_at_several_tables_reported_over_mqtt_match_the_seats_journals(br
         spec = TableSpec(table_id=f"rt-{t}", profile=profile, seed=40 + t, state_dir=tmp_path / f"rt-{t}", boxes=4)
         driver = TableDriver.create(spec)
         drivers.append(driver)
+        # the dealer's record of every round: what the controller books the seats' reports by
+        bus = connect_bus(broker.url, driver.table.dealer.unit_id, outbox_path=tmp_path / f"rt-{t}-dealer.db",
+                          role="dealer")
+        buses.append(bus)
+        reporters.append(DealerReporter(driver.table.dealer, bus))
         for box, seat in driver.table.seats.items():
             bus = connect_bus(broker.url, seat.unit_id, outbox_path=tmp_path / f"rt-{t}-ob-{box}.db")
             buses.append(bus)
@@ -79,6 +84,8 @@ def test_rounds_at_several_tables_reported_over_mqtt_match_the_seats_journals(br
     assert data["pools"]["main"]["balanced"]
     for u in data["units"].values():
         assert u["missing"] == 0 and u["duplicates"] == 0
+    # every seat's word agreed with its dealer's record: nothing disputed, nothing waiting
+    assert data["integrity"]["count"] == 0 and data["held"] == {"seat": 0, "dealer": 0}
     for driver in drivers:
         driver.table.close()
     for bus in buses:

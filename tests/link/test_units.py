@@ -192,6 +192,23 @@ def test_the_report_reader_names_what_is_wrong(payload, reason):
     assert err.value.reason == reason
 
 
+DEALER = "betbox/v1/unit/t1/dealer/report"
+
+
+def _dealer(seq: int, round_: int, kind: str, body: dict) -> bytes:
+    """The dealer's record of a round (the authority the controller books the seats' word by)."""
+    return json.dumps({"schema": 1, "id": f"dealer-{seq:04d}", "unit": "t1/dealer", "table": "t1", "seq": seq,
+                       "kind": kind, "round": round_, "body": body}).encode()
+
+
+def _wagers(seq: int, round_: int, *boxes: tuple[int, str, dict | None]) -> bytes:
+    return _dealer(seq, round_, "round_progressive", {"meter": "1000", "boxes": [
+        {"box": b, "wager": w, "hit": h} for b, w, h in boxes]})
+
+
+FULL = {"category": "suited_four_of_a_kind", "award": None, "meter_share": "1", "amount": "1000"}
+
+
 def test_gaps_are_recorded_and_filled_duplicates_dropped(tmp_path):
     ctl = controller(tmp_path / "j.db")
     topic = "betbox/v1/unit/t1/seat-1/report"
@@ -205,6 +222,8 @@ def test_gaps_are_recorded_and_filled_duplicates_dropped(tmp_path):
         assert ctl.ingest(topic, _report(seq=seq, id=f"report-{seq}", round=seq)).status == "accepted"
     u = report(ctl.db)["units"]["t1/seat-1"]
     assert (u["events"], u["contiguous"], u["missing_ranges"]) == (6, 6, [])
+    for rnd in range(1, 7):
+        ctl.ingest(DEALER, _wagers(rnd, rnd, (1, "5", None)))
     assert Fraction(report(ctl.db)["pools"]["main"]["meters"]["contributions"]) == 6 * 5 * POOL.rate
     ctl.close()
 
@@ -214,6 +233,10 @@ def test_a_voided_round_takes_its_contribution_back(tmp_path):
     topic = "betbox/v1/unit/t1/seat-1/report"
     ctl.ingest(topic, _report(seq=1, id="report-1", body={"amount": "10"}))
     ctl.ingest(topic, _report(seq=2, id="report-2", kind="round_result", body={"void": True, "net": "0"}))
+    ctl.ingest(DEALER, _wagers(1, 1, (1, "10", None)))
+    assert report(ctl.db)["pools"]["main"]["meters"]["wagers"] == 1
+    ctl.ingest(DEALER, _dealer(2, 1, "round_settlement", {"void": True, "boxes": [
+        {"box": 1, "net": "0", "envy": [], "side_bets": []}]}))
     m = report(ctl.db)["pools"]["main"]
     assert (m["meters"]["wagers"], m["meters"]["contributions"], m["meters"]["voided"], m["exact"]["amount"]) == \
         (0, "0", 1, "1000")
@@ -222,7 +245,7 @@ def test_a_voided_round_takes_its_contribution_back(tmp_path):
 
 def _hit(seq: int, round_: int, share: str = "1") -> bytes:
     return _report(seq=seq, id=f"report-{seq}", round=round_, kind="progressive_hit",
-                   body={"category": "suited_four_of_a_kind", "award": None, "meter_share": share})
+                   body={**FULL, "meter_share": share})
 
 
 def test_a_full_hit_in_a_round_then_voided_is_released_not_paid(tmp_path):
@@ -232,9 +255,13 @@ def test_a_full_hit_in_a_round_then_voided_is_released_not_paid(tmp_path):
     topic = "betbox/v1/unit/t1/seat-1/report"
     ctl.ingest(topic, _report(seq=1, id="report-1", round=1, body={"amount": "100"}))
     ctl.ingest(topic, _hit(2, 1))
+    ctl.ingest(DEALER, _wagers(1, 1, (1, "100", FULL)))
     assert ctl.meter()["pools"]["main"]["state"] == "pending"
     ctl.ingest(topic, _report(seq=3, id="report-3", round=2, body={"amount": "20"}))     # meanwhile
+    ctl.ingest(DEALER, _wagers(2, 2, (1, "20", None)))
     ctl.ingest(topic, _report(seq=4, id="report-4", round=1, kind="round_result", body={"void": True, "net": "0"}))
+    ctl.ingest(DEALER, _dealer(3, 1, "round_settlement", {"void": True, "boxes": [
+        {"box": 1, "net": "0", "envy": [], "side_bets": []}]}))
     data = report(ctl.db)
     pool = data["pools"]["main"]
     m = pool["meters"]
@@ -251,12 +278,15 @@ def test_a_released_hit_after_a_second_hit_reseeded_comes_back_on_top(tmp_path):
     ctl = controller(tmp_path / "j.db")
     t1, t2 = "betbox/v1/unit/t1/seat-1/report", "betbox/v1/unit/t1/seat-2/report"
     ctl.ingest(t1, _report(seq=1, id="report-a1", round=1, body={"amount": "100"}))
-    ctl.ingest(t1, _hit(2, 1))                       # locks 1015
+    ctl.ingest(t1, _hit(2, 1))
     ctl.ingest(t2, _report(seq=1, id="report-b1", unit="t1/seat-2", box=2, round=1, body={"amount": "100"}))
     ctl.ingest(t2, _report(seq=2, id="report-b2", unit="t1/seat-2", box=2, round=1, kind="progressive_hit",
-                           body={"category": "suited_four_of_a_kind", "award": None, "meter_share": "1"}))
+                           body=FULL))
+    ctl.ingest(DEALER, _wagers(1, 1, (1, "100", FULL), (2, "100", FULL)))     # both lock the round's 1000
     ctl.ingest(t1, _report(seq=3, id="report-a3", round=1, kind="round_result", body={"void": True, "net": "0"}))
+    ctl.ingest(DEALER, _dealer(2, 1, "round_settlement", {"void": True, "boxes": [
+        {"box": 1, "net": "0", "envy": [], "side_bets": []}, {"box": 2, "net": "0", "envy": [], "side_bets": []}]}))
     pool = report(ctl.db)["pools"]["main"]
     assert pool["balanced"] and pool["meters"]["released"] == 1 and pool["meters"]["pending"] == 1
-    assert pool["state"] == "pending"                 # seat 2's 100% hit is still locked
+    assert pool["state"] == "pending"                 # seat 2 has not reported the round's end: still locked
     ctl.close()
