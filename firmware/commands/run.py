@@ -33,6 +33,7 @@ import time
 from typing import Any, Callable
 
 from firmware.runtime.config import ConfigError, UnitConfig, load_config
+from firmware.runtime.storage import StorageError
 
 log = logging.getLogger("betbox.run")
 
@@ -281,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
             link.attach(unit)
         if args.drive:
             _drive(args.drive, ports, stopping)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, StorageError) as exc:     # StorageError: a journal/outbox refused, named
         print(f"betbox run: {exc}", file=sys.stderr)
         for port in ports.values():
             port.close()
