@@ -79,6 +79,7 @@ def build(config: UnitConfig, bus: Any = None):
                         ChipRegistry.load(config.chips), config.spots, ports["lamps"],
                         config.confirm_cycles, config.release_cycles)
         inputs = ("chip_reader",)
+    unit.storage_low_bytes, unit.storage_reserve_bytes = config.storage_low, config.storage_reserve
     unit.recover()
     for name in inputs:
         ports[name].start(unit.post)

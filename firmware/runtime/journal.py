@@ -334,21 +334,28 @@ class Journal:
         new = self.path.with_name(self.path.name + NEW_SUFFIX)
         for suffix in ("", "-wal", "-shm"):
             Path(str(new) + suffix).unlink(missing_ok=True)
-        create_private(new)
-        db = sqlite3.connect(new, isolation_level=None)
         try:
-            db.execute("PRAGMA journal_mode=DELETE")
-            db.execute(f"PRAGMA synchronous={self.synchronous}")
-            db.executescript(_DDL)
-            db.execute("BEGIN IMMEDIATE")
-            db.executemany("INSERT INTO meta VALUES (?, ?)", [
-                ("unit", self.unit_id), ("role", self.role), ("schema", str(SCHEMA_VERSION)),
-                ("base_step", str(self.last_step)), ("base_seq", str(self.last_seq)),
-                ("checkpoint", text), ("checkpoint_format", str(checkpoint.get("format"))),
-                ("follows", segment.name), ("after_round", str(last))])
-            db.execute("COMMIT")
-        finally:
-            db.close()
+            create_private(new)
+            db = sqlite3.connect(new, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=DELETE")
+                db.execute(f"PRAGMA synchronous={self.synchronous}")
+                db.executescript(_DDL)
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany("INSERT INTO meta VALUES (?, ?)", [
+                    ("unit", self.unit_id), ("role", self.role), ("schema", str(SCHEMA_VERSION)),
+                    ("base_step", str(self.last_step)), ("base_seq", str(self.last_seq)),
+                    ("checkpoint", text), ("checkpoint_format", str(checkpoint.get("format"))),
+                    ("follows", segment.name), ("after_round", str(last))])
+                db.execute("COMMIT")
+            finally:
+                db.close()
+        except (sqlite3.OperationalError, OSError) as exc:
+            for suffix in ("", "-journal"):
+                Path(str(new) + suffix).unlink(missing_ok=True)
+            if is_full(exc) or getattr(exc, "errno", None) == 28:   # the active file is untouched
+                raise JournalFull(f"{full_error(self.path)}: the journal was not rotated") from None
+            raise
         # the old file folded into one (no WAL beside it), then renamed: a cut from here on
         # finds the complete new file (see _finish_rotation)
         set_open_mark(self._db, "0")

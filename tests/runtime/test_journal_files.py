@@ -175,3 +175,52 @@ def test_a_world_readable_journal_of_older_firmware_is_made_private(tmp_path):
     path.chmod(0o644)
     Journal(path, UNIT, ROLE).close()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def dealer_config(tmp_path) -> "os.PathLike":
+    config = tmp_path / "dealer.toml"
+    config.write_text(f"""[unit]
+role = "dealer"
+id = "dealer"
+table = "t1"
+state_dir = "{tmp_path / 'dealer'}"
+
+[game]
+profile = "rws-blackjack"
+
+[hardware.card_shoe]
+backend = "mock"
+
+[hardware.console]
+backend = "mock"
+""")
+    return config
+
+
+@pytest.mark.parametrize("fault", ["damaged", "segments-only"])
+def test_betbox_run_refuses_a_journal_it_cannot_start_from_naming_it(tmp_path, fault):
+    """A real ``betbox run``: a message naming the file, exit 2, no traceback, nothing made."""
+    import sys
+    from pathlib import Path
+
+    state = tmp_path / "dealer"
+    j = Journal(state / JOURNAL_NAME, "t1/dealer", "dealer")
+    for n in range(200):
+        j.write_step([Record("in", "console", {"button": "x" * 200, "n": n}, round=1)])
+    if fault == "segments-only":
+        j.rotate({"format": 2, "state": {}})
+    j.close()
+    path = state / JOURNAL_NAME
+    if fault == "damaged":
+        data = bytearray(path.read_bytes())
+        data[2 * 4096:3 * 4096] = b"\xa5" * 4096
+        path.write_bytes(bytes(data))
+    else:
+        path.unlink()
+    before = files(state)
+    done = subprocess.run([sys.executable, "-m", "firmware", "run", "--config", str(dealer_config(tmp_path))],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert str(path) in done.stderr and done.stderr.startswith("betbox run: ")
+    assert files(state) == before

@@ -1,0 +1,128 @@
+"""A full state partition (issue #12.7), on a real 2 MB tmpfs: the real cause is named
+(SQLITE_FULL, never masked by "cannot rollback"), the pit is alarmed before it happens
+(free-space threshold; the seat's screen shows ``storage_low``), a unit halts instead of
+failing (it takes no input, no bet), nothing accepted is lost, and WALs stay small."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from firmware.engine.profile import load_profile
+from firmware.runtime.journal import JOURNAL_NAME, Journal, JournalFull, Record
+from firmware.runtime.seatview import build_seat_view
+from firmware.runtime.storage import WAL_AUTOCHECKPOINT, free_bytes
+from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
+from firmware.sim import chipset
+from firmware.sim.driver import TableDriver
+
+KIB = 1024
+
+
+@pytest.fixture
+def small_partition(tmp_path):
+    mount = tmp_path / "state"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def fill_to(partition: Path, free: int) -> Path:
+    """Leave about ``free`` bytes free on the partition (a filler file takes the rest)."""
+    filler = partition / f"filler-{len(list(partition.glob('filler-*')))}"
+    with open(filler, "wb") as f:
+        chunk = b"\0" * (16 * KIB)
+        while free_bytes(partition) - len(chunk) >= free:
+            f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        rest = free_bytes(partition) - free
+        if rest > 0:
+            f.write(b"\0" * rest)
+    return filler
+
+
+def table(state: Path, low: int, reserve: int) -> TableDriver:
+    spec = TableSpec("t", load_profile("rws-blackjack"), seed=5, state_dir=state, boxes=2)
+    t = InProcessTable(spec, chipset.registry(spec.boxes, len(seat_spots(spec.profile))))
+    for unit in t.units:
+        unit.storage_low_bytes, unit.storage_reserve_bytes = low, reserve
+    d = TableDriver(t, spec.seed)
+    d.boot()
+    return d
+
+
+def alarms(unit, code: str) -> list[dict]:
+    return [a for a in unit.alarms if a["alarm"] == code]
+
+
+def test_a_full_partition_is_named_not_masked(small_partition):
+    j = Journal(small_partition / JOURNAL_NAME, "t/dealer", "dealer")
+    fill_to(small_partition, 0)
+    with pytest.raises(JournalFull, match=r"state partition full: \d+ bytes free"):
+        for n in range(10_000):                    # until a page more does not fit
+            j.write_step([Record("in", "console", {"button": "x" * 1000, "n": n}, round=1)])
+    step = j.last_step
+    assert [r.step for r in j.records()][-1] == step   # what was written is all there
+
+
+def test_the_pit_is_alarmed_then_the_unit_halts_and_nothing_is_lost(small_partition):
+    low, reserve = 600 * KIB, 96 * KIB
+    d = table(small_partition, low, reserve)
+    d.play_round()
+    assert free_bytes(small_partition) > low
+    assert not any(u.alarm_counts.get("storage_low") for u in d.table.units)
+
+    fill_to(small_partition, low - 150 * KIB)    # below the threshold, above the reserve
+    d.play_round()                                 # the round plays on ...
+    dealer, seat = d.table.dealer, d.table.seats[1]
+    assert dealer.phase == "idle" and dealer.round_no == 2
+    for unit in d.table.units:                     # ... and every unit told the pit
+        assert unit.alarm_counts.get("storage_low") == 1, unit.unit_id
+    # the dealer holds the seats' alarms (it reports the table's to the controller)
+    assert {a.get("unit") for a in dealer.alarms if a["alarm"] == "storage_low"} >= {"t/seat-1", "t/seat-2"}
+    assert "storage_low" in build_seat_view(seat).conditions
+
+    fill_to(small_partition, reserve // 2)         # now below the reserve
+    steps = {u.unit_id: u.journal.last_step for u in d.table.units}
+    d.table.console.press("open_bets")
+    d.table.settle()
+    assert dealer.halted and "state partition full" in dealer.halted
+    assert dealer.phase == "idle"                  # no round opened: no bets taken
+    reader = d.table.readers[1]
+    reader.place_chips("main", chipset.chips_for(5, 1, 0, 0))
+    d.table.cycle_readers(2)
+    assert seat.halted and not seat.pending.get("main")
+    assert "storage_low" in build_seat_view(seat).conditions
+    assert dealer.refused_halted >= 1 and seat.refused_halted >= 1
+
+    for filler in small_partition.glob("filler-*"):
+        filler.unlink()                            # the pit frees the partition, restarts the units
+    for unit in d.table.units:
+        unit.journal.close()
+    again = table(small_partition, low, reserve)
+    assert again.table.dealer.round_no == 2 and again.table.dealer.phase == "idle"
+    for unit in again.table.units:                 # every accepted step came back
+        assert unit.journal.last_step >= steps[unit.unit_id]
+        assert unit.halted is None
+    again.play_round()
+    assert again.table.dealer.round_no == 3
+
+
+def test_wals_stay_small(tmp_path):
+    d = table(tmp_path, 0, 0)
+    for _ in range(3):
+        d.play_round()
+    page = 4096
+    for unit in d.table.units:
+        wal = Path(str(unit.journal.path) + "-wal")
+        assert wal.stat().st_size <= (WAL_AUTOCHECKPOINT + 8) * (page + 24) + 32, unit.unit_id
