@@ -33,7 +33,8 @@ from typing import Any, Iterator, Mapping
 
 from firmware import __version__
 from firmware.runtime.storage import (StorageError, StorageFull, bound_wal, check_integrity, check_open_mark,
-                                      clock_sync, create_private, full_error, is_full, rollback, set_open_mark)
+                                      clock_sync, create_private, free_bytes, full_error, is_full, rollback,
+                                      set_open_mark)
 
 SCHEMA_VERSION = 2          # 2: each record's time (utc, mono); the unit's starts
 JOURNAL_NAME = "journal.db"
@@ -254,7 +255,6 @@ class Journal:
 
     def free_bytes(self) -> int:
         """Bytes still free on the partition holding the journal."""
-        from firmware.runtime.storage import free_bytes
         return free_bytes(self.path.parent)
 
     def starts(self) -> list[dict[str, Any]]:

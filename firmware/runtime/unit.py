@@ -285,9 +285,15 @@ class Unit(ABC):
             # (receivers drop them by sequence number)
             self._halt(str(exc))
         self.after_step()
-        for callback in self._observers:
-            callback(self)
+        self._notify()
         return True
+
+    def _notify(self) -> None:
+        for callback in self._observers:
+            try:
+                callback(self)
+            except StorageFull as exc:         # a report that did not fit the outbox: the
+                self._halt(str(exc))           # restarted unit's reporter makes it again
 
     # -- the state partition -------------------------------------------------------------
 
@@ -338,8 +344,7 @@ class Unit(ABC):
             self.storage_low = True
             log.error("%s: halted, takes no input until restarted: %s", self.unit_id, reason)
             self.after_step()
-            for callback in self._observers:
-                callback(self)
+            self._notify()
 
     def emit(self, topic: str, kind: str, body: dict[str, Any]) -> Message:
         self.seq += 1

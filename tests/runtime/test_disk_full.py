@@ -126,3 +126,37 @@ def test_wals_stay_small(tmp_path):
     for unit in d.table.units:
         wal = Path(str(unit.journal.path) + "-wal")
         assert wal.stat().st_size <= (WAL_AUTOCHECKPOINT + 8) * (page + 24) + 32, unit.unit_id
+
+
+@pytest.mark.parametrize("full", ["journal", "outbox"])
+def test_a_step_or_report_that_does_not_fit_halts_the_unit_never_kills_it(small_partition, tmp_path, full):
+    """No reserve: SQLite itself hits the full partition, in the journal or in the seat's
+    outbox (a report made after the step; here on a partition of its own): the unit halts,
+    the dispatch goes on."""
+    from firmware.link.outbox import Outbox
+
+    d = table(small_partition, 0, 0)
+    seat = d.table.seats[1]
+    reports = small_partition
+    if full == "outbox":
+        reports = tmp_path / "reports"
+        reports.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(reports)], check=True)
+    try:
+        outbox = Outbox(reports / "seat-1" / "outbox.db", "t/seat-1")
+        seat.observe(lambda s: outbox.put("betbox/unit/t/seat-1/report", "state", {"pad": "x" * 3000}))
+        d.table.console.press("open_bets")
+        d.table.settle()
+        fill_to(reports, 0)
+        for layer in range(40):                    # chips come and go until nothing fits
+            d.table.readers[1].place_chips("main", chipset.chips_for(5, 1, 0, layer))
+            d.table.cycle_readers(2, [1])
+            if seat.halted:
+                break
+        assert seat.halted and "state partition full" in seat.halted
+        assert ("outbox" in seat.halted) == (full == "outbox")
+        assert "storage_low" in build_seat_view(seat).conditions
+        outbox.close()
+    finally:
+        if full == "outbox":
+            subprocess.run(["umount", "-l", str(reports)], capture_output=True)
