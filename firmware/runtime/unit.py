@@ -314,23 +314,26 @@ class Unit(ABC):
         except OSError:
             return True
         if free < self.storage_reserve_bytes:
-            self._step("storage", {"free": free, "low": True, "halt": True})   # tell the pit, if it still can
+            self._step("storage", {"free": free, "low": True, "halt": True,      # tell the pit, if it can
+                                   "below": self.storage_reserve_bytes})
             self._halt(f"state partition full: {free} bytes free, below the {self.storage_reserve_bytes} "
                        f"reserved ({self.journal.path.parent})")
             return False
         low = free < self.storage_low_bytes
         clear = free >= self.storage_low_bytes + self.storage_low_bytes // 8     # hysteresis
         if low and not self.storage_low or self.storage_low and clear:
-            self._step("storage", {"free": free, "low": low})
+            self._step("storage", {"free": free, "low": low, "below": self.storage_low_bytes})
         return self.halted is None
 
     def _on_storage(self, body: dict[str, Any]) -> bool:
-        free = body.get("free")
+        """The journalled storage input: everything it says comes from its body (replay)."""
+        free, below = body.get("free"), body.get("below")
         low = bool(body.get("low"))
         if body.get("halt"):
-            self.alarm("storage_full", f"state partition: {free} bytes free; the unit stops taking inputs")
+            self.alarm("storage_full", f"state partition: {free} bytes free, below the {below} reserved; "
+                                       "the unit stops taking inputs")
         elif low:
-            self.alarm("storage_low", f"state partition: {free} bytes free, below {self.storage_low_bytes}")
+            self.alarm("storage_low", f"state partition: {free} bytes free, below {below}")
         else:
             self.alarm("storage_ok", f"state partition: {free} bytes free again")
         self.storage_low = low

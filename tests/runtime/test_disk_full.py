@@ -160,3 +160,30 @@ def test_a_step_or_report_that_does_not_fit_halts_the_unit_never_kills_it(small_
     finally:
         if full == "outbox":
             subprocess.run(["umount", "-l", str(reports)], capture_output=True)
+
+
+def test_the_thresholds_are_configured_and_checked(tmp_path):
+    from firmware.runtime.config import ConfigError, load_config
+
+    def config(journal: str) -> Path:
+        path = tmp_path / "dealer.toml"
+        path.write_text(f"""[unit]
+role = "dealer"
+id = "dealer"
+table = "t1"
+state_dir = "{tmp_path / 'dealer'}"
+[game]
+profile = "rws-blackjack"
+[hardware.card_shoe]
+backend = "mock"
+[hardware.console]
+backend = "mock"
+[journal]
+{journal}
+""")
+        return path
+
+    c = load_config(config("storage_low = 2000000\nstorage_reserve = 100000"))
+    assert (c.storage_low, c.storage_reserve) == (2_000_000, 100_000)
+    with pytest.raises(ConfigError, match=r"\[journal\] storage_reserve: 200 is above storage_low"):
+        load_config(config("storage_low = 100\nstorage_reserve = 200"))
