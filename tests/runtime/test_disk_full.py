@@ -187,3 +187,59 @@ backend = "mock"
     assert (c.storage_low, c.storage_reserve) == (2_000_000, 100_000)
     with pytest.raises(ConfigError, match=r"\[journal\] storage_reserve: 200 is above storage_low"):
         load_config(config("storage_low = 100\nstorage_reserve = 200"))
+
+
+def test_a_betbox_run_dealer_on_a_full_partition_alarms_halts_and_stays_up(small_partition, tmp_path):
+    """A real ``betbox run`` dealer with its state on the 2 MB tmpfs: the threshold alarm
+    is journalled, below the reserve it halts (logs why, takes no button) and stays up; once
+    space is freed a restart replays everything it had taken."""
+    import time
+
+    from firmware.runtime.journal import open_readonly
+    from tests.link.units import UnitProcess, write_toml
+    from tests.link.helpers import wait_until
+
+    state = small_partition / "dealer"
+    config = write_toml(tmp_path / "dealer.toml", {
+        "unit": {"role": "dealer", "id": "dealer", "table": "t1", "state_dir": str(state)},
+        "game": {"profile": "rws-blackjack"},
+        "hardware.card_shoe": {"backend": "mock"}, "hardware.console": {"backend": "mock"},
+        "journal": {"storage_low": 900 * KIB, "storage_reserve": 300 * KIB}})
+
+    def journal(kind: str) -> list[Record]:
+        j = open_readonly(state / JOURNAL_NAME)
+        try:
+            return [r for r in j.records() if r.kind == kind]
+        finally:
+            j.close()
+
+    unit = UnitProcess("dealer", config, tmp_path, drive=tmp_path / "console.fifo")
+    try:
+        wait_until(lambda: "running" in unit.output() or unit.proc.poll() is not None, 60, "the dealer's start")
+        unit.send("shuffle")
+        unit.send("press open_bets")
+        wait_until(lambda: journal("round_open"), 30, "round 1 opened")
+        fill_to(small_partition, 600 * KIB)             # below the threshold
+        unit.send("press no_more_bets")
+        wait_until(lambda: [r for r in journal("alarm") if "storage_low" in str(r.body)], 30, "storage_low")
+        fill_to(small_partition, 100 * KIB)             # below the reserve
+        unit.send("press void_round")
+        wait_until(lambda: "halted" in unit.output(), 30, "the halt")
+        time.sleep(1)
+        assert unit.proc.poll() is None                 # up: no exit, no restart loop
+        assert "state partition full" in unit.output() and "Traceback" not in unit.output()
+        taken = len(list(open_readonly(state / JOURNAL_NAME).records()))
+        assert unit.terminate() == 0
+    finally:
+        unit.kill()
+    for filler in small_partition.glob("filler-*"):
+        filler.unlink()
+    again = UnitProcess("dealer-again", config, tmp_path, drive=tmp_path / "console2.fifo")
+    try:
+        wait_until(lambda: "running" in again.output() or again.proc.poll() is not None, 60, "the restart")
+        assert again.proc.poll() is None, again.output()
+        j = open_readonly(state / JOURNAL_NAME)
+        assert len(list(j.records())) >= taken          # nothing it had taken is lost
+        j.close()
+    finally:
+        again.terminate()
