@@ -33,6 +33,7 @@ import time
 from typing import Any, Callable
 
 from firmware.runtime.config import ConfigError, UnitConfig, load_config
+from firmware.runtime.storage import StorageError
 
 log = logging.getLogger("betbox.run")
 
@@ -78,6 +79,7 @@ def build(config: UnitConfig, bus: Any = None):
                         ChipRegistry.load(config.chips), config.spots, ports["lamps"],
                         config.confirm_cycles, config.release_cycles)
         inputs = ("chip_reader",)
+    unit.storage_low_bytes, unit.storage_reserve_bytes = config.storage_low, config.storage_reserve
     unit.recover()
     for name in inputs:
         ports[name].start(unit.post)
@@ -281,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
             link.attach(unit)
         if args.drive:
             _drive(args.drive, ports, stopping)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, StorageError) as exc:     # StorageError: a journal/outbox refused, named
         print(f"betbox run: {exc}", file=sys.stderr)
         for port in ports.values():
             port.close()

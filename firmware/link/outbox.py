@@ -13,14 +13,26 @@ the controller drops the duplicates by (unit, seq).
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import uuid
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from firmware.runtime.storage import (StorageError, StorageFull, bound_wal, check_integrity, check_open_mark,
+                                      create_private, full_error, is_full, rollback, set_open_mark)
+
 SCHEMA = 1
+
+#: Idempotency keys of confirmed reports kept: those of the newest ``KEEP_KEYS`` reports
+#: (far more than a restarted unit reports again: its round in play and its kept alarms).
+#: A running-numbered key (``alarm/17``: a name, a slash, a number) is kept as one mark per
+#: name instead, the highest confirmed: its reporter goes through the numbers in order.
+KEEP_KEYS = 2000
+NUMBERED_KEY = re.compile(r"^([a-z_]+)/(\d+)$")
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -32,11 +44,18 @@ CREATE TABLE IF NOT EXISTS outbox (
     payload TEXT NOT NULL,
     acked INTEGER NOT NULL DEFAULT 0   -- the broker's PUBACK arrived
 );
+-- keys of reports confirmed and deleted (reported: never again), pruned to KEEP_KEYS
+CREATE TABLE IF NOT EXISTS reported (key TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS reported_seq ON reported(seq);
 """
 
 
-class OutboxError(RuntimeError):
+class OutboxError(StorageError):
     pass
+
+
+class OutboxFull(OutboxError, StorageFull):
+    """The state partition is full: the report was not stored (SQLITE_FULL, named)."""
 
 
 @dataclass(frozen=True)
@@ -49,26 +68,70 @@ class Pending:
 
 
 class Outbox:
-    def __init__(self, path: str | Path, unit_id: str) -> None:
+    def __init__(self, path: str | Path, unit_id: str, keep_keys: int = KEEP_KEYS) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self.keep_keys = keep_keys
+        had_wal = Path(str(self.path) + "-wal").exists()
+        db: sqlite3.Connection | None = None
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_DDL)
-        except sqlite3.DatabaseError as exc:
+            create_private(self.path)
+            db = self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            check_integrity(self.path, db, "outbox")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            bound_wal(db)
+            db.executescript(_DDL)
+            meta = dict(db.execute("SELECT key, value FROM meta"))
+            if meta:
+                check_open_mark(self.path, db, had_wal, "outbox")
+            if not meta:
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany("INSERT INTO meta VALUES (?, ?)",
+                               [("unit", unit_id), ("next_seq", "1"), ("confirmed", "0")])
+                db.execute("COMMIT")
+            elif meta.get("unit") != unit_id:
+                raise OutboxError(f"{self.path} is the outbox of {meta.get('unit')!r}, not {unit_id!r}")
+            self._move_old_keys(db)
+            set_open_mark(db, "1")
+        except (sqlite3.DatabaseError, StorageError) as exc:
+            if db is not None:
+                db.close()
+            if isinstance(exc, OutboxError):
+                raise
+            if is_full(exc):
+                raise OutboxFull(f"{full_error(self.path)}: cannot open the outbox") from None
+            if isinstance(exc, StorageError):
+                raise OutboxError(str(exc)) from None
             raise OutboxError(f"{self.path}: cannot open the outbox: {exc}") from None
-        meta = dict(self._db.execute("SELECT key, value FROM meta"))
-        if not meta:
-            self._db.execute("BEGIN IMMEDIATE")
-            self._db.executemany("INSERT INTO meta VALUES (?, ?)",
-                                 [("unit", unit_id), ("next_seq", "1"), ("confirmed", "0")])
-            self._db.execute("COMMIT")
-        elif meta["unit"] != unit_id:
-            raise OutboxError(f"{self.path} is the outbox of {meta['unit']!r}, not {unit_id!r}")
+        self._closer = weakref.finalize(self, _close_clean, db)
         self.unit_id = unit_id
+
+    @staticmethod
+    def _move_old_keys(db: sqlite3.Connection) -> None:
+        """Firmware before the ``reported`` table kept a confirmed key as a ``k:<key>`` meta row
+        forever: they move over (and are pruned from then on)."""
+        if db.execute("SELECT 1 FROM meta WHERE key LIKE 'k:%' LIMIT 1").fetchone() is None:
+            return
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("INSERT OR IGNORE INTO reported SELECT substr(key, 3), "
+                   "(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'confirmed') FROM meta WHERE key LIKE 'k:%'")
+        db.execute("DELETE FROM meta WHERE key LIKE 'k:%'")
+        db.execute("COMMIT")
+
+    def _write(self, work) -> Any:
+        """One transaction (under the lock); SQLITE_FULL named, never masked by the rollback."""
+        db = self._db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            result = work(db)
+            if db.in_transaction:
+                db.execute("COMMIT")
+            return result
+        except BaseException as exc:
+            self._failed(exc)
+            raise
 
     def _meta(self, key: str) -> int:
         return int(self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0])
@@ -76,29 +139,35 @@ class Outbox:
     def put(self, topic: str, kind: str, body: dict[str, Any], key: str | None = None,
             extra: dict[str, Any] | None = None) -> int | None:
         """Store a report; its seq, or None when ``key`` was already reported (idempotent)."""
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                if key is not None and db.execute("SELECT 1 FROM outbox WHERE key = ?", (key,)).fetchone():
-                    db.execute("ROLLBACK")
-                    return None
-                if key is not None and db.execute("SELECT 1 FROM meta WHERE key = ?", ("k:" + key,)).fetchone():
-                    db.execute("ROLLBACK")      # reported and already pruned
-                    return None
-                seq = self._meta("next_seq")
-                rid = str(uuid.uuid4())
-                payload = json.dumps({"schema": SCHEMA, "id": rid, "unit": self.unit_id, "seq": seq,
-                                      "kind": kind, **(extra or {}), "body": body},
-                                     sort_keys=True, separators=(",", ":"))
-                db.execute("INSERT INTO outbox (seq, id, key, topic, payload) VALUES (?, ?, ?, ?, ?)",
-                           (seq, rid, key, topic, payload))
-                db.execute("UPDATE meta SET value = ? WHERE key = 'next_seq'", (str(seq + 1),))
-                db.execute("COMMIT")
-            except BaseException:
+        def store(db: sqlite3.Connection) -> int | None:
+            if key is not None and self._reported(db, key):
                 db.execute("ROLLBACK")
-                raise
+                return None
+            seq = self._meta("next_seq")
+            rid = str(uuid.uuid4())
+            payload = json.dumps({"schema": SCHEMA, "id": rid, "unit": self.unit_id, "seq": seq,
+                                  "kind": kind, **(extra or {}), "body": body},
+                                 sort_keys=True, separators=(",", ":"))
+            db.execute("INSERT INTO outbox (seq, id, key, topic, payload) VALUES (?, ?, ?, ?, ?)",
+                       (seq, rid, key, topic, payload))
+            db.execute("UPDATE meta SET value = ? WHERE key = 'next_seq'", (str(seq + 1),))
             return seq
+
+        with self._lock:
+            return self._write(store)
+
+    @staticmethod
+    def _reported(db: sqlite3.Connection, key: str) -> bool:
+        """Was ``key`` reported: waiting here, confirmed and kept, or under its name's mark."""
+        if db.execute("SELECT 1 FROM outbox WHERE key = ?", (key,)).fetchone():
+            return True
+        if db.execute("SELECT 1 FROM reported WHERE key = ?", (key,)).fetchone():
+            return True
+        numbered = NUMBERED_KEY.match(key)
+        if numbered:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", ("n:" + numbered.group(1),)).fetchone()
+            return row is not None and int(numbered.group(2)) <= int(row[0])
+        return False
 
     def mark_acked(self, seq: int) -> None:
         self.mark_acked_many([seq])
@@ -111,8 +180,8 @@ class Outbox:
             try:
                 db.executemany("UPDATE outbox SET acked = 1 WHERE seq = ?", [(s,) for s in seqs])
                 db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
+            except BaseException as exc:
+                self._failed(exc)
                 raise
 
     def confirm_through(self, seq: int) -> int:
@@ -124,16 +193,37 @@ class Outbox:
                 if seq <= self._meta("confirmed"):
                     db.execute("ROLLBACK")
                     return 0
-                keys = [k for (k,) in db.execute("SELECT key FROM outbox WHERE seq <= ? AND key IS NOT NULL",
-                                                 (seq,))]
-                db.executemany("INSERT OR IGNORE INTO meta VALUES (?, '1')", [("k:" + k,) for k in keys])
+                self._keep_keys(db, seq)
                 n = db.execute("DELETE FROM outbox WHERE seq <= ?", (seq,)).rowcount
                 db.execute("UPDATE meta SET value = ? WHERE key = 'confirmed'", (str(seq),))
                 db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
+            except BaseException as exc:
+                self._failed(exc)
                 raise
             return n
+
+    def _keep_keys(self, db: sqlite3.Connection, seq: int) -> None:
+        """The keys of the reports up to ``seq`` (about to be deleted) are remembered, so a
+        report is never stored twice, and pruned to the newest ``keep_keys``; a
+        running-numbered key leaves its name's mark instead."""
+        for key, at in db.execute("SELECT key, seq FROM outbox WHERE seq <= ? AND key IS NOT NULL",
+                                  (seq,)).fetchall():
+            numbered = NUMBERED_KEY.match(key)
+            if numbered:
+                db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
+                           "MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                           ("n:" + numbered.group(1), numbered.group(2)))
+            else:
+                db.execute("INSERT OR IGNORE INTO reported VALUES (?, ?)", (key, at))
+        db.execute("DELETE FROM reported WHERE seq <= (SELECT seq FROM reported ORDER BY seq DESC "
+                   "LIMIT 1 OFFSET ?)", (self.keep_keys,))
+
+    def _failed(self, exc: BaseException) -> None:
+        """After a failed write: roll back what SQLite left open (on SQLITE_FULL it ended the
+        transaction itself: a second ROLLBACK would mask the cause); name a full partition."""
+        rollback(self._db)
+        if is_full(exc):
+            raise OutboxFull(f"{full_error(self.path)}: the outbox was not written") from None
 
     def pending(self, after: int = 0, limit: int = 500) -> list[Pending]:
         """Reports not yet confirmed, in sequence order, with seq > ``after``."""
@@ -161,5 +251,17 @@ class Outbox:
             return self._meta("next_seq") - 1
 
     def close(self) -> None:
+        """Close cleanly: the file says so (see :func:`check_open_mark`)."""
         with self._lock:
-            self._db.close()
+            self._closer()
+
+
+def _close_clean(db: sqlite3.Connection) -> None:
+    try:
+        set_open_mark(db, "0")
+    except sqlite3.Error:
+        pass
+    try:
+        db.close()
+    except sqlite3.Error:
+        pass

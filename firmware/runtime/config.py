@@ -10,7 +10,9 @@ start-up with a message naming the section and the key.
                 dropped unread), jackpot (the controller's link id, default "main")
     [link.tls]  ca, cert, key                   (files; relative to the configuration file)
     [journal]   synchronous = "FULL" | "EXTRA", rotate_rounds (1..1000000; default: never rotate),
-                keep_segments (0..1000000; default: keep all; needs rotate_rounds)
+                keep_segments (0..1000000; default: keep all; needs rotate_rounds),
+                storage_low (bytes free on the state partition below which the pit is alarmed;
+                default 64 MiB), storage_reserve (bytes below which the unit halts; default 4 MiB)
     [game]      profile, decks, close_wait      (dealer; close_wait: seconds a seat has to lock its
                 bets after "no more bets", above 0 and at most 600, default 5; false: wait for all)
     [limits]    BET = [minimum, maximum]        (dealer)
@@ -78,6 +80,10 @@ class DisplayConfig:
     pin: str = "2468"                       # the service menu's PIN
 
 
+STORAGE_LOW = 64 * 1024 * 1024
+STORAGE_RESERVE = 4 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class UnitConfig:
     role: str
@@ -88,6 +94,8 @@ class UnitConfig:
     synchronous: str = "FULL"
     rotate_rounds: int | None = None        # rounds per journal segment (None: never rotate)
     keep_segments: int | None = None        # segments kept (None: all)
+    storage_low: int = STORAGE_LOW          # bytes free: below, the pit is alarmed
+    storage_reserve: int = STORAGE_RESERVE  # bytes free: below, the unit halts (takes no input)
     close_wait: float | None = CLOSE_WAIT   # dealer: seconds to lock after no more bets (None: no bound)
     profile: str | None = None
     decks: int | None = None
@@ -210,8 +218,14 @@ def parse_config(data: Mapping[str, Any], source: str = "<config>", base: Path |
     keep_segments = journal.int_in("keep_segments", 0, MAX_ROUNDS, None) if "keep_segments" in journal.data else None
     if keep_segments is not None and rotate_rounds is None:
         raise journal.fail("keep_segments", "needs rotate_rounds: a journal that never rotates has no segments")
+    storage_low = journal.int_in("storage_low", 0, 2**50, STORAGE_LOW)
+    storage_reserve = journal.int_in("storage_reserve", 0, 2**50, STORAGE_RESERVE)
+    if storage_reserve > storage_low:
+        raise journal.fail("storage_reserve", f"{storage_reserve} is above storage_low ({storage_low}): "
+                                              "the pit is alarmed before the unit halts")
     journal.finish()
-    kw: dict[str, Any] = {"rotate_rounds": rotate_rounds, "keep_segments": keep_segments}
+    kw: dict[str, Any] = {"rotate_rounds": rotate_rounds, "keep_segments": keep_segments,
+                          "storage_low": storage_low, "storage_reserve": storage_reserve}
     if role == "dealer":
         game = _Section(top.get("game", dict), "game", source)
         name = game.get("profile", str)

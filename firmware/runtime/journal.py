@@ -24,11 +24,19 @@ import json
 import os
 import re
 import sqlite3
+import time
+import weakref
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-SCHEMA_VERSION = 1
+from firmware import __version__
+from firmware.runtime.storage import (StorageError, StorageFull, bound_wal, check_integrity, check_open_mark,
+                                      clock_sync, create_private, free_bytes, full_error, is_full, rollback,
+                                      set_open_mark)
+
+SCHEMA_VERSION = 2          # 2: each record's time (utc, mono); the unit's starts
 JOURNAL_NAME = "journal.db"
 NEW_SUFFIX = ".new"
 SEGMENT = re.compile(r"^journal-(\d+)-(\d+)\.db$")
@@ -43,15 +51,32 @@ CREATE TABLE IF NOT EXISTS record (
     seq INTEGER,                    -- out: the unit's own sequence number
     round INTEGER,
     body TEXT NOT NULL,
-    delivered INTEGER NOT NULL DEFAULT 0
+    delivered INTEGER NOT NULL DEFAULT 0,
+    utc TEXT,                       -- wall clock when the step was written (ISO 8601, UTC)
+    mono REAL                       -- the unit's monotonic clock then (seconds since boot)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS record_seq ON record(seq) WHERE seq IS NOT NULL;
 CREATE INDEX IF NOT EXISTS record_round ON record(round);
+-- each start of the unit on this file: when, and whether the clock was synchronized
+CREATE TABLE IF NOT EXISTS start (
+    id INTEGER PRIMARY KEY,
+    utc TEXT NOT NULL,
+    mono REAL NOT NULL,
+    clock TEXT NOT NULL,            -- synchronized | unsynchronized | unknown
+    firmware TEXT NOT NULL,
+    after_step INTEGER NOT NULL
+);
 """
+#: columns a schema-1 journal lacks (its records read with no time)
+_ADDED = (("utc", "TEXT"), ("mono", "REAL"))
 
 
-class JournalError(RuntimeError):
+class JournalError(StorageError):
     """A journal that cannot be opened or belongs to another unit."""
+
+
+class JournalFull(JournalError, StorageFull):
+    """The state partition is full: the step was not written (SQLITE_FULL, named)."""
 
 
 class CheckpointError(JournalError):
@@ -69,6 +94,8 @@ class Record:
     id: int | None = None
     step: int | None = None
     delivered: bool = False
+    utc: str | None = None        # when the step was written (None: a journal older than times)
+    mono: float | None = None
 
 
 def _finish_rotation(path: Path) -> None:
@@ -109,6 +136,7 @@ class Journal:
     def __init__(self, path: str | Path, unit_id: str, role: str, synchronous: str = "FULL",
                  rotate_rounds: int | None = None, keep_segments: int | None = None) -> None:
         self.path = Path(path)
+        self.readonly = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if synchronous not in ("FULL", "EXTRA"):
             raise JournalError(f"journal synchronous={synchronous!r}: only FULL or EXTRA keep every step")
@@ -119,55 +147,97 @@ class Journal:
         self.synchronous = synchronous
         self.rotate_rounds = rotate_rounds       # rounds per segment (None: never rotate)
         self.keep_segments = keep_segments       # segments kept for recall (None: all)
-        _finish_rotation(self.path)
+        _finish_rotation(self.path)              # only the unit itself ever finishes its rotation
+        if not self.path.exists() and (kept := segments(self.path)):
+            raise JournalError(
+                f"{self.path} is missing but this unit's journal segments are beside it "
+                f"({', '.join(p.name for p in kept)}): the unit does not start empty over its own "
+                f"record; restore {self.path.name} (or its {self.path.name}{NEW_SUFFIX}) from a backup")
         self._open(unit_id, role)
+        self._record_start()
 
     def _open(self, unit_id: str, role: str) -> None:
         synchronous = self.synchronous
+        had_wal = Path(str(self.path) + "-wal").exists()
+        db: sqlite3.Connection | None = None
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={synchronous}")
-            self._db.executescript(_DDL)
-        except sqlite3.DatabaseError as exc:
+            create_private(self.path)
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db = db
+            check_integrity(self.path, db, "journal")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA synchronous={synchronous}")
+            bound_wal(db)
+            db.executescript(_DDL)
+            _add_columns(db)
+            meta = dict(db.execute("SELECT key, value FROM meta"))
+            if meta:
+                check_open_mark(self.path, db, had_wal, "journal")
+            if not meta:
+                self._tx([("INSERT INTO meta VALUES (?, ?)", ("unit", unit_id)),
+                          ("INSERT INTO meta VALUES (?, ?)", ("role", role)),
+                          ("INSERT INTO meta VALUES (?, ?)", ("schema", str(SCHEMA_VERSION)))])
+            elif meta.get("unit") != unit_id or meta.get("role") != role:
+                raise JournalError(f"{self.path} is the journal of {meta.get('role')} {meta.get('unit')!r}, "
+                                   f"not {role} {unit_id!r}")
+            set_open_mark(db, "1")
+            self.unit_id, self.role = unit_id, role
+            meta = dict(db.execute("SELECT key, value FROM meta"))
+            row = db.execute("SELECT COALESCE(MAX(step), 0), COALESCE(MAX(seq), 0) FROM record").fetchone()
+            self.last_step = max(row[0], int(meta.get("base_step", 0)))
+            self.last_seq = max(row[1], int(meta.get("base_seq", 0)))
+            # the last round of the previous segment: its late records (seats' results) may
+            # still come here, but the rounds this file counts towards rotation start after it
+            self.after_round = int(meta.get("after_round", 0))
+            self.first_round: int | None = db.execute(
+                "SELECT MIN(round) FROM record WHERE round > ?", (self.after_round,)).fetchone()[0]
+        except (sqlite3.DatabaseError, StorageError, ValueError) as exc:
+            if db is not None:
+                db.close()
+            if isinstance(exc, JournalError):
+                raise
+            if isinstance(exc, StorageError):
+                raise JournalError(str(exc)) from None
+            if is_full(exc):
+                raise JournalFull(f"{full_error(self.path)}: cannot open the journal") from None
             raise JournalError(f"{self.path}: cannot open the journal: {exc}") from None
-        meta = dict(self._db.execute("SELECT key, value FROM meta"))
-        if not meta:
-            self._tx([("INSERT INTO meta VALUES (?, ?)", ("unit", unit_id)),
-                      ("INSERT INTO meta VALUES (?, ?)", ("role", role)),
-                      ("INSERT INTO meta VALUES (?, ?)", ("schema", str(SCHEMA_VERSION)))])
-        elif meta.get("unit") != unit_id or meta.get("role") != role:
-            raise JournalError(f"{self.path} is the journal of {meta.get('role')} {meta.get('unit')!r}, "
-                               f"not {role} {unit_id!r}")
-        self.unit_id, self.role = unit_id, role
-        meta = dict(self._db.execute("SELECT key, value FROM meta"))
-        row = self._db.execute("SELECT COALESCE(MAX(step), 0), COALESCE(MAX(seq), 0) FROM record").fetchone()
-        self.last_step = max(row[0], int(meta.get("base_step", 0)))
-        self.last_seq = max(row[1], int(meta.get("base_seq", 0)))
-        # the last round of the previous segment: its late records (seats' results) may
-        # still come here, but the rounds this file counts towards rotation start after it
-        self.after_round = int(meta.get("after_round", 0))
-        self.first_round: int | None = self._db.execute(
-            "SELECT MIN(round) FROM record WHERE round > ?", (self.after_round,)).fetchone()[0]
+        self._closer = weakref.finalize(self, _close_clean, db)
         self.writes = getattr(self, "writes", 0)
 
+    def _record_start(self) -> None:
+        """When the unit started on this file, and whether its clock could be trusted."""
+        self._tx([("INSERT INTO start (utc, mono, clock, firmware, after_step) VALUES (?, ?, ?, ?, ?)",
+                   (_utc_now(), time.monotonic(), clock_sync(), __version__, self.last_step))])
+
+    def _writable(self) -> None:
+        if self.readonly:
+            raise JournalError(f"{self.path}: opened for recall only; recall never writes")
+
     def _tx(self, statements: list[tuple[str, tuple]]) -> None:
+        self._writable()
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
         try:
+            db.execute("BEGIN IMMEDIATE")
             for sql, params in statements:
                 db.execute(sql, params)
             db.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            rollback(db)
+            if is_full(exc):
+                raise JournalFull(f"{full_error(self.path)}: the step was not written") from None
+            raise
         except BaseException:
-            db.execute("ROLLBACK")
+            rollback(db)
             raise
 
     def write_step(self, records: list[Record]) -> int:
         """Write one step (an input and what it emits) atomically; returns the step number."""
         step = self.last_step + 1
-        self._tx([("INSERT INTO record (step, dir, kind, seq, round, body) VALUES (?, ?, ?, ?, ?, ?)",
+        utc, mono = _utc_now(), time.monotonic()
+        self._tx([("INSERT INTO record (step, dir, kind, seq, round, body, utc, mono) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                    (step, r.dir, r.kind, r.seq, r.round, json.dumps(r.body, sort_keys=True,
-                                                                      separators=(",", ":"))))
+                                                                      separators=(",", ":")), utc, mono))
                   for r in records])
         self.last_step = step
         for r in records:
@@ -180,11 +250,33 @@ class Journal:
 
     def mark_delivered(self, seqs: list[int]) -> None:
         if seqs:
-            self._db.execute(f"UPDATE record SET delivered = 1 WHERE seq IN ({','.join('?' * len(seqs))})", seqs)
+            self._tx([(f"UPDATE record SET delivered = 1 WHERE seq IN ({','.join('?' * len(seqs))})",
+                       tuple(seqs))])
+
+    def free_bytes(self) -> int:
+        """Bytes still free on the partition holding the journal."""
+        return free_bytes(self.path.parent)
+
+    def starts(self) -> list[dict[str, Any]]:
+        """The unit's starts (utc, mono, clock, firmware, after_step), over the kept segments
+        and the active file; none in a journal older than times."""
+        found: list[dict[str, Any]] = []
+        for path in [*segments(self.path), None]:
+            db = self._db if path is None else _open_segment(path)
+            try:
+                if _has_table(db, "start"):
+                    found += [dict(zip(("utc", "mono", "clock", "firmware", "after_step"), row)) for row in
+                              db.execute("SELECT utc, mono, clock, firmware, after_step FROM start ORDER BY id")]
+            except sqlite3.DatabaseError as exc:
+                raise JournalError(f"{path or self.path}: its starts cannot be read: {exc}") from None
+            finally:
+                if path is not None:
+                    db.close()
+        return found
 
     def records(self, round_no: int | None = None) -> Iterator[Record]:
         """The active file's records (what recovery replays); :meth:`history` spans segments."""
-        return _records(self._db, round_no)
+        return _records(self._db, round_no, getattr(self, "active", self.path))
 
     def steps(self) -> Iterator[list[Record]]:
         """Records grouped by step, in order."""
@@ -206,7 +298,10 @@ class Journal:
         """The unit state the active file starts from (None: it starts from nothing), as the
         JSON object the unit wrote (:meth:`Unit.checkpoint`). Only ever parsed as JSON:
         reading a journal cannot execute anything."""
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'checkpoint'").fetchone()
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'checkpoint'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise CheckpointError(f"{self.path}: the checkpoint cannot be read: {exc}") from None
         if row is None:
             return None
         try:
@@ -227,6 +322,7 @@ class Journal:
         """Archive the active file as a segment; start a new one from ``checkpoint`` (the
         unit's state after the last step). Not while anything is undelivered (it must be
         re-sent from the active file). Returns the segment written, or None."""
+        self._writable()
         pending = self._db.execute("SELECT COUNT(*) FROM record WHERE dir = 'out' AND delivered = 0").fetchone()[0]
         first, last = self._db.execute("SELECT MIN(round), MAX(round) FROM record").fetchone()
         if pending or first is None:
@@ -238,24 +334,34 @@ class Journal:
         new = self.path.with_name(self.path.name + NEW_SUFFIX)
         for suffix in ("", "-wal", "-shm"):
             Path(str(new) + suffix).unlink(missing_ok=True)
-        db = sqlite3.connect(new, isolation_level=None)
         try:
-            db.execute("PRAGMA journal_mode=DELETE")
-            db.execute(f"PRAGMA synchronous={self.synchronous}")
-            db.executescript(_DDL)
-            db.execute("BEGIN IMMEDIATE")
-            db.executemany("INSERT INTO meta VALUES (?, ?)", [
-                ("unit", self.unit_id), ("role", self.role), ("schema", str(SCHEMA_VERSION)),
-                ("base_step", str(self.last_step)), ("base_seq", str(self.last_seq)),
-                ("checkpoint", text), ("checkpoint_format", str(checkpoint.get("format"))),
-                ("follows", segment.name), ("after_round", str(last))])
-            db.execute("COMMIT")
-        finally:
-            db.close()
+            create_private(new)
+            db = sqlite3.connect(new, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=DELETE")
+                db.execute(f"PRAGMA synchronous={self.synchronous}")
+                db.executescript(_DDL)
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany("INSERT INTO meta VALUES (?, ?)", [
+                    ("unit", self.unit_id), ("role", self.role), ("schema", str(SCHEMA_VERSION)),
+                    ("base_step", str(self.last_step)), ("base_seq", str(self.last_seq)),
+                    ("checkpoint", text), ("checkpoint_format", str(checkpoint.get("format"))),
+                    ("follows", segment.name), ("after_round", str(last))])
+                db.execute("COMMIT")
+            finally:
+                db.close()
+        except (sqlite3.OperationalError, OSError) as exc:
+            for suffix in ("", "-journal"):
+                Path(str(new) + suffix).unlink(missing_ok=True)
+            if is_full(exc) or getattr(exc, "errno", None) == 28:   # the active file is untouched
+                raise JournalFull(f"{full_error(self.path)}: the journal was not rotated") from None
+            raise
         # the old file folded into one (no WAL beside it), then renamed: a cut from here on
         # finds the complete new file (see _finish_rotation)
+        set_open_mark(self._db, "0")
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._db.execute("PRAGMA journal_mode=DELETE")   # a segment is one self-contained file
+        self._closer.detach()
         self._db.close()
         _fsync_dir(self.path.parent)
         os.replace(self.path, segment)
@@ -281,7 +387,7 @@ class Journal:
         for path in segments(self.path):
             seg = _open_segment(path)
             try:
-                yield from _records(seg, round_no)
+                yield from _records(seg, round_no, path)
             finally:
                 seg.close()
         yield from self.records(round_no)
@@ -291,48 +397,164 @@ class Journal:
         emitted = pending = accepted = 0
         highest = 0
         kept = segments(self.path)
-        for db in [*(_open_segment(p) for p in kept), self._db]:
-            e, h, u = db.execute("SELECT COUNT(*), COALESCE(MAX(seq), 0), COALESCE(SUM(delivered = 0), 0) "
-                                 "FROM record WHERE dir = 'out'").fetchone()
-            a = db.execute("SELECT COUNT(*) FROM record WHERE dir = 'in'").fetchone()[0]
+        for path in [*kept, None]:
+            db = self._db if path is None else _open_segment(path)
+            try:
+                e, h, u = db.execute("SELECT COUNT(*), COALESCE(MAX(seq), 0), COALESCE(SUM(delivered = 0), 0) "
+                                     "FROM record WHERE dir = 'out'").fetchone()
+                a = db.execute("SELECT COUNT(*) FROM record WHERE dir = 'in'").fetchone()[0]
+            except sqlite3.DatabaseError as exc:
+                raise JournalError(f"{path or self.path}: its records cannot be read: {exc}") from None
+            finally:
+                if path is not None:
+                    db.close()
             emitted, pending, accepted, highest = emitted + e, pending + u, accepted + a, max(highest, h)
-            if db is not self._db:
-                db.close()
         return {"unit": self.unit_id, "role": self.role, "emitted": emitted,
                 "highest_seq": max(highest, self.last_seq), "undelivered": pending, "accepted": accepted,
                 "steps": self.last_step, "segments": len(kept)}
 
     def close(self) -> None:
-        self._db.close()
+        """Close cleanly: the file says so (a later start then knows a missing WAL is
+        normal: SQLite folds it in and deletes it here)."""
+        if self.readonly:
+            self._db.close()
+        else:
+            self._closer()
 
 
-def _records(db: sqlite3.Connection, round_no: int | None) -> Iterator[Record]:
-    sql = "SELECT id, step, dir, kind, seq, round, body, delivered FROM record"
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _close_clean(db: sqlite3.Connection) -> None:
+    """Mark the file closed cleanly, then close it (also when a journal is dropped unclosed)."""
+    try:
+        set_open_mark(db, "0")
+    except sqlite3.Error:
+        pass          # (a full partition): the WAL stays beside the file if SQLite cannot fold it in
+    try:
+        db.close()
+    except sqlite3.Error:
+        pass
+
+
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    """A schema-1 journal gets the time columns (its old records keep none)."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(record)")}
+    for name, sql_type in _ADDED:
+        if name not in have:
+            db.execute(f"ALTER TABLE record ADD COLUMN {name} {sql_type}")
+
+
+def _records(db: sqlite3.Connection, round_no: int | None, source: Path | None = None) -> Iterator[Record]:
+    have = {row[1] for row in db.execute("PRAGMA table_info(record)")}
+    times = ", ".join(name if name in have else "NULL" for name, _ in _ADDED)
+    sql = f"SELECT id, step, dir, kind, seq, round, body, delivered, {times} FROM record"
     params: tuple = ()
     if round_no is not None:
         sql += " WHERE round = ?"
         params = (round_no,)
-    for id_, step, dir_, kind, seq, rnd, body, delivered in db.execute(sql + " ORDER BY id", params).fetchall():
-        yield Record(dir_, kind, json.loads(body), seq, rnd, id_, step, bool(delivered))
+    try:
+        rows = db.execute(sql + " ORDER BY id", params).fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise JournalError(f"{source or 'journal'}: its records cannot be read: {exc}") from None
+    for id_, step, dir_, kind, seq, rnd, body, delivered, utc, mono in rows:
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            raise JournalError(f"{source or 'journal'}: record {id_} (step {step}) is not JSON: {exc}") from None
+        yield Record(dir_, kind, data, seq, rnd, id_, step, bool(delivered), utc, mono)
 
 
 def _open_segment(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    return _connect_readonly(path)
 
 
-def open_readonly(path: str | Path) -> Journal:
-    """Open an existing journal for recall, whatever unit it belongs to."""
-    db = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open a journal file for reading only: ``mode=ro`` (it sees a live unit's WAL and
+    never writes), or ``immutable=1`` where the medium is read-only and no WAL is beside the
+    file (nothing newer to see). Never finishes a rotation, never creates a file."""
+    uri = path.resolve().as_uri()
     try:
-        meta = dict(db.execute("SELECT key, value FROM meta"))
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.DatabaseError as exc:
+        first = exc
+    wal = Path(str(path) + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise JournalError(f"{path}: cannot be read ({first}); its write-ahead log {wal.name} holds the "
+                           f"newest records and needs a writable directory to be read: copy the unit's "
+                           f"directory to writable storage and recall from the copy")
+    try:
+        db = sqlite3.connect(f"{uri}?immutable=1", uri=True)
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.DatabaseError as exc:
+        raise JournalError(f"{path}: not a journal that can be read: {exc}") from None
+
+
+def _read_meta(path: Path) -> dict[str, str]:
+    db = _connect_readonly(path)
+    try:
+        return dict(db.execute("SELECT key, value FROM meta"))
     except sqlite3.DatabaseError as exc:
         raise JournalError(f"{path}: not a betbox journal: {exc}") from None
     finally:
         db.close()
-    if "unit" not in meta:
-        raise JournalError(f"{path}: not a betbox journal (no unit recorded)")
-    return Journal(path, meta["unit"], meta["role"])
+
+
+def open_readonly(path: str | Path) -> Journal:
+    """Open a unit's journal for recall, whatever unit it belongs to: ``path`` is its
+    ``journal.db`` (which may be missing while its segments or a rotation's new file are
+    there). Nothing is written, nothing finished: a rotation cut short is the unit's to
+    finish (:func:`_finish_rotation`), and read-only media are fine."""
+    path = Path(path)
+    new = path.with_name(path.name + NEW_SUFFIX)
+    kept = segments(path)
+    # a rotation cut short: with the active file there the new one is unfinished (ignored);
+    # without it, the new file is the active one (the old is a segment already)
+    active = path if path.exists() else new if new.exists() else None
+    source = active if active is not None else (kept[-1] if kept else None)
+    if source is None:
+        raise JournalError(f"{path}: no journal there")
+    meta = _read_meta(source)
+    if "unit" not in meta or "role" not in meta:
+        raise JournalError(f"{source}: not a betbox journal (no unit recorded)")
+    j = Journal.__new__(Journal)
+    j.path, j.readonly, j.synchronous = path, True, "FULL"
+    j.rotate_rounds = j.keep_segments = None
+    j.unit_id, j.role = meta["unit"], meta["role"]
+    if active is not None:
+        j._db = _connect_readonly(active)
+    else:
+        j._db = sqlite3.connect(":memory:")      # only segments: an empty active file
+        j._db.executescript(_DDL)
+    j.active = active
+    try:
+        row = j._db.execute("SELECT COALESCE(MAX(step), 0), COALESCE(MAX(seq), 0) FROM record").fetchone()
+    except sqlite3.DatabaseError as exc:
+        j._db.close()
+        raise JournalError(f"{active}: its records cannot be read: {exc}") from None
+    am = meta if active is not None else {}
+    j.last_step = max(row[0], int(am.get("base_step", 0)))
+    j.last_seq = max(row[1], int(am.get("base_seq", 0)))
+    j.after_round = int(am.get("after_round", 0))
+    j.first_round = j._db.execute("SELECT MIN(round) FROM record WHERE round > ?", (j.after_round,)).fetchone()[0]
+    j.writes = 0
+    return j
 
 
 def find_journals(directory: str | Path) -> list[Path]:
-    return sorted(Path(directory).rglob(JOURNAL_NAME))
+    """Each unit's journal (its ``journal.db`` path) under ``directory``, also where only
+    its segments or a rotation's new file are left."""
+    found: set[Path] = set()
+    for pattern in (JOURNAL_NAME, JOURNAL_NAME + NEW_SUFFIX, "journal-*-*.db"):
+        for p in Path(directory).rglob(pattern):
+            if p.name == JOURNAL_NAME or p.name == JOURNAL_NAME + NEW_SUFFIX or SEGMENT.match(p.name):
+                found.add(p.with_name(JOURNAL_NAME))
+    return sorted(found)

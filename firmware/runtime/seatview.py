@@ -358,4 +358,12 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
                     limits=limits, turn=_turn(seat, state), pay_lines=pay_lines, switched=switched,
                     progressive=progressive, envy=envy, round_alarms=alarms,
                     table_alarms=_table_alarms(seat), controller=controller,
-                    alarm_mark=mark, offers=_offers(seat, state, box))
+                    alarm_mark=mark, offers=_offers(seat, state, box), conditions=unit_conditions(seat))
+
+
+def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
+    """Codes of the seat's unit conditions in force (the shared list in ``SeatView``)."""
+    found: list[str] = []
+    if getattr(seat, "storage_low", False) or getattr(seat, "halted", None):   # state partition low/full
+        found.append("storage_low")
+    return tuple(found)

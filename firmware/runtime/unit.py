@@ -23,6 +23,7 @@ from firmware.wirejson import RateLimitedLog
 
 from .bus import Bus, Message
 from .journal import CheckpointError, Journal, Record
+from .storage import StorageFull
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +214,14 @@ class Unit(ABC):
         self._replaying = False
         self._observers: list[Callable[["Unit"], None]] = []
         self.replayed_steps = 0
+        # the state partition (see docs/runtime.md "Disk"): below storage_low bytes free the
+        # pit is alarmed (a journalled "storage" input); below storage_reserve, or when a step
+        # cannot be written, the unit halts: it takes no input (no bet) until restarted
+        self.storage_low_bytes: int | None = None       # None: not watched
+        self.storage_reserve_bytes = 0
+        self.storage_low = False
+        self.halted: str | None = None
+        self.refused_halted = 0
 
     # -- entry points ------------------------------------------------------------------
 
@@ -240,12 +249,18 @@ class Unit(ABC):
 
     def step(self, kind: str, body: dict[str, Any]) -> bool:
         """Handle one input; journal it with its messages; then act. False: not accepted."""
+        if self.halted is not None or not self._watch_storage():
+            self.refused_halted += 1              # not handled: nothing changed, nothing lost
+            return False
+        return self._step(kind, body)
+
+    def _step(self, kind: str, body: dict[str, Any]) -> bool:
         self._outs = []
         problem = self.check_input(kind, body)
         if problem is not None:
             self.reject(kind, body, problem)
             return False
-        accepted = self.handle(kind, body)
+        accepted = self._take(kind, body)
         if not accepted:
             if self._outs:
                 raise RuntimeError(f"{self.unit_id}: a refused input emitted messages")
@@ -253,17 +268,88 @@ class Unit(ABC):
         records = [Record("in", kind, body, round=self.current_round())]
         records += [Record("out", m.kind, m.to_dict(), seq=m.seq, round=self.current_round())
                     for m in self._outs]
-        self.journal.write_step(records)          # journal first ...
+        try:
+            self.journal.write_step(records)      # journal first ...
+        except StorageFull as exc:
+            # not written, so never acted on: the restarted unit replays up to the step before
+            self._outs = []
+            self._halt(str(exc))
+            return False
         outs, self._outs = self._outs, []
         for message in outs:                     # ... then act
             self.bus.publish(message)
-        self.journal.mark_delivered([m.seq for m in outs])
-        if self.at_round_boundary() and self.journal.wants_rotation(self.current_round()):
-            self.journal.rotate(self.checkpoint())
+        try:
+            self.journal.mark_delivered([m.seq for m in outs])
+            if self.at_round_boundary() and self.journal.wants_rotation(self.current_round()):
+                self.journal.rotate(self.checkpoint())
+        except StorageFull as exc:
+            # the step is journalled and acted on; its messages go again after a restart
+            # (receivers drop them by sequence number)
+            self._halt(str(exc))
         self.after_step()
-        for callback in self._observers:
-            callback(self)
+        self._notify()
         return True
+
+    def _notify(self) -> None:
+        for callback in self._observers:
+            try:
+                callback(self)
+            except StorageFull as exc:         # a report that did not fit the outbox: the
+                self._halt(str(exc))           # restarted unit's reporter makes it again
+
+    # -- the state partition -------------------------------------------------------------
+
+    def _take(self, kind: str, body: dict[str, Any]) -> bool:
+        """Apply one journalled input (live and in replay): the unit's own storage input
+        here, everything else by the role."""
+        if kind == "storage":
+            return self._on_storage(body)
+        return self.handle(kind, body)
+
+    def _watch_storage(self) -> bool:
+        """Before each input: alarm when free space crosses ``storage_low`` (either way),
+        halt below ``storage_reserve``. False: halted, take nothing."""
+        if self.storage_low_bytes is None or self._replaying:
+            return True
+        try:
+            free = self.journal.free_bytes()
+        except OSError:
+            return True
+        if free < self.storage_reserve_bytes:
+            self._step("storage", {"free": free, "low": True, "halt": True,      # tell the pit, if it can
+                                   "below": self.storage_reserve_bytes})
+            self._halt(f"state partition full: {free} bytes free, below the {self.storage_reserve_bytes} "
+                       f"reserved ({self.journal.path.parent})")
+            return False
+        low = free < self.storage_low_bytes
+        clear = free >= self.storage_low_bytes + self.storage_low_bytes // 8     # hysteresis
+        if low and not self.storage_low or self.storage_low and clear:
+            self._step("storage", {"free": free, "low": low, "below": self.storage_low_bytes})
+        return self.halted is None
+
+    def _on_storage(self, body: dict[str, Any]) -> bool:
+        """The journalled storage input: everything it says comes from its body (replay)."""
+        free, below = body.get("free"), body.get("below")
+        low = bool(body.get("low"))
+        if body.get("halt"):
+            self.alarm("storage_full", f"state partition: {free} bytes free, below the {below} reserved; "
+                                       "the unit stops taking inputs")
+        elif low:
+            self.alarm("storage_low", f"state partition: {free} bytes free, below {below}")
+        else:
+            self.alarm("storage_ok", f"state partition: {free} bytes free again")
+        self.storage_low = low
+        return True
+
+    def _halt(self, reason: str) -> None:
+        """Stop taking inputs (the dispatch loop goes on, so systemd does not restart the
+        unit into the same full partition); the screen shows it, the log says why."""
+        if self.halted is None:
+            self.halted = reason
+            self.storage_low = True
+            log.error("%s: halted, takes no input until restarted: %s", self.unit_id, reason)
+            self.after_step()
+            self._notify()
 
     def emit(self, topic: str, kind: str, body: dict[str, Any]) -> Message:
         self.seq += 1
@@ -386,7 +472,7 @@ class Unit(ABC):
                 if len(ins) != 1:
                     raise ReplayDiverged(f"{self.unit_id}: step {records[0].step} has {len(ins)} inputs")
                 self._outs = []
-                self.handle(ins[0].kind, dict(ins[0].body))
+                self._take(ins[0].kind, dict(ins[0].body))
                 again = [m.to_dict() for m in self._outs]
                 if _canon(again) != _canon([r.body for r in outs]):
                     raise ReplayDiverged(f"{self.unit_id}: replaying step {records[0].step} "
