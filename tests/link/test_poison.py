@@ -351,7 +351,7 @@ def test_a_forged_confirmation_mark_never_deletes_a_report_that_was_not_sent(tmp
         bus = MqttBus(link, unit, outbox=outbox).start()
         wait_until(lambda: ctl.marks().get(unit) == 3, 20, "the three reports at the controller")
         wait_until(lambda: outbox.stats()["confirmed"] == 3, 20, "the controller's mark at the seat")
-        assert report(ctl.db)["pools"]["main"]["meters"]["wagers"] == 3
+        assert report(ctl.db)["held"]["seat"] == 3      # booked once the dealer's record agrees
     finally:
         raw.loop_stop()
         raw.disconnect()
