@@ -26,6 +26,7 @@ import logging
 import os
 import queue
 import signal
+import sqlite3
 import stat
 import sys
 import threading
@@ -33,6 +34,7 @@ import time
 from typing import Any, Callable
 
 from firmware.runtime.config import ConfigError, UnitConfig, load_config
+from firmware.runtime.preflight import check_startable
 
 log = logging.getLogger("betbox.run")
 
@@ -253,6 +255,12 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "screenshot", None) and (config.role != "seat" or config.display is None):
         print(f"betbox run: --screenshot: {args.config} has no [display] to take it of", file=sys.stderr)
         return 2
+    try:
+        # the one list of what a start needs: --check stops here, a start goes on
+        check_startable(config, args.config)
+    except ConfigError as exc:
+        print(f"betbox run: {exc}", file=sys.stderr)
+        return 2
     if args.check:
         at = f" at table {config.table!r}" if config.role != "jackpot" else ""
         print(f"{args.config}: {config.role} {config.unit_id!r}{at}{where}: configuration OK")
@@ -261,10 +269,13 @@ def run(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if config.role == "jackpot":
         from firmware.jackpot.service import run_controller
+        stop = threading.Event()         # SIGTERM during start-up stops it cleanly too
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
         print(f"betbox: jackpot controller {config.unit_id}{where}, database {config.jackpot.db}",
               file=sys.stderr, flush=True)
         try:
-            return run_controller(config.jackpot)
+            return run_controller(config.jackpot, stop=stop)
         except (ValueError, OSError) as exc:
             print(f"betbox run: {exc}", file=sys.stderr)
             return 2
@@ -281,8 +292,8 @@ def run(args: argparse.Namespace) -> int:
             link.attach(unit)
         if args.drive:
             _drive(args.drive, ports, stopping)
-    except (ValueError, OSError) as exc:
-        print(f"betbox run: {exc}", file=sys.stderr)
+    except (ValueError, OSError, RuntimeError, sqlite3.Error) as exc:   # RuntimeError: JournalError
+        print(f"betbox run: {args.config}: {exc}", file=sys.stderr)
         for port in ports.values():
             port.close()
         if link is not None:
