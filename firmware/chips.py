@@ -70,14 +70,17 @@ CSV_COLUMNS = ("uid", "denomination", "status")
 
 def parse_denomination(text: str) -> Decimal:
     """A positive amount with at most two decimals ("25", "2.50"); ValueError otherwise."""
+    shown = repr(text) if len(text) <= 32 else repr(text[:16] + "...")    # a 5,000-digit value is named, not printed
+    if len(text.strip()) > 32:
+        raise ValueError(f"denomination {shown} must be above 0 and at most {MAX_DENOMINATION}")
     try:
         value = Decimal(text.strip())
     except InvalidOperation:
-        raise ValueError(f"denomination {text!r} is not a number") from None
+        raise ValueError(f"denomination {shown} is not a number") from None
     if not value.is_finite() or value <= 0 or value > MAX_DENOMINATION:
-        raise ValueError(f"denomination {text!r} must be above 0 and at most {MAX_DENOMINATION}")
+        raise ValueError(f"denomination {shown} must be above 0 and at most {MAX_DENOMINATION}")
     if value != value.quantize(Decimal("0.01")):
-        raise ValueError(f"denomination {text!r} has more than two decimals")
+        raise ValueError(f"denomination {shown} has more than two decimals")
     return value.quantize(Decimal("0.01"))
 
 
@@ -105,6 +108,13 @@ class ChipRegistry:
 
     @classmethod
     def from_csv(cls, text: str, source: str = "<chips>") -> "ChipRegistry":
+        try:
+            return cls._from_csv(text, source)
+        except csv.Error as exc:          # e.g. a field beyond csv's size limit: no registry line
+            raise ChipRegistryError(f"{source}: not a chip registry: {exc}") from None
+
+    @classmethod
+    def _from_csv(cls, text: str, source: str) -> "ChipRegistry":
         rows = csv.reader(io.StringIO(text))
         header = next(rows, None)
         if header is None or tuple(h.strip().lower() for h in header) != CSV_COLUMNS:

@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         print(f"{name}: {_inputs(argv)}: the input is too large to read", file=sys.stderr)
         return limits.BAD_INPUT
-    except (OSError, ValueError, sqlite3.Error) as exc:
+    except (OSError, ValueError, OverflowError, sqlite3.Error) as exc:
         print(f"{name}: {_inputs(argv)}: {_describe(exc)}", file=sys.stderr)
         return limits.BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - the last word on any failure is a message, not a traceback

@@ -93,6 +93,7 @@ def read_password(args: argparse.Namespace) -> str | None:
 def serve(args: argparse.Namespace) -> int:
     from firmware.jackpot.config import DEFAULT_POOLS, JackpotConfigError, load_jackpot_config
     from firmware.jackpot.service import run_controller
+    from firmware.runtime.config import parse_config
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -101,7 +102,9 @@ def serve(args: argparse.Namespace) -> int:
         try:
             data = tomllib.loads(Path(args.pools).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
-            print(f"betbox jackpot serve: --pools {args.pools}: {exc}", file=sys.stderr)
+            what = ("nested too deeply" if isinstance(exc, RecursionError) else "not UTF-8 text"
+                    if isinstance(exc, UnicodeDecodeError) else exc.strerror if isinstance(exc, OSError) else exc)
+            print(f"betbox jackpot serve: --pools {args.pools}: {what}", file=sys.stderr)
             return 2
         if set(data) != {"pools"}:
             print(f"betbox jackpot serve: --pools {args.pools}: only [pools.NAME] tables belong there",
@@ -132,9 +135,14 @@ def serve(args: argparse.Namespace) -> int:
     db = Path(args.db).resolve()
     config = {"unit": {"role": "jackpot", "id": args.link, "state_dir": str(db.parent)}, "link": link,
               "jackpot": {"db": str(db), "pools": pools}}
+    from firmware.jackpot.store import StoreError
+    from firmware.runtime.config import ConfigError
+    from firmware.runtime.preflight import check_startable
     try:
-        return run_controller(load_jackpot_config(config, Path.cwd(), "options"))
-    except (JackpotConfigError, ValueError) as exc:
+        jackpot = load_jackpot_config(config, Path.cwd(), "options")
+        check_startable(parse_config(config, "options", Path.cwd()), "options")
+        return run_controller(jackpot)
+    except (JackpotConfigError, ConfigError, StoreError, ValueError) as exc:
         print(f"betbox jackpot serve: {exc}", file=sys.stderr)
         return 2
 

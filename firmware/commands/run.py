@@ -276,7 +276,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
         try:
             return run_controller(config.jackpot, stop=stop)
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, RuntimeError, sqlite3.Error) as exc:   # RuntimeError: StoreError
             print(f"betbox run: {exc}", file=sys.stderr)
             return 2
     stopping = threading.Event()
