@@ -407,3 +407,83 @@ def test_the_shipped_examples_pass_check_and_start_once_their_files_are_in_place
             start_briefly(path, tmp_path, ready)
     finally:
         broker.stop()
+
+
+# -- files a unit's user cannot read or write ---------------------------------------------------
+
+def check_as(user_id: int, path: Path) -> tuple[int, str]:
+    """``betbox run --config path --check`` in a child that has dropped to ``user_id`` (the
+    interpreter lives where that user cannot read, so the child forks from this one)."""
+    from firmware.cli import build_parser
+
+    build_parser()                                    # imports every command module
+    main(["run", "--config", str(path), "--check"])   # as root first: every lazy import done
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                      # the child: never returns to pytest
+        code = 99
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(user_id)
+            os.setuid(user_id)
+            sys.stderr = os.fdopen(write, "w")
+            sys.stdout = open(os.devnull, "w")
+            code = main(["run", "--config", str(path), "--check"])
+            sys.stderr.flush()
+        except BaseException:                         # told to the parent, which fails the test
+            import traceback
+            traceback.print_exc(file=os.fdopen(write, "w", closefd=False))
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as r:
+        err = r.read()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), err
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or NEEDS_OPENSSL, reason="needs root (to drop to another user) and openssl")
+def test_files_the_units_user_cannot_read_or_write_are_refused_by_check(tmp_path):
+    import tempfile
+
+    nobody = 65534
+    base = Path(tempfile.mkdtemp(prefix="betbox-perm-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        d = pki(base)
+        d.chmod(0o755)
+        for f in d.iterdir():
+            f.chmod(0o644)
+        chips = base / "chips.csv"
+        chips.write_text(CHIPS)
+        state = base / "state"
+        state.mkdir()
+        data = seat(base)
+        data["unit"]["state_dir"] = str(state)
+        path = base / "seat.toml"
+
+        def check(**tls: str) -> tuple[int, str]:
+            if tls:
+                with_tls(base, data, **tls)
+            path.write_text(toml(data))
+            path.chmod(0o644)
+            return check_as(nobody, path)
+
+        chips.chmod(0o600)                          # root's, unreadable to the unit's user
+        state.chmod(0o777)
+        code, err = check()
+        assert code == 2 and f"[seat] chips: cannot read the chip registry {chips}: Permission denied" in err, err
+        chips.chmod(0o644)
+        state.chmod(0o755)                          # root's, not writable by the unit's user
+        code, err = check()
+        assert code == 2 and f"[unit] state_dir: {state} is not writable by this user" in err, err
+        state.chmod(0o777)
+        (d / "client.key").chmod(0o600)             # the TLS key readable by root only
+        code, err = check(key=str(d / "client.key"))
+        assert code == 2 and "[link.tls] key: cannot read" in err and "Permission denied" in err, err
+        (d / "client.key").chmod(0o644)
+        code, err = check(key=str(d / "client.key"))
+        assert code == 0, err                       # and with every file in reach it passes
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
