@@ -70,14 +70,17 @@ CSV_COLUMNS = ("uid", "denomination", "status")
 
 def parse_denomination(text: str) -> Decimal:
     """A positive amount with at most two decimals ("25", "2.50"); ValueError otherwise."""
+    shown = repr(text) if len(text) <= 32 else repr(text[:16] + "...")    # a 5,000-digit value is named, not printed
+    if len(text.strip()) > 32:
+        raise ValueError(f"denomination {shown} must be above 0 and at most {MAX_DENOMINATION}")
     try:
         value = Decimal(text.strip())
     except InvalidOperation:
-        raise ValueError(f"denomination {text!r} is not a number") from None
+        raise ValueError(f"denomination {shown} is not a number") from None
     if not value.is_finite() or value <= 0 or value > MAX_DENOMINATION:
-        raise ValueError(f"denomination {text!r} must be above 0 and at most {MAX_DENOMINATION}")
+        raise ValueError(f"denomination {shown} must be above 0 and at most {MAX_DENOMINATION}")
     if value != value.quantize(Decimal("0.01")):
-        raise ValueError(f"denomination {text!r} has more than two decimals")
+        raise ValueError(f"denomination {shown} has more than two decimals")
     return value.quantize(Decimal("0.01"))
 
 
@@ -105,6 +108,13 @@ class ChipRegistry:
 
     @classmethod
     def from_csv(cls, text: str, source: str = "<chips>") -> "ChipRegistry":
+        try:
+            return cls._from_csv(text, source)
+        except csv.Error as exc:          # e.g. a field beyond csv's size limit: no registry line
+            raise ChipRegistryError(f"{source}: not a chip registry: {exc}") from None
+
+    @classmethod
+    def _from_csv(cls, text: str, source: str) -> "ChipRegistry":
         rows = csv.reader(io.StringIO(text))
         header = next(rows, None)
         if header is None or tuple(h.strip().lower() for h in header) != CSV_COLUMNS:
@@ -238,3 +248,54 @@ class WagerSensor:
             self.wagers[change.spot] = wager
             changed[change.spot] = wager
         return changed
+
+
+# -- editing a registry file (``betbox chips``) -------------------------------------------
+# Edits are made on the text, line by line, so the file's comments and order stay as the
+# casino wrote them; every result is read back with :meth:`ChipRegistry.from_csv` (the same
+# checks a seat makes at start) before it may replace the file.
+
+def enrol_text(text: str, uid: str, denomination: str, status: str = "valid", source: str = "<chips>") -> str:
+    """``text`` with one chip added at the end; ChipRegistryError if it is already there or
+    the UID, denomination or status is not one the registry takes."""
+    registry = ChipRegistry.from_csv(text, source)
+    try:
+        u = normalise_uid(uid)
+        d = parse_denomination(denomination)
+        s = ChipStatus(STATUS_ALIASES.get(status.strip().lower(), status.strip().lower()))
+    except ValueError as exc:
+        what = str(exc) if "ChipStatus" not in str(exc) else (
+            f"status {status!r} must be one of {', '.join(c.value for c in ChipStatus)} or stolen")
+        raise ChipRegistryError(f"{source}: {what}") from None
+    if registry.get(u) is not None:
+        raise ChipRegistryError(f"{source}: UID {u} is already enrolled ({registry.get(u).denomination}, "
+                                f"{registry.get(u).status}); bar it instead of enrolling it again")
+    line = f"{u},{d},{status.strip().lower()}\n"
+    new = text + ("" if text.endswith("\n") or not text else "\n") + line
+    ChipRegistry.from_csv(new, source)
+    return new
+
+
+def set_status_text(text: str, uid: str, status: str, source: str = "<chips>") -> str:
+    """``text`` with the status of chip ``uid`` changed (``barred``, ``stolen``, ``valid``)."""
+    ChipRegistry.from_csv(text, source)
+    try:
+        u = normalise_uid(uid)
+    except ValueError as exc:
+        raise ChipRegistryError(f"{source}: {exc}") from None
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines[1:], start=1):
+        cells = next(csv.reader([line]), [])
+        if len(cells) == 3 and not cells[0].startswith("#") and cells[0].strip().upper() == u:
+            out = io.StringIO()
+            csv.writer(out, lineterminator="\n").writerow([cells[0].strip(), cells[1].strip(), status.strip().lower()])
+            lines[i] = out.getvalue()
+            new = "".join(lines)
+            ChipRegistry.from_csv(new, source)
+            return new
+    raise ChipRegistryError(f"{source}: UID {u} is not enrolled")
+
+
+def chips(registry: ChipRegistry) -> list[Chip]:
+    """The registry's chips, in UID order."""
+    return [registry._chips[u] for u in sorted(registry._chips)]

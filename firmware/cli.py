@@ -2,7 +2,9 @@
 
 Each sub-command lives in its own module under :mod:`firmware.commands` and exposes
 ``register(subparsers)``; the parser is assembled from whatever modules are there.
-A command returns its exit status; errors that name what is wrong exit non-zero.
+A command returns its exit status (:mod:`firmware.commands.limits`: 0 done, 1 refused by the
+rules, 2 bad input, 3 a fault in betbox, 130 interrupted); whatever a command does not catch
+itself ends here as one line naming the input, never a traceback.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import sqlite3
 import sys
 from typing import Sequence
 
 from firmware import __version__
 from firmware import commands
+from firmware.commands import limits
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,15 +37,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _inputs(argv: Sequence[str]) -> str:
+    """The command's input as a person typed it, shortened, for an error message."""
+    text = " ".join(argv)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
+    name = f"betbox {args.command}"
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        return 130
+        return limits.INTERRUPTED
     except BrokenPipeError:
-        return 0
+        return limits.OK
+    # A command reports what it knows how to say; whatever escapes it still ends in one
+    # line naming the input and a documented exit code, never a traceback (#12.8).
+    except RecursionError:
+        print(f"{name}: {_inputs(argv)}: the input is nested too deeply to read", file=sys.stderr)
+        return limits.BAD_INPUT
+    except MemoryError:
+        print(f"{name}: {_inputs(argv)}: the input is too large to read", file=sys.stderr)
+        return limits.BAD_INPUT
+    except (OSError, ValueError, OverflowError, sqlite3.Error) as exc:
+        print(f"{name}: {_inputs(argv)}: {_describe(exc)}", file=sys.stderr)
+        return limits.BAD_INPUT
+    except Exception as exc:  # noqa: BLE001 - the last word on any failure is a message, not a traceback
+        print(f"{name}: {_inputs(argv)}: failed: {_describe(exc)} (a fault in betbox; please report it "
+              "with this line)", file=sys.stderr)
+        return limits.FAILED
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename + ': ' if exc.filename else ''}{exc.strerror}"
+    text = str(exc)
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"{type(exc).__name__}: {text}" if not isinstance(exc, ValueError) or not text else text
 
 
 if __name__ == "__main__":

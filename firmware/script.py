@@ -29,14 +29,42 @@ class ScriptError(ValueError):
     """A script that is malformed or asks for something the rules refuse."""
 
 
+MAX_BOX = 14                   # a table's boxes (firmware.runtime.config: [seat] box 1..14)
+MAX_AMOUNT = Fraction(10**9)   # no bet, limit or meter on a table comes near a thousand million
+MAX_AMOUNT_TEXT = 32           # characters in an amount written as text
+
+
 def _box_key(key: Any, where: str) -> int:
-    try:
-        n = int(key)
-    except (TypeError, ValueError):
-        raise ScriptError(f"{where}: {key!r} is not a box number") from None
-    if n < 1 or str(n) != str(key).strip():
-        raise ScriptError(f"{where}: {key!r} is not a box number (boxes are 1, 2, ... from the dealer's left)")
+    text = str(key).strip() if isinstance(key, (str, int)) and not isinstance(key, bool) else None
+    if text is None or len(text) > 3 or not text.isdigit():
+        raise ScriptError(f"{where}: {_short(key)} is not a box number (boxes are 1 to {MAX_BOX} from the "
+                          "dealer's left)")
+    n = int(text)
+    if not 1 <= n <= MAX_BOX or str(n) != text:
+        raise ScriptError(f"{where}: {_short(key)} is not a box number (boxes are 1 to {MAX_BOX} from the "
+                          "dealer's left)")
     return n
+
+
+def _short(value: Any) -> str:
+    """``repr`` for a message, cut short: a 5,000-digit number is named, not printed."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _amount(value: Any, where: str) -> Fraction:
+    """An amount, bounded: 0 to MAX_AMOUNT (10**400, 1e308 and 5,000-digit strings are refused)."""
+    if isinstance(value, str) and len(value) > MAX_AMOUNT_TEXT:
+        raise ScriptError(f"{where}: {_short(value)} is not an amount (at most {MAX_AMOUNT_TEXT} characters)")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_AMOUNT:
+        raise ScriptError(f"{where}: {_short(value)} is above the largest amount {MAX_AMOUNT}")
+    try:
+        amount = parse_amount(value)
+    except ValueError as exc:
+        raise ScriptError(f"{where}: {exc}") from None
+    if not -MAX_AMOUNT <= amount <= MAX_AMOUNT:
+        raise ScriptError(f"{where}: {_short(value)} is above the largest amount {MAX_AMOUNT}")
+    return amount
 
 
 def _mapping(script: Mapping[str, Any], key: str, default: Any) -> Any:
@@ -57,10 +85,7 @@ def _parse_decision(text: Any, where: str, box: int) -> Decision:
     if amount_text:
         if word != "double":
             raise ScriptError(f"{where}: only a double takes an amount ({text!r})")
-        try:
-            amount = parse_amount(amount_text)
-        except ValueError as exc:
-            raise ScriptError(f"{where}: {exc}") from None
+        amount = _amount(amount_text, where)
     return Decision(box, Action(word), amount)
 
 
@@ -88,12 +113,14 @@ def play_script(script: Any) -> Round:
         raise ScriptError(f"decks: expected a whole number, got {decks!r}")
     meter = None
     if script.get("meter") is not None:
-        try:
-            meter = parse_amount(script["meter"])
-        except ValueError as exc:
-            raise ScriptError(f"meter: {exc}") from None
+        meter = _amount(script["meter"], "meter")
+    limits = _mapping(script, "limits", {})
+    for bet, pair in limits.items():
+        if isinstance(pair, list):
+            for i, value in enumerate(pair):
+                _amount(value, f"limits[{_short(bet)}][{i}]")
     try:
-        state = Round.new(profile, decks=decks, limits=_mapping(script, "limits", {}), meter=meter)
+        state = Round.new(profile, decks=decks, limits=limits, meter=meter)
     except ValueError as exc:
         raise ScriptError(str(exc)) from None
 
@@ -105,10 +132,7 @@ def play_script(script: Any) -> Round:
         box = _box_key(key, "wagers")
         if not isinstance(bets, dict):
             raise ScriptError(f"wagers[{key!r}]: expected an object of bet name -> amount")
-        try:
-            wagers[box] = {str(name): parse_amount(amount) for name, amount in bets.items()}
-        except ValueError as exc:
-            raise ScriptError(f"wagers[{key!r}]: {exc}") from None
+        wagers[box] = {str(name): _amount(amount, f"wagers[{key!r}]") for name, amount in bets.items()}
 
     shoe = deque()
     for i, text in enumerate(_mapping(script, "shoe", [])):
@@ -132,10 +156,7 @@ def play_script(script: Any) -> Round:
         for hand, value in enumerate(amounts, start=1):
             if value in (None, 0):
                 continue
-            try:
-                a = parse_amount(value)
-            except ValueError as exc:
-                raise ScriptError(f"insurance[{key!r}]: {exc}") from None
+            a = _amount(value, f"insurance[{key!r}]")
             insurance.append((f"insurance[{key!r}]", Decision(box, Action.INSURANCE, a, hand)))
     even_money = [(f"even_money[{i}]", Decision(_box_key(k, "even_money"), Action.EVEN_MONEY))
                   for i, k in enumerate(_mapping(script, "even_money", []))]
@@ -189,8 +210,13 @@ def play_script(script: Any) -> Round:
         else:  # pragma: no cover - expecting() only says bets/card/decision/nothing
             raise ScriptError(f"the round is waiting for {expect}")
     if not offers_done and state.phase != Phase.VOID:
-        for where, _ in [*insurance, *even_money, *walked]:
+        # A round that ends at the initial deal (a dealer or player Blackjack) asks nothing of a
+        # box: a player who walked away from it changes nothing; an offer never made is an error.
+        for where, _ in [*insurance, *even_money]:
             raise ScriptError(f"{where}: the round ended before the initial deal was complete")
+        for where, event in walked:
+            if event.box not in wagers:
+                raise ScriptError(f"{where}: box {event.box} has no bet in this round")
     if state.phase != Phase.VOID:
         for box, queue in decisions.items():
             if queue:

@@ -17,6 +17,10 @@ ln -sf "$(command -v betbox)" /usr/local/bin/betbox 2>/dev/null || true
 install -d -o root -g betbox -m 0750 /etc/betbox
 install -o root -g betbox -m 0640 "$config" "/etc/betbox/$role.toml"
 install -d -o betbox -g betbox -m 0750 /var/lib/betbox
+# a seat counts chips from its registry (docs/chips.md); the example until the casino's own is there
+if [ "$role" = seat ] && [ ! -e /etc/betbox/chips.csv ]; then
+  install -o root -g betbox -m 0640 "$here/../docs/examples/chips.csv" /etc/betbox/chips.csv
+fi
 /usr/local/bin/betbox run --config "/etc/betbox/$role.toml" --check
 install -m 0644 "$here/betbox-$role.service" /etc/systemd/system/
 systemctl daemon-reload

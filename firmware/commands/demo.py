@@ -19,17 +19,21 @@ import sys
 import tempfile
 from pathlib import Path
 
+from firmware.commands.limits import bounded_float, bounded_int
 from firmware.engine.profile import ProfileError, load_profile, profile_names
 from firmware.sim.summary import Summary
 
+
+MAX_DEMO_ROUNDS = 1_000_000       # rounds per table
+MAX_DEMO_TABLES = 64              # tables in one process
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run whole tables of simulated players on mock hardware",
                        description=__doc__.split("\n\n")[1])
     p.add_argument("--headless", action="store_true", help="no window: progress and summary on the terminal")
-    p.add_argument("--rounds", type=int, default=20, help="rounds per table (default 20)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    p.add_argument("--tables", type=int, default=1, help="number of tables (default 1)")
+    p.add_argument("--rounds", type=bounded_int("--rounds", 1, MAX_DEMO_ROUNDS), default=20, help="rounds per table (default 20)")
+    p.add_argument("--seed", type=bounded_int("--seed", 0, 2**63 - 1), default=1, help="random seed (default 1)")
+    p.add_argument("--tables", type=bounded_int("--tables", 1, MAX_DEMO_TABLES), default=1, help="number of tables (default 1)")
     p.add_argument("--state-dir", help="where the units keep their journals (default: a temporary directory)")
     p.add_argument("--profile", nargs="+", action="extend", dest="profiles", metavar="NAME",
                    help="profile of each table, cycled (default: every shipped profile in turn)")
@@ -40,17 +44,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run the units on this MQTT broker (mqtt://HOST:PORT); the jackpot controller is "
                         "served separately (betbox jackpot serve). Default: in-process bus and controller")
     p.add_argument("--link", default="main", help="the jackpot controller's link id (default main)")
-    p.add_argument("--rotate-rounds", type=int, metavar="N",
+    p.add_argument("--rotate-rounds", type=bounded_int("--rotate-rounds", 1, 1_000_000), metavar="N",
                    help="headless: rotate every unit's journal into a segment every N rounds (default: never)")
-    p.add_argument("--keep-segments", type=int, metavar="K",
+    p.add_argument("--keep-segments", type=bounded_int("--keep-segments", 0, 1_000_000), metavar="K",
                    help="headless, with --rotate-rounds: keep the K newest segments (default: all)")
     w = p.add_argument_group("the window (without --headless)")
-    w.add_argument("--box", type=int, default=1, help="the seat whose display is shown, 1-7 (default 1)")
+    w.add_argument("--box", type=bounded_int("--box", 1, 7), default=1, help="the seat whose display is shown, 1-7 (default 1)")
     w.add_argument("--lang", default="en", help="the display's language: en, zh or ms (default en)")
     w.add_argument("--size", default="800x480", help="window size: 800x480, 1024x600 or 1280x800")
     w.add_argument("--manual", action="store_true",
                    help="start driven by a person (keyboard and on-screen dealer controls)")
-    w.add_argument("--pace", type=float, default=0.8,
+    w.add_argument("--pace", type=bounded_float("--pace", 0, 3), default=0.8,
                    help="seconds between the table's steps in auto play, 0 to 3 (default 0.8; keys + and -)")
     p.set_defaults(func=run)
 

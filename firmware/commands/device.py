@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from firmware.commands.limits import bounded_float, bounded_int
 from hal.errors import HalError
 from hal.sim import runner
 from hal.sim.script import ScriptError
@@ -18,6 +19,8 @@ SCRIPT_HELP = """script lines (one per line, # comments):
   rfid:   place SPOT UID... | remove SPOT [UID...] | cycle [N] | fault SPOT|reader CODE"""
 
 
+BAUD_RATES = (9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600)   # hal.serial_ports
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "device", help="run a simulated shoe or RFID reader on a pty or serial port",
@@ -27,15 +30,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("device", choices=("shoe", "rfid"))
     parser.add_argument("--port", help="serial port to use (default: a new pseudo-terminal, "
                                        "whose path is printed)")
-    parser.add_argument("--baud", type=int, default=115200)
+    parser.add_argument("--baud", type=int, default=115200, choices=BAUD_RATES, metavar="BAUD",
+                        help=f"one of {', '.join(map(str, BAUD_RATES))} (default 115200)")
     parser.add_argument("--script", metavar="FILE", help="commands to run, see below")
     parser.add_argument("--spots", default="main",
                         help="rfid: comma-separated spot names, antenna 0 first")
-    parser.add_argument("--period", type=float, default=None,
+    parser.add_argument("--period", type=bounded_float("--period", 0.01, 3600), default=None,
                         help="rfid: run an inventory cycle every PERIOD seconds")
-    parser.add_argument("--heartbeat", type=float, default=0.5,
+    parser.add_argument("--heartbeat", type=bounded_float("--heartbeat", 0, 3600), default=0.5,
                         help="seconds between heartbeats (0 = none)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for garbage and corruption")
+    parser.add_argument("--seed", type=bounded_int("--seed", 0, 2**63 - 1), default=0, help="seed for garbage and corruption")
     parser.add_argument("--exit", action="store_true",
                         help="exit when the script is done instead of serving until Ctrl-C")
     parser.set_defaults(func=run)

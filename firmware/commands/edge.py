@@ -13,6 +13,7 @@ import sys
 from fractions import Fraction
 from typing import Any
 
+from firmware.commands.limits import bounded_int
 from firmware.engine.cards import ShoeComposition
 from firmware.engine.money import format_amount, parse_amount, to_json_number
 from firmware.engine.odds import ProfileOdds, ProgressiveOdds, SideBetOdds, profile_odds
@@ -23,6 +24,9 @@ class EdgeError(ValueError):
     """A request ``betbox edge`` cannot answer, with the reason."""
 
 
+MAX_METER = 10**9          # no progressive meter comes near a thousand million
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "edge",
@@ -31,7 +35,8 @@ def register(subparsers: Any) -> None:
                     "enumerating every deal from a full shoe, and each bet's house edge.",
     )
     parser.add_argument("--profile", required=True, help="shipped profile name or path to a .toml profile")
-    parser.add_argument("--decks", type=int, help="decks in the shoe (default: the profile's default_decks)")
+    parser.add_argument("--decks", type=bounded_int("--decks", 1, 64),
+                        help="decks in the shoe (default: the profile's default_decks)")
     parser.add_argument("--meter", help="progressive meter amount, to value a share-of-meter award")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=run)
@@ -42,6 +47,11 @@ def run(args: argparse.Namespace) -> int:
         odds = compute(args.profile, args.decks, args.meter)
     except (EdgeError, ProfileError) as exc:
         print(f"betbox edge: error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, UnicodeDecodeError, RecursionError) as exc:    # a profile file that is no profile
+        what = "nested too deeply" if isinstance(exc, RecursionError) else \
+            "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc.strerror
+        print(f"betbox edge: error: --profile {args.profile}: {what}", file=sys.stderr)
         return 2
     if args.json:
         json.dump(to_json(odds), sys.stdout, indent=2)
@@ -63,12 +73,16 @@ def compute(profile_name: str, decks: int | None, meter_text: str | None) -> Pro
     if meter_text is not None:
         if profile.progressive is None:
             raise EdgeError(f"--meter: profile {profile.name!r} has no progressive")
+        if len(meter_text) > 32:
+            raise EdgeError(f"--meter {meter_text[:12]}...: not an amount (at most 32 characters)")
         try:
             meter = parse_amount(meter_text)
         except ValueError as exc:
             raise EdgeError(f"--meter: {exc}") from None
         if meter < 0:
             raise EdgeError(f"--meter {meter_text}: a meter cannot be negative")
+        if meter > MAX_METER:
+            raise EdgeError(f"--meter {meter_text}: above the largest meter {MAX_METER}")
     return profile_odds(profile, ShoeComposition.of_decks(decks), meter=meter, decks=decks)
 
 

@@ -16,6 +16,9 @@ import tomllib
 from pathlib import Path
 
 from firmware import wirejson
+from firmware.commands.limits import MAX_ROUND, bounded_float, bounded_int
+
+MAX_PASSWORD = 1024
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,32 +26,36 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__.split("\n\n")[1])
     jsub = p.add_subparsers(dest="jackpot_command", metavar="ACTION")
     jsub.required = True
-    s = jsub.add_parser("serve", help="run the controller against an MQTT broker")
+    # allow_abbrev=False: "--password" must not pass as an abbreviation of --password-file
+    s = jsub.add_parser("serve", help="run the controller against an MQTT broker", allow_abbrev=False)
     s.add_argument("--broker", required=True, help="mqtt://HOST:PORT or mqtts://HOST:PORT")
     s.add_argument("--db", required=True, help="the controller's SQLite database (created if new)")
     s.add_argument("--link", default="main", help="link id in the jackpot topics (default main)")
     s.add_argument("--pools", help="TOML file of [pools.NAME] tables (seed, rate, maximum, tables); "
                                    "default one pool 'main': seed 1000, rate 15%%, maximum 250000")
     s.add_argument("--username")
-    s.add_argument("--password")
+    _password_options(s)
     s.add_argument("--ca", help="CA certificate (mqtts://)")
     s.add_argument("--cert", help="client certificate (mqtts://)")
     s.add_argument("--key", help="client key (mqtts://)")
     s.add_argument("-v", "--verbose", action="store_true")
     s.set_defaults(func=serve)
-    c = jsub.add_parser("confirm", help="an attendant confirms a pending hit (by unit and round, or by hit number)")
+    c = jsub.add_parser("confirm", help="an attendant confirms a pending hit (by unit and round, or by hit number)",
+                        allow_abbrev=False)
     c.add_argument("--broker", required=True, help="mqtt://HOST:PORT or mqtts://HOST:PORT")
     c.add_argument("--unit", help="the seat that hit, e.g. table-1/seat-3")
-    c.add_argument("--round", type=int, help="the round it hit in")
-    c.add_argument("--hit", type=int, help="the hit's number (betbox jackpot report), instead of --unit/--round")
+    c.add_argument("--round", type=bounded_int("--round", 1, MAX_ROUND), help="the round it hit in")
+    c.add_argument("--hit", type=bounded_int("--hit", 1, MAX_ROUND),
+                   help="the hit's number (betbox jackpot report), instead of --unit/--round")
     c.add_argument("--by", help="who confirms (name or badge); default: the --username")
     c.add_argument("--link", default="main", help="link id in the jackpot topics (default main)")
     c.add_argument("--username", default="attendant", help="MQTT username (the ACL's 'attendant')")
-    c.add_argument("--password")
+    _password_options(c)
     c.add_argument("--ca")
     c.add_argument("--cert")
     c.add_argument("--key")
-    c.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer (default 10)")
+    c.add_argument("--timeout", type=bounded_float("--timeout", 0.1, 600.0), default=10.0,
+                   help="seconds to wait for the answer (default 10)")
     c.set_defaults(func=confirm)
     r = jsub.add_parser("report", help="meters, last hits and per-unit counts from the database")
     r.add_argument("--db", required=True)
@@ -56,28 +63,67 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=report)
 
 
+def _password_options(p: argparse.ArgumentParser) -> None:
+    # never --password: a command line is readable by every user in /proc/PID/cmdline
+    p.add_argument("--password-file", metavar="FILE",
+                   help="the MQTT password: the first line of FILE, or - for standard input")
+    p.add_argument("--allow-insecure", action="store_true",
+                   help="allow the password over plain mqtt:// (a lab or loopback broker; default: mqtts:// only)")
+
+
+def read_password(args: argparse.Namespace) -> str | None:
+    """The password from ``--password-file`` (first line; ``-``: standard input), or None."""
+    if not args.password_file:
+        return None
+    name = "<stdin>" if args.password_file == "-" else args.password_file
+    try:
+        if args.password_file == "-":
+            line = sys.stdin.readline(MAX_PASSWORD + 2)
+        else:
+            with open(args.password_file, encoding="utf-8") as f:
+                line = f.readline(MAX_PASSWORD + 2)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--password-file {name}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    password = line.rstrip("\r\n")
+    if not password or len(password) > MAX_PASSWORD:
+        raise ValueError(f"--password-file {name}: the first line must hold the password (1 to {MAX_PASSWORD} "
+                         "characters)")
+    return password
+
+
 def serve(args: argparse.Namespace) -> int:
     from firmware.jackpot.config import DEFAULT_POOLS, JackpotConfigError, load_jackpot_config
     from firmware.jackpot.service import run_controller
+    from firmware.runtime.config import parse_config
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     pools = DEFAULT_POOLS
     if args.pools:
         try:
-            data = tomllib.loads(Path(args.pools).read_text())
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            print(f"betbox jackpot serve: --pools {args.pools}: {exc}", file=sys.stderr)
+            data = tomllib.loads(Path(args.pools).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+            what = ("nested too deeply" if isinstance(exc, RecursionError) else "not UTF-8 text"
+                    if isinstance(exc, UnicodeDecodeError) else exc.strerror if isinstance(exc, OSError) else exc)
+            print(f"betbox jackpot serve: --pools {args.pools}: {what}", file=sys.stderr)
             return 2
         if set(data) != {"pools"}:
             print(f"betbox jackpot serve: --pools {args.pools}: only [pools.NAME] tables belong there",
                   file=sys.stderr)
             return 2
         pools = data["pools"]
+    try:
+        password = read_password(args)
+    except ValueError as exc:
+        print(f"betbox jackpot serve: {exc}", file=sys.stderr)
+        return 2
     link: dict = {"broker": args.broker}
-    for key in ("username", "password"):
-        if getattr(args, key):
-            link[key] = getattr(args, key)
+    if args.username:
+        link["username"] = args.username
+    if password is not None:
+        link["password"] = password
+    if args.allow_insecure:
+        link["allow_insecure"] = True
     tls = {k: getattr(args, k) for k in ("ca", "cert", "key") if getattr(args, k)}
     if tls:
         link["tls"] = tls
@@ -90,9 +136,14 @@ def serve(args: argparse.Namespace) -> int:
     db = Path(args.db).resolve()
     config = {"unit": {"role": "jackpot", "id": args.link, "state_dir": str(db.parent)}, "link": link,
               "jackpot": {"db": str(db), "pools": pools}}
+    from firmware.jackpot.store import StoreError
+    from firmware.runtime.config import ConfigError
+    from firmware.runtime.preflight import check_startable
     try:
-        return run_controller(load_jackpot_config(config, Path.cwd(), "options"))
-    except (JackpotConfigError, ValueError) as exc:
+        jackpot = load_jackpot_config(config, Path.cwd(), "options")
+        check_startable(parse_config(config, "options", Path.cwd()), "options")
+        return run_controller(jackpot)
+    except (JackpotConfigError, ConfigError, StoreError, ValueError) as exc:
         print(f"betbox jackpot serve: {exc}", file=sys.stderr)
         return 2
 
@@ -114,7 +165,8 @@ def confirm(args: argparse.Namespace) -> int:
         return 2
     tls = {k: getattr(args, k) for k in ("ca", "cert", "key") if getattr(args, k)}
     try:
-        cfg = config_from_url(args.broker, username=args.username, password=args.password, tls=tls or None)
+        cfg = config_from_url(args.broker, username=args.username, password=read_password(args), tls=tls or None,
+                              allow_insecure=args.allow_insecure or None)
         topics.check_link_id(args.link)
         if args.unit is not None:
             topics.check_unit_id(args.unit)

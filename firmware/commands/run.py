@@ -26,6 +26,7 @@ import logging
 import os
 import queue
 import signal
+import sqlite3
 import stat
 import sys
 import threading
@@ -34,6 +35,7 @@ from typing import Any, Callable
 
 from firmware.runtime.config import ConfigError, UnitConfig, load_config
 from firmware.runtime.storage import StorageError
+from firmware.runtime.preflight import check_startable
 
 log = logging.getLogger("betbox.run")
 
@@ -255,6 +257,12 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "screenshot", None) and (config.role != "seat" or config.display is None):
         print(f"betbox run: --screenshot: {args.config} has no [display] to take it of", file=sys.stderr)
         return 2
+    try:
+        # the one list of what a start needs: --check stops here, a start goes on
+        check_startable(config, args.config)
+    except ConfigError as exc:
+        print(f"betbox run: {exc}", file=sys.stderr)
+        return 2
     if args.check:
         at = f" at table {config.table!r}" if config.role != "jackpot" else ""
         print(f"{args.config}: {config.role} {config.unit_id!r}{at}{where}: configuration OK")
@@ -263,11 +271,14 @@ def run(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if config.role == "jackpot":
         from firmware.jackpot.service import run_controller
+        stop = threading.Event()         # SIGTERM during start-up stops it cleanly too
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
         print(f"betbox: jackpot controller {config.unit_id}{where}, database {config.jackpot.db}",
               file=sys.stderr, flush=True)
         try:
-            return run_controller(config.jackpot)
-        except (ValueError, OSError) as exc:
+            return run_controller(config.jackpot, stop=stop)
+        except (ValueError, OSError, RuntimeError, sqlite3.Error) as exc:   # RuntimeError: StoreError
             print(f"betbox run: {exc}", file=sys.stderr)
             return 2
     stopping = threading.Event()
@@ -283,8 +294,9 @@ def run(args: argparse.Namespace) -> int:
             link.attach(unit)
         if args.drive:
             _drive(args.drive, ports, stopping)
-    except (ValueError, OSError, StorageError) as exc:     # StorageError: a journal/outbox refused, named
-        print(f"betbox run: {exc}", file=sys.stderr)
+    except (ValueError, OSError, RuntimeError, sqlite3.Error, StorageError) as exc:
+        where = "" if isinstance(exc, StorageError) else f"{args.config}: "   # StorageError names its file
+        print(f"betbox run: {where}{exc}", file=sys.stderr)
         for port in ports.values():
             port.close()
         if link is not None:

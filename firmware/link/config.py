@@ -4,7 +4,8 @@ Read with :class:`firmware.strict.Section`: unknown keys and bad values are erro
 the file, the section and the key (``seat.toml: [link.tls] cert: ...``), so a misspelt
 option stops start-up instead of silently connecting without TLS.
 
-``[link]`` broker, username, password, keepalive (2..3600 s), reconnect_max (1..300 s),
+``[link]`` broker, username, password, allow_insecure (a password over plain ``mqtt://`` is
+refused unless this is true), keepalive (2..3600 s), reconnect_max (1..300 s),
 max_payload (bytes, 4096..16777216, default 65536: larger incoming messages are dropped
 before they are decoded, logged and counted); ``[link.tls]`` ca, cert, key.
 """
@@ -114,6 +115,11 @@ def load_link_config(data: Mapping[str, Any], section: str = "link", base: Path 
             raise link.fail(key, "must be a non-empty string")
     if password is not None and username is None:
         raise link.fail("password", "given without a username")
+    # #11: a password sent in clear over plain mqtt:// is said to be meant, never a default
+    allow_insecure = link.get("allow_insecure", bool, False)
+    if password is not None and not tls_wanted and not allow_insecure:
+        raise link.fail("password", f"sent in clear over {url}: use mqtts:// with a [{section}.tls] table "
+                                    "(ca, cert, key), or say allow_insecure = true (a lab, a loopback broker)")
     keepalive = link.int_in("keepalive", 2, 3600, 15)
     reconnect_max = link.int_in("reconnect_max", 1, 300, 5)
     max_payload = link.int_in("max_payload", MIN_PAYLOAD, MAX_PAYLOAD, DEFAULT_MAX_PAYLOAD)

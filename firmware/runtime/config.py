@@ -53,6 +53,7 @@ PIN = re.compile(r"^[0-9]{4,8}$")
 CLOSE_WAIT = 5.0                            # firmware.runtime.dealer.CLOSE_WAIT (not imported here)
 MAX_CLOSE_WAIT = 600.0
 MAX_ROUNDS = 1_000_000
+MAX_CONFIG_BYTES = 1_000_000                # a unit's configuration is a few hundred lines
 
 
 class ConfigError(ValueError):
@@ -285,11 +286,19 @@ def parse_config(data: Mapping[str, Any], source: str = "<config>", base: Path |
 def load_config(path: str | Path) -> UnitConfig:
     path = Path(path)
     try:
+        if path.is_dir():
+            raise ConfigError(f"cannot read {path}: it is a directory")
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes: not a unit configuration")
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not a unit configuration: nested too deeply") from None
     return parse_config(data, str(path), path.resolve().parent)

@@ -37,7 +37,7 @@ def test_golden_round_settles_as_worked_out(path):
 @pytest.mark.parametrize("path", FILES[:2], ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_golden_round_through_the_command_line(path):
     golden = json.loads(path.read_text())
-    proc = subprocess.run([sys.executable, "-m", "firmware", "settle", "-"], input=json.dumps(golden["script"]),
+    proc = subprocess.run([sys.executable, "-m", "firmware", "settle", "-", "--json"], input=json.dumps(golden["script"]),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == golden["expected"]

@@ -31,7 +31,7 @@ GOOD = {"profile": "rws-blackjack", "decks": 6,
 
 
 def test_settles_a_script_from_a_file(tmp_path, capsys):
-    code, out, err = run_cli(capsys, "settle", write(tmp_path, GOOD))
+    code, out, err = run_cli(capsys, "settle", write(tmp_path, GOOD), "--json")
     assert code == 0 and err == ""
     result = json.loads(out)
     assert result["void"] is False
@@ -43,7 +43,7 @@ def test_settles_a_script_from_a_file(tmp_path, capsys):
 
 
 def test_reads_standard_input():
-    proc = subprocess.run([sys.executable, "-m", "firmware", "settle", "-"], input=json.dumps(
+    proc = subprocess.run([sys.executable, "-m", "firmware", "settle", "-", "--json"], input=json.dumps(
         {"profile": "rws-blackjack", "wagers": {"1": {"main": 25}}, "shoe": ["AS", "6H", "KD"]}),
         capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -88,7 +88,7 @@ def test_split_double_and_settlement_amounts_in_the_issue_example_shape(tmp_path
               "shoe": ["TS", "6H", "9D", "TH", "AS", "3C", "9C", "8D", "7C", "8C"],
               "decisions": {"1": ["split", "stand", "double:100"], "3": ["hit", "stand"]},
               "limits": {"main": [10, 5000]}}
-    code, out, err = run_cli(capsys, "settle", write(tmp_path, script))
+    code, out, err = run_cli(capsys, "settle", write(tmp_path, script), "--json")
     assert code == 0, err
     r = json.loads(out)
     b1, b3 = r["boxes"]["1"], r["boxes"]["3"]

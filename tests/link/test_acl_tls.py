@@ -32,10 +32,10 @@ def test_the_acl_refuses_a_seat_that_publishes_as_another(tmp_path):
     b = Broker(tmp_path / "mosquitto", acl=(DOCS / "acl").read_text(), users=USERS).start()
     try:
         ctl = controller(tmp_path / "jackpot.db")
-        link = load_link_config({"broker": b.url, "username": "jackpot/main", "password": "pwj"})
+        link = load_link_config({"broker": b.url, "username": "jackpot/main", "password": "pwj", "allow_insecure": True})
         svc = JackpotService(ctl, link).start()
         seat1 = connect_bus(b.url, "table-1/seat-1", outbox_path=tmp_path / "s1.db",
-                            username="table-1/seat-1", password="pw1")
+                            username="table-1/seat-1", password="pw1", allow_insecure=True)
         watch_sniffer = Sniffer(b.url, "betbox/v1/#", username="attendant", password="pwa")
         # seat 1's credentials, used to publish as seat 2 (report and presence)
         forger = Sniffer(b.url, topics.confirmed_topic("main", "table-1/seat-1"),
@@ -52,7 +52,7 @@ def test_the_acl_refuses_a_seat_that_publishes_as_another(tmp_path):
         wait_until(lambda: ctl.marks().get("table-1/seat-1") == 1, 20, "seat 1's own report")
         # booked once the dealer's record of the round agrees
         dealer = connect_bus(b.url, "table-1/dealer", outbox_path=tmp_path / "d.db", role="dealer",
-                             username="table-1/dealer", password="pwd")
+                             username="table-1/dealer", password="pwd", allow_insecure=True)
         send_dealer(dealer, {1: [("progressive_wager", {"amount": "10"}, 1, "1/w")]})
         wait_until(lambda: report(ctl.db)["pools"]["main"]["meters"]["wagers_in"] == "10", 20, "the booked wager")
         dealer.close()
@@ -61,7 +61,8 @@ def test_the_acl_refuses_a_seat_that_publishes_as_another(tmp_path):
         # the controller's mark reached seat 1 through the ACL's %u pattern
         wait_until(lambda: seat1.outbox.stats()["confirmed"] == 1, 20, "the confirmation at seat 1")
         # a wrong password does not get in at all
-        intruder = connect_bus(b.url, "table-1/seat-2", username="table-1/seat-2", password="nope", wait=1)
+        intruder = connect_bus(b.url, "table-1/seat-2", username="table-1/seat-2", password="nope", wait=1,
+                               allow_insecure=True)
         assert not intruder.connected
         intruder.close()
         seat1.close()

@@ -46,7 +46,7 @@ def acl_broker(tmp_path):
 
 
 def _service(url: str, ctl: JackpotController) -> JackpotService:
-    link = load_link_config({"broker": url, "username": "jackpot/main", "password": "pwj"})
+    link = load_link_config({"broker": url, "username": "jackpot/main", "password": "pwj", "allow_insecure": True})
     return JackpotService(ctl, link, tick=0.02).start()
 
 
@@ -67,7 +67,7 @@ def test_a_seat_cannot_award_itself_the_jackpot_for_a_round_never_played(acl_bro
     sniffer = Sniffer(acl_broker.url, "betbox/v1/#", username="observer", password="pwo")
     # the dealer reports the rounds really played (through its own outbox, its own user)
     dealer = connect_bus(acl_broker.url, "table-1/dealer", outbox_path=tmp_path / "d.db", role="dealer",
-                         username="table-1/dealer", password="pwd")
+                         username="table-1/dealer", password="pwd", allow_insecure=True)
     played = {1: [("progressive_wager", {"amount": "5"}, 1, "1/w"),
                   ("round_result", {"void": False, "net": "-5"}, 1, "1/r")]}
     for kind, body, rnd, key in dealer_records(played):
@@ -115,9 +115,9 @@ def test_re_numbered_reports_are_booked_once(acl_broker, tmp_path):
     ctl = JackpotController(tmp_path / "jackpot.db", [POOL])
     svc = _service(acl_broker.url, ctl)
     seat = connect_bus(acl_broker.url, "table-1/seat-1", outbox_path=tmp_path / "s.db",
-                       username="table-1/seat-1", password="pw1")
+                       username="table-1/seat-1", password="pw1", allow_insecure=True)
     dealer = connect_bus(acl_broker.url, "table-1/dealer", outbox_path=tmp_path / "d.db", role="dealer",
-                         username="table-1/dealer", password="pwd")
+                         username="table-1/dealer", password="pwd", allow_insecure=True)
     script = [("progressive_wager", {"amount": "5"}, rnd, f"{rnd}/w") for rnd in range(1, 76)]
     for kind, body, rnd, key in script:
         seat.report(kind, body, key=key, table="table-1", box=1, round=rnd)
@@ -219,12 +219,12 @@ def test_a_100_percent_hit_is_one_amount_at_the_table_on_the_screen_in_the_repor
     t.shoe.shuffle()
     t.settle()
     buses = {"dealer": connect_bus(acl_broker.url, "table-1/dealer", outbox_path=tmp_path / "d.db", role="dealer",
-                                   username="table-1/dealer", password="pwd")}
+                                   username="table-1/dealer", password="pwd", allow_insecure=True)}
     DealerReporter(t.dealer, buses["dealer"]).sync()
     ControllerWatch(buses["dealer"], "main", "table-1").feed(t.dealer)
     for box in (1, 2):
         bus = buses[box] = connect_bus(acl_broker.url, f"table-1/seat-{box}", outbox_path=tmp_path / f"{box}.db",
-                                       username=f"table-1/seat-{box}", password=f"pw{box}")
+                                       username=f"table-1/seat-{box}", password=f"pw{box}", allow_insecure=True)
         SeatReporter(t.seats[box], bus).sync()
         ControllerWatch(bus, "main", "table-1").feed(t.seats[box])
 

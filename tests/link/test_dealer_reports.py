@@ -116,10 +116,10 @@ def test_the_acl_lets_the_dealer_report_and_refuses_a_seat_reporting_as_the_deal
     b = Broker(tmp_path / "mosquitto", acl=(DOCS / "acl").read_text(), users=USERS).start()
     try:
         ctl = controller(tmp_path / "jackpot.db")
-        link = load_link_config({"broker": b.url, "username": "jackpot/main", "password": "pwj"})
+        link = load_link_config({"broker": b.url, "username": "jackpot/main", "password": "pwj", "allow_insecure": True})
         svc = JackpotService(ctl, link, tick=0.02).start()
         dealer = connect_bus(b.url, "table-1/dealer", outbox_path=tmp_path / "d.db", role="dealer",
-                             username="table-1/dealer", password="pwd")
+                             username="table-1/dealer", password="pwd", allow_insecure=True)
         forger = Sniffer(b.url, topics.confirmed_topic("main", "table-1/seat-1"),
                          username="table-1/seat-1", password="pw1")
         forged = {"schema": 1, "id": "forged-by-seat-1", "unit": "table-1/dealer", "table": "table-1",

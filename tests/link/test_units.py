@@ -76,10 +76,10 @@ def test_the_jackpot_configuration_has_one_format(tmp_path):
     """The unit format of docs/examples/jackpot.toml; the old top-level role/[jackpot] link
     form is refused naming what is wrong."""
     import tomllib
-    from pathlib import Path
 
-    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "jackpot.toml"
-    cfg = load_jackpot_config(tomllib.loads(example.read_text()), source="jackpot.toml")
+    from tests.runtime.test_config import example_text
+
+    cfg = load_jackpot_config(tomllib.loads(example_text("jackpot.toml")), source="jackpot.toml")
     assert (cfg.link_id, cfg.link.username, cfg.pools[0].name) == ("main", "jackpot/main", "main")
     old = {"role": "jackpot", "link": {"broker": "mqtt://h:1"}, "jackpot": {"db": "j.db", "link": "main"}}
     with pytest.raises(JackpotConfigError, match=r"^old.toml: unit: missing$"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -14,8 +15,20 @@ from firmware.runtime.config import ConfigError, parse_config
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 
+# the examples name their TLS files under /etc/betbox/; reading a configuration needs them
+# to exist (what is in them is checked at start, tests/runtime/test_check_table.py)
+ETC = Path(tempfile.mkdtemp(prefix="betbox-etc-"))
+for _name in ("ca.pem", "table-1-dealer.pem", "table-1-dealer.key", "table-1-seat-3.pem", "table-1-seat-3.key",
+              "jackpot-main.pem", "jackpot-main.key"):
+    (ETC / _name).write_text("x\n")
+
+
+def example_text(name: str) -> str:
+    return (EXAMPLES / name).read_text().replace("/etc/betbox/", f"{ETC}/")
+
+
 def example(name: str) -> dict:
-    return tomllib.loads((EXAMPLES / name).read_text())
+    return tomllib.loads(example_text(name))
 
 
 @pytest.mark.parametrize("name", ["dealer.toml", "seat.toml"])
@@ -80,8 +93,7 @@ def test_journal_rotation_and_close_wait_reach_the_units(tmp_path):
 ])
 def test_check_names_a_bad_rotation_or_close_wait(tmp_path, capsys, section, key, value, message):
     """`betbox run --check` refuses the value with file, section and key."""
-    text = (EXAMPLES / "dealer.toml").read_text()
-    data = tomllib.loads(text)
+    data = example("dealer.toml")
     data[section][key] = value
     path = tmp_path / "dealer.toml"
     path.write_text("".join(_toml(name, body) for name, body in data.items()))

@@ -1,0 +1,52 @@
+"""Sane bounds for numbers given on the command line, and the documented exit codes.
+
+argparse's ``type=int`` takes ``--round 1000000000000000000000000000000``; SQLite and
+the engine do not. Every number a command takes goes through :func:`bounded_int` or
+:func:`bounded_float`, so a wild value is a usage error naming the option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Callable
+
+# exit codes (README, "Commands")
+OK = 0
+REFUSED = 1          # the input is well formed but the rules (or the controller) refuse it
+BAD_INPUT = 2        # usage, a file or configuration that cannot be read or used
+FAILED = 3           # an unexpected failure: a bug; the message names the command and its input
+INTERRUPTED = 130
+
+MAX_ROUND = 10**12   # rounds and hit numbers: 30 years of a round a second is below 10**10
+MAX_DIGITS = 24      # characters in a number given as an option
+
+
+def bounded_int(option: str, lo: int, hi: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        if len(text) > MAX_DIGITS:
+            raise argparse.ArgumentTypeError(f"{text[:12]}...: more than {MAX_DIGITS} characters")
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is out of range {lo}..{hi}")
+        return value
+    parse.__name__ = option        # argparse names the option in its message
+    return parse
+
+
+def bounded_float(option: str, lo: float, hi: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        if len(text) > MAX_DIGITS:
+            raise argparse.ArgumentTypeError(f"{text[:12]}...: more than {MAX_DIGITS} characters")
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{text} is out of range {lo:g}..{hi:g}")
+        return value
+    parse.__name__ = option
+    return parse
