@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 import json
 import logging
 import queue
+import time
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Mapping
 
@@ -35,6 +36,12 @@ READS_FORMATS = (1, 2)
 KEEP_RECENT = 200
 #: The largest input body a unit takes (JSON bytes): a catch-up of a long round fits.
 MAX_INPUT_BYTES = 256 * 1024
+#: Rejected inputs are journalled as evidence (kind ``rejected``, never replayed into the
+#: state): at most this many a minute, each with the first EVIDENCE_BYTES of what came and
+#: how many rejections since the last one were only counted, so a flood cannot fill the disk.
+REJECTED = "rejected"
+EVIDENCE_PER_MINUTE = 30
+EVIDENCE_BYTES = 512
 
 
 class ReplayDiverged(RuntimeError):
@@ -207,6 +214,9 @@ class Unit(ABC):
         # they are not inputs of the game; logged, counted, the newest kept for the screen)
         self.rejected = 0
         self.rejections = Recent(32)
+        self._evidence_tokens = float(EVIDENCE_PER_MINUTE)
+        self._evidence_at = time.monotonic()
+        self.evidence_skipped = 0           # rejections since the last journalled one
         self._outs: list[Message] = []
         self._replaying = False
         self._observers: list[Callable[["Unit"], None]] = []
@@ -302,6 +312,29 @@ class Unit(ABC):
             what = f"{body.get('kind')!s:.40} {what}"
         self.rejections.append({"input": kind, "sender": who, "problem": problem})
         log.warning("%s: rejected %s: %s", self.unit_id, what, problem)
+        self._journal_evidence(kind, who, problem, body)
+
+    def _journal_evidence(self, kind: str, who: Any, problem: str, body: Any) -> None:
+        """A bounded record of what was rejected and why, in the journal (rate-limited)."""
+        now = time.monotonic()
+        self._evidence_tokens = min(float(EVIDENCE_PER_MINUTE),
+                                    self._evidence_tokens + (now - self._evidence_at) * EVIDENCE_PER_MINUTE / 60)
+        self._evidence_at = now
+        if self._evidence_tokens < 1 or self._replaying:
+            self.evidence_skipped += 1
+            return
+        self._evidence_tokens -= 1
+        try:
+            text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=repr)
+        except Exception:  # noqa: BLE001 - evidence of a body that is not even JSON
+            text = repr(body)
+        evidence = {"input": str(kind)[:64], "sender": who if isinstance(who, str) else None,
+                    "problem": str(problem)[:EVIDENCE_BYTES], "excerpt": text[:EVIDENCE_BYTES],
+                    "bytes": len(text), "not_journalled_before": self.evidence_skipped}
+        if isinstance(evidence["sender"], str):
+            evidence["sender"] = evidence["sender"][:128]
+        self.journal.write_step([Record("in", REJECTED, evidence, round=self.current_round())])
+        self.evidence_skipped = 0
 
     # -- checkpoints (journal rotation) -------------------------------------------------
 
@@ -383,6 +416,9 @@ class Unit(ABC):
                 outs = [r for r in records if r.dir == "out"]
                 if len(ins) != 1:
                     raise ReplayDiverged(f"{self.unit_id}: step {records[0].step} has {len(ins)} inputs")
+                if ins[0].kind == REJECTED and not outs:
+                    steps += 1                  # evidence only: it never changed the state
+                    continue
                 self._outs = []
                 self.handle(ins[0].kind, dict(ins[0].body))
                 again = [m.to_dict() for m in self._outs]
