@@ -78,6 +78,7 @@ def build(config: UnitConfig, bus: Any = None):
                         ChipRegistry.load(config.chips), config.spots, ports["lamps"],
                         config.confirm_cycles, config.release_cycles)
         inputs = ("chip_reader",)
+    unit.device_kinds = {ports[name].name: name for name in inputs}
     unit.recover()
     for name in inputs:
         ports[name].start(unit.post)

@@ -149,7 +149,7 @@ class DealerUnit(Unit):
         if isinstance(item, CardKeyed):
             return [("keyed_card", {"card": item.card, "by": "console"})]
         if isinstance(item, HalEvent):
-            return []          # releases, key turns, link events: not inputs of the game
+            return self.device_event(item)    # link lost / restored; releases, key turns: nothing
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "controller":
             return [("controller", controller_input(item[1]))]
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "keyed_card":
@@ -177,11 +177,14 @@ class DealerUnit(Unit):
             self._on_keyed_card(keyed["card"], keyed.get("by"))
         elif kind == "tick":
             return self._on_tick(clock_reading(body)["now"])
+        elif kind == "device":
+            return self.on_device(body)
         elif kind == "boot":
             # seats re-send what the dealer may have lost (offers, locks, additions); a
             # clock reading from before the restart means nothing now: the wait starts again
             self.closing_since = None
             self._stream("dealer_boot", {})
+            self.devices_reopened()
         else:
             raise ValueError(f"dealer: unknown input {kind!r}")
         return True
@@ -436,9 +439,17 @@ class DealerUnit(Unit):
         else:
             self._refuse(f"the {button} button does nothing at this table")
 
+    def shoe_down(self) -> str | None:
+        """Why no round can be dealt now (a card shoe's link is lost), or None."""
+        lost = [n for n, d in sorted(self.devices_down.items()) if d["kind"] == "card_shoe"]
+        return f"the card shoe ({', '.join(lost)}) is not connected: no round can be dealt" if lost else None
+
     def _open_bets(self) -> None:
         if self.phase != "idle":
             self._refuse(f"round {self.round_no} is not over (bets {self.phase})")
+            return
+        if self.shoe_down() is not None:
+            self._refuse(self.shoe_down())
             return
         self.round_no += 1
         self.round = Round.new(self.profile, decks=self.decks, limits=self.limits, meter=self.meter,

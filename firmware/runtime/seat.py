@@ -88,6 +88,9 @@ class SeatUnit(Unit):
         # the dealer closed bets without this seat's wagers this round, and why
         # ("lock_timeout" | "closed_by_dealer")
         self.bets_not_taken: str | None = None
+        # the round whose bets this seat does not take because its chip reader was down
+        # while they were open (DESIGN "Unit states": a seat with a fault takes no bets)
+        self.reader_lost_round = 0
         # the table's alarms (the dealer's, on the alarm topic): lasting conditions in force
         # by code (shoe_jam, shoe_door_opened) until their counterpart, and the newest
         # round-bound ones (each names its round); the dealer's seq of the last one heard
@@ -112,7 +115,7 @@ class SeatUnit(Unit):
                     out.append(("chips", {"spot": change.spot, "uids": sorted(present)}))
             return out
         if isinstance(item, HalEvent):
-            return []
+            return self.device_event(item)        # the reader's link lost / restored
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "controller":
             return [("controller", controller_input(item[1]))]
         return super().translate(item)
@@ -131,7 +134,10 @@ class SeatUnit(Unit):
     def handle(self, kind: str, body: dict[str, Any]) -> bool:
         if kind == "boot":
             self._hello()
+            self.devices_reopened()
             return True
+        if kind == "device":
+            return self._on_device(body)
         if kind == "chips":
             return self._on_chips(body["spot"], frozenset(body["uids"]))
         if kind == "screen":
@@ -214,14 +220,20 @@ class SeatUnit(Unit):
                 "bets_not_taken": (lambda v: v, ck_optional(ck_str)),
                 "table_faults": (dict, self._table_faults_from_json),
                 "table_alarms": (Recent.to_json, self._table_alarms_from_json),
-                "table_alarm_seq": (lambda v: v, ck_int)}
+                "table_alarm_seq": (lambda v: v, ck_int),
+                "reader_lost_round": (lambda v: v, ck_int)}
         # the screen's view is not state: it is built again from this (every alarm entry
         # carries its round, so the round's alarms are found without the view's mark)
 
     def state_added(self) -> dict[str, tuple[int, Any]]:
         # the table's alarms came with checkpoint format 2: a format-1 checkpoint had none
         return {**super().state_added(), "table_faults": (2, dict),
-                "table_alarms": (2, lambda: Recent(KEEP_TABLE_ALARMS)), "table_alarm_seq": (2, lambda: 0)}
+                "table_alarms": (2, lambda: Recent(KEEP_TABLE_ALARMS)), "table_alarm_seq": (2, lambda: 0),
+                "reader_lost_round": (self._devices_format, lambda: 0)}
+
+    @property
+    def _devices_format(self) -> int:
+        return super().state_added()["devices_down"][0]
 
     def _present_from_json(self, value: Any) -> dict[str, frozenset[str]]:
         if not isinstance(value, dict) or set(value) != set(self.spots):
@@ -275,10 +287,33 @@ class SeatUnit(Unit):
     def wagers(self) -> dict[str, Fraction]:
         """What the seat offers: every spot's valid chips, except addition-only spots and
         the progressive spot while progressive play is refused here."""
+        if self.reader_refusal is not None:
+            return {}
         refused = self.progressive_refusal
         return {spot: self._worth(uids) for spot, uids in self.present.items()
                 if insurance_hand(spot) is None and self._worth(uids) > 0
                 and not (spot == "progressive" and refused is not None)}
+
+    # -- the chip reader --------------------------------------------------------------
+
+    @property
+    def reader_refusal(self) -> str | None:
+        """``reader_down`` while this seat takes no bets: its chip reader is down, or was
+        down while this round's bets were open (what it saw then cannot be trusted)."""
+        down = any(d["kind"] == "chip_reader" for d in self.devices_down.values())
+        return "reader_down" if down or (self.round_no and self.reader_lost_round == self.round_no) else None
+
+    def _on_device(self, body: dict[str, Any]) -> bool:
+        self.on_device(body)
+        if body.get("kind") == "chip_reader" and body.get("state") == "down" and self.phase == "open":
+            self._reader_lost()
+        return True
+
+    def _reader_lost(self) -> None:
+        """Bets are open and the reader is down: this round this seat takes no bets."""
+        self.reader_lost_round = self.round_no
+        self.messages.append("no bets this round: the chip reader is down")
+        self._offer()
 
     # -- the jackpot controller --------------------------------------------------------
 
@@ -443,6 +478,10 @@ class SeatUnit(Unit):
             if body["round"] == self.round_no and self.phase == "open":
                 self.phase = "closing"
                 self.locked = self.wagers()
+                if self.reader_refusal is not None:
+                    for spot, uids in self.present.items():
+                        if self._worth(uids) > 0:
+                            self.unwagered[spot] = self.reader_refusal
                 refused = self.progressive_refusal
                 if refused is not None and self._worth(self.present.get("progressive", ())) > 0:
                     self.unwagered["progressive"] = refused
@@ -490,6 +529,9 @@ class SeatUnit(Unit):
         self.messages.clear()
         if self.progressive_refusal is not None and "progressive" in self.present:
             self.messages.append("progressive wagers refused: the link to the jackpot controller is down")
+        if any(d["kind"] == "chip_reader" for d in self.devices_down.values()):
+            self._reader_lost()
+            return
         self._offer()
 
     def _event(self, data: dict[str, Any]) -> None:

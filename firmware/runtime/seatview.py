@@ -286,6 +286,16 @@ def _turn(seat: "SeatUnit", state: Round | None) -> str | None:
 
 # --- the view ---------------------------------------------------------------------------
 
+def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
+    """The codes of the seat's unit conditions in force (SeatView.conditions)."""
+    codes: list[str] = []
+    # device links: the seat's own chip reader; the dealer's shoe and console (table faults)
+    if any(d.get("kind") == "chip_reader" for d in getattr(seat, "devices_down", {}).values()):
+        codes.append("reader_down")
+    codes += [code for code in ("shoe_down", "console_down") if code in getattr(seat, "table_faults", {})]
+    return tuple(codes)
+
+
 def build_seat_view(seat: "SeatUnit") -> SeatView:
     state: Round | None = seat.round
     profile = seat.profile
@@ -358,4 +368,4 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
                     limits=limits, turn=_turn(seat, state), pay_lines=pay_lines, switched=switched,
                     progressive=progressive, envy=envy, round_alarms=alarms,
                     table_alarms=_table_alarms(seat), controller=controller,
-                    alarm_mark=mark, offers=_offers(seat, state, box))
+                    alarm_mark=mark, offers=_offers(seat, state, box), conditions=unit_conditions(seat))

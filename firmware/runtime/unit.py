@@ -20,6 +20,7 @@ from fractions import Fraction
 from typing import Any, Callable, Iterator, Mapping
 
 from firmware import __version__
+from hal.events import ConnectionLost, ConnectionRestored, HalEvent
 
 from .bus import Bus, Message
 from .journal import CheckpointError, Journal, Record
@@ -47,6 +48,24 @@ EVIDENCE_BYTES = 512
 class ReplayDiverged(RuntimeError):
     """The journal says the unit emitted something its handlers would not emit now:
     a different firmware or a corrupted journal. The unit must not go on."""
+
+
+#: A port's kind -> the code its states go by in alarms and on the seat's screen
+#: (``shoe_down`` / ``shoe_restored``, ``console_down``, ``reader_down``, ...).
+DEVICE_CODES = {"card_shoe": "shoe", "console": "console", "chip_reader": "reader"}
+#: Log a device's state changes at most this often (seconds); the ones between are counted.
+LOG_EVERY = 5.0
+
+
+def device_input(body: Any) -> dict[str, str]:
+    """A device's link state as a journalled input: ``{"device": port name, "kind": port
+    kind, "state": "down" | "up", "reason": why (down only)}``."""
+    if not isinstance(body, dict) or not {"device", "kind", "state"} <= set(body) <= {
+            "device", "kind", "state", "reason"}:
+        raise ValueError(f"a device state is {{'device', 'kind', 'state'[, 'reason']}}, not {body!r:.200}")
+    if body["state"] not in ("down", "up") or not all(isinstance(v, str) for v in body.values()):
+        raise ValueError(f"a device's state is 'down' or 'up', named by strings, not {body!r:.200}")
+    return dict(body)
 
 
 def _canon(value: Any) -> str:
@@ -217,6 +236,11 @@ class Unit(ABC):
         self._evidence_tokens = float(EVIDENCE_PER_MINUTE)
         self._evidence_at = time.monotonic()
         self.evidence_skipped = 0           # rejections since the last journalled one
+        # configuration: port name -> kind (card_shoe, console, chip_reader), set by whoever
+        # starts the ports; and the state: the ports whose link is lost, with why
+        self.device_kinds: dict[str, str] = {}
+        self.devices_down: dict[str, dict[str, str]] = {}
+        self._logged: dict[str, tuple[float, int]] = {}
         self._outs: list[Message] = []
         self._replaying = False
         self._observers: list[Callable[["Unit"], None]] = []
@@ -344,12 +368,63 @@ class Unit(ABC):
         takes them from the configuration, as a full replay would."""
         return {"seq": (lambda v: v, ck_int),
                 "alarms": (Recent.to_json, Recent.from_json),
-                "alarm_counts": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()})}
+                "alarm_counts": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()}),
+                "devices_down": (dict, lambda v: {ck_str(k): {ck_str(a): ck_str(b) for a, b in d.items()}
+                                                  for k, d in v.items()})}
 
     def state_added(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         """State kept in checkpoints since a later format: name -> (the format that added it,
         its value in an older checkpoint). An older checkpoint lacks exactly those names."""
-        return {}
+        # devices_down came without a layout change: a checkpoint without it had every port up
+        return {"devices_down": (CHECKPOINT_FORMAT + 1, dict)}
+
+    # -- devices -----------------------------------------------------------------------
+
+    def device_event(self, item: HalEvent) -> list[tuple[str, dict[str, Any]]]:
+        """A port's link lost / restored as a journalled ``device`` input (else nothing)."""
+        kind = self.device_kinds.get(item.device, "device")
+        if isinstance(item, ConnectionLost):
+            return [("device", {"device": item.device, "kind": kind, "state": "down",
+                                "reason": str(item.reason)[:200]})]
+        if isinstance(item, ConnectionRestored):
+            return [("device", {"device": item.device, "kind": kind, "state": "up"})]
+        return []
+
+    def on_device(self, body: dict[str, Any]) -> bool:
+        """A port's link state changed: kept, alarmed (to the pit through the role's alarm
+        path and the reports) and logged. Always journalled: the HAL reports each change once."""
+        d = device_input(body)
+        code = DEVICE_CODES.get(d["kind"], "device")
+        name = d["device"]
+        if d["state"] == "down":
+            self.devices_down[name] = {"kind": d["kind"], "reason": d.get("reason", "")}
+            self.alarm(f"{code}_down", f"{d['kind']} {name!r} lost: {d.get('reason', '')}", device=name)
+        else:
+            self.devices_down.pop(name, None)
+            self.alarm(f"{code}_restored", f"{d['kind']} {name!r} is back", device=name)
+        self.log_change(name, "%s: %s %r %s%s", self.unit_id, d["kind"], name,
+                        "LOST" if d["state"] == "down" else "restored",
+                        f": {d['reason']}" if d.get("reason") else "")
+        return True
+
+    def devices_reopened(self) -> None:
+        """At start every port was opened again: a port that was down is up until its HAL
+        says otherwise (a serial device silent past its timeout is reported lost again)."""
+        for name, d in sorted(self.devices_down.items()):
+            self.on_device({"device": name, "kind": d["kind"], "state": "up"})
+
+    def log_change(self, key: str, fmt: str, *args: Any) -> None:
+        """A state change at INFO (journald takes stderr), at most one per ``key`` every
+        LOG_EVERY seconds; the ones in between are counted in the next line."""
+        if self._replaying:
+            return
+        now = time.monotonic()
+        last, skipped = self._logged.get(key, (float("-inf"), 0))
+        if now - last < LOG_EVERY:
+            self._logged[key] = (last, skipped + 1)
+            return
+        self._logged[key] = (now, 0)
+        log.info(fmt + (f" ({skipped} change(s) not logged before)" if skipped else ""), *args)
 
     def checkpoint(self) -> dict[str, Any]:
         """The unit's state after the last step as plain, versioned JSON: what the next

@@ -17,6 +17,7 @@ from firmware.runtime.spots import seat_spots
 
 from .broker import Broker
 from .helpers import Sniffer, wait_until
+from .schema import validate_all
 from .units import CHIPS, ROOT, UnitProcess, write_toml
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "mqtt"
@@ -143,6 +144,8 @@ def test_a_wedged_dealer_is_cleared_by_the_pit_and_by_the_console(tmp_path):
         assert [a["ok"] for a in answers] == [False, True]
         codes = {p.name: p.terminate() for p in procs}
         assert codes == {"dealer": 0, "seat-1": 0}, [p.output() for p in procs]
+        seen = validate_all(sniffer.messages)            # the traffic is the documented interface
+        assert seen["pitResponse"] == 2, seen
     finally:
         for p in procs:
             p.kill()
