@@ -290,7 +290,9 @@ def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
     """The codes of the seat's unit conditions in force (SeatView.conditions)."""
     codes: list[str] = []
     # device links: the seat's own chip reader; the dealer's shoe and console (table faults)
-    if any(d.get("kind") == "chip_reader" for d in getattr(seat, "devices_down", {}).values()):
+    if any(d.get("kind") == "chip_reader" for d in getattr(seat, "devices_down", {}).values()) or (
+            seat.round_no and seat.round_no in getattr(seat, "spot_faults", {}).values()
+            and seat.phase in ("open", "closing")):
         codes.append("reader_down")
     codes += [code for code in ("shoe_down", "console_down") if code in getattr(seat, "table_faults", {})]
     return tuple(codes)

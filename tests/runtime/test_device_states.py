@@ -43,6 +43,8 @@ def test_a_seat_whose_reader_is_lost_mid_betting_takes_no_bets_that_round(tmp_pa
     seat = t.seats[1]
     assert seat.view.conditions == ("reader_down",)
     assert seat.offered == {} and seat.alarms[-1]["alarm"] == "reader_down"
+    assert [(i.code, i.reason) for sp in seat.view.spots if sp.name == "main" for i in sp.issues] == [
+        ("not_wagered", "reader_down")]
     assert any(a["alarm"] == "reader_down" and a["unit"] == "t/seat-1" for a in t.dealer.alarms)  # to the pit
     t.readers[1].reconnect()                   # back before no more bets: still no bets this round
     t.cycle_readers(2, [1, 2])
@@ -110,3 +112,23 @@ def test_a_restart_replays_the_device_states_and_reopens_the_ports(tmp_path):
     seat = again.seats[2]
     assert seat.devices_down == {} and seat.view.conditions == ()
     assert [a["alarm"] for a in seat.alarms][-2:] == ["reader_down", "reader_restored"]
+
+
+def test_an_antenna_fault_is_alarmed_and_that_spot_takes_no_bet_this_round(tmp_path):
+    t = make(tmp_path)
+    t.console.press("open_bets")
+    t.settle()
+    t.readers[1].place_chips("main", chipset.chips_for(Fraction(20), 1, 0, 0))
+    t.readers[1].place_chips("player_pair", chipset.chips_for(Fraction(5), 1, 1, 0))
+    t.cycle_readers(2, [1])
+    seat = t.seats[1]
+    assert seat.offered == {"main": 20, "player_pair": 5}
+    t.readers[1].fault("antenna_open", "player_pair")
+    t.settle()
+    assert seat.alarms[-1]["alarm"] == "reader_fault" and seat.alarms[-1]["spot"] == "player_pair"
+    assert seat.offered == {"main": 20} and seat.view.conditions == ("reader_down",)
+    t.console.press("no_more_bets")
+    t.settle()
+    assert seat.unwagered == {"player_pair": "antenna_fault"}
+    assert inputs(tmp_path, "seat-1", "reader_fault") == [
+        {"device": "reader-1", "spot": "player_pair", "code": "antenna_open"}]
