@@ -1,7 +1,8 @@
 """A mosquitto ACL for a link of tables, in which every unit publishes only as itself.
 
 Usernames are unit ids (``table-1/seat-3``, ``table-1/dealer``, ``jackpot/main``) plus
-``attendant`` for hit confirmations and ``pit`` for a supervisor's table commands. ``docs/mqtt/acl`` is this output for one table; the
+``attendant`` for hit confirmations and ``pit`` for a supervisor's
+table commands. ``docs/mqtt/acl`` is this output for one table; the
 integration tests run mosquitto with it.
 """
 

@@ -60,7 +60,8 @@ def pit_command(kind: str, body: Any) -> dict[str, Any]:
         raise ValueError(f"pit command {kind!r:.40}: the pit may {' or '.join(PIT_COMMANDS)}")
     fields = {"tx", "by", "card"} if kind == "key_card" else {"tx", "by", "round", "reason"}
     if not isinstance(body, dict) or set(body) != fields:
-        raise ValueError(f"pit {kind}: the body has {sorted(fields)}, not {sorted(body) if isinstance(body, dict) else body!r:.80}")
+        got = sorted(body) if isinstance(body, dict) else body
+        raise ValueError(f"pit {kind}: the body has {sorted(fields)}, not {got!r:.80}")
     tx, by = body["tx"], body["by"]
     if not isinstance(tx, str) or not 1 <= len(tx) <= 64 or not tx.isascii() or not tx.isalnum():
         raise ValueError(f"pit {kind}: tx must be 1-64 letters or digits, not {tx!r:.80}")
