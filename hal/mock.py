@@ -216,6 +216,13 @@ class MockConsole(DealerConsole):
         rank, suit = parse_card(card)
         self.keypad_press(rank, suit)
 
+    def disconnect(self, reason: str = "mock disconnect") -> None:
+        """Fault: the console's link is lost (a backend that can tell, e.g. a USB keypad)."""
+        self._link_lost(reason)
+
+    def reconnect(self) -> None:
+        self._link_restored()
+
     def turn_key(self, on: bool) -> None:
         if on != self._key:
             self._key = on

@@ -88,11 +88,11 @@ def test_the_dealer_with_no_shoe_cannot_deal_and_the_seats_show_it(tmp_path, cap
     t.settle()
     assert "card shoe (shoe) is not connected" in t.dealer.refusals[-1]["reason"]
     assert t.dealer.phase == "idle"
-    t.console._link_lost("console cable")      # the HAL's report (gpio has no loss to report)
+    t.console.disconnect("console cable")      # (the gpio backend has no loss to report)
     t.settle()
     assert t.seats[3].view.conditions == ("shoe_down", "console_down")
     t.shoe.reconnect()
-    t.console._link_restored()
+    t.console.reconnect()
     t.settle()
     assert all(s.view.conditions == () for s in t.seats.values())
     t.console.press("open_bets")
