@@ -74,7 +74,7 @@ def _mock(kind: str, name: str, o: _Options) -> Port:
         return mock.MockCardShoe(name)
     if kind == "console":
         buttons = o.get("buttons", (list, tuple), None)
-        return mock.MockConsole(name, buttons)
+        return mock.MockConsole(name, buttons, keypad=o.get("keypad", bool, True))
     lamps = o.get("lamps", (list, tuple, dict))
     return mock.MockLamps(name, list(lamps))
 
@@ -103,7 +103,8 @@ def _gpio(kind: str, name: str, o: _Options) -> Port:
         buttons = o.get("buttons", Mapping)
         return gpio.GpioConsole(name, buttons, o.get("technician_key", int, None),
                                 pin_factory=factory, pull_up=o.get("pull_up", bool, True),
-                                bounce_time=o.get("bounce_time", (int, float, type(None)), 0.02))
+                                bounce_time=o.get("bounce_time", (int, float, type(None)), 0.02),
+                                keypad=o.get("keypad", Mapping, None))
     if kind == "lamps":
         return gpio.GpioLamps(name, o.get("lamps", Mapping), pin_factory=factory,
                               active_high=o.get("active_high", bool, True))

@@ -13,6 +13,8 @@ from typing import Callable, Iterable, Mapping
 
 RANKS = "A23456789TJQK"
 SUITS = "SHDC"
+#: The console keypad's keys: one per rank, one per suit (a card is a rank key, then a suit key).
+KEYPAD_KEYS = tuple(RANKS) + tuple(SUITS)
 
 
 class Button(enum.StrEnum):
@@ -43,6 +45,9 @@ class ShoeSignalKind(enum.StrEnum):
     DOOR_OPENED = "door_opened"  # door or lid
     DOOR_CLOSED = "door_closed"
     CARD_GAP = "card_gap"  # the shoe's counter jumped: cards were drawn that we never saw
+    # a CARD whose counter does not advance since the last shuffle (a replayed, repeated or
+    # late frame): dropped, never dealt; ``card`` names what it claimed to be
+    DUPLICATE_CARD = "duplicate_card"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +129,7 @@ class ShoeSignal(HalEvent):
 
     kind: ShoeSignalKind
     counter: int | None = None
+    card: str | None = None     # DUPLICATE_CARD: the card the refused frame named
 
 
 # ---------------------------------------------------------------- dealer console
@@ -137,6 +143,23 @@ class ButtonPressed(HalEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ButtonReleased(HalEvent):
     button: Button
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardKeyed(HalEvent):
+    """A card keyed in on the console's keypad (a rank key, then a suit key): a card the
+    shoe dealt unseen, which the dealer owes the round (``rws-blackjack-v5 §5.4.1``)."""
+
+    rank: str
+    suit: str
+
+    def __post_init__(self) -> None:
+        if self.rank not in RANKS or self.suit not in SUITS or len(self.rank + self.suit) != 2:
+            raise ValueError(f"not a card: {self.rank!r}{self.suit!r}")
+
+    @property
+    def card(self) -> str:
+        return self.rank + self.suit
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,7 +15,7 @@ import gpiozero
 from gpiozero.exc import GPIOPinInUse, PinInvalidPin
 
 from hal.errors import BadOption, PinInvalid, PinUsedTwice
-from hal.events import Button, ButtonPressed, ButtonReleased, TechnicianKey
+from hal.events import KEYPAD_KEYS, Button, ButtonPressed, ButtonReleased, TechnicianKey
 from hal.ports import DealerConsole, Lamps
 
 FACTORIES = {
@@ -66,21 +66,31 @@ class GpioConsole(DealerConsole):
 
     def __init__(self, name: str, buttons: Mapping[str, int],
                  technician_key: int | None = None, *, pin_factory: Any = None,
-                 pull_up: bool = True, bounce_time: float | None = 0.02) -> None:
+                 pull_up: bool = True, bounce_time: float | None = 0.02,
+                 keypad: Mapping[str, int] | None = None) -> None:
         fitted = {self.check_button(b): pin for b, pin in buttons.items()}
-        super().__init__(name, fitted)
+        keys = {self.check_keypad_key(k): pin for k, pin in (keypad or {}).items()}
+        if keys and set(keys) != set(KEYPAD_KEYS):
+            missing = [k for k in KEYPAD_KEYS if k not in keys]
+            raise BadOption(f"keypad: a card keypad needs every rank and suit key; missing {' '.join(missing)}")
+        super().__init__(name, fitted, keypad=bool(keys))
         users = {f"button {b.value}": pin for b, pin in fitted.items()}
+        users.update({f"keypad key {k}": pin for k, pin in keys.items()})
         if technician_key is not None:
             users["technician_key"] = technician_key
         check_pins(users)
         self._factory = pin_factory
         self._buttons: dict[Button, Any] = {}
+        self._keys: dict[str, Any] = {}
         self._key: Any = None
         try:
             for button, pin in fitted.items():
                 dev = _device(gpiozero.Button, f"button {button.value}", pin, pin_factory,
                               pull_up=pull_up, bounce_time=bounce_time)
                 self._buttons[button] = dev
+            for k, pin in keys.items():
+                self._keys[k] = _device(gpiozero.Button, f"keypad key {k}", pin, pin_factory,
+                                        pull_up=pull_up, bounce_time=bounce_time)
             if technician_key is not None:
                 self._key = _device(gpiozero.Button, "technician_key", technician_key,
                                     pin_factory, pull_up=pull_up, bounce_time=bounce_time)
@@ -94,6 +104,8 @@ class GpioConsole(DealerConsole):
                 ButtonPressed(device=self.name, button=b))
             dev.when_released = lambda _d, b=button: self._emit(
                 ButtonReleased(device=self.name, button=b))
+        for k, dev in self._keys.items():
+            dev.when_pressed = lambda _d, key=k: self._keypad_press(key)
         if self._key is not None:
             self._key.when_pressed = lambda _d: self._emit(
                 TechnicianKey(device=self.name, on=True))
@@ -101,7 +113,7 @@ class GpioConsole(DealerConsole):
                 TechnicianKey(device=self.name, on=False))
 
     def _close(self) -> None:
-        for dev in [*self._buttons.values(), self._key]:
+        for dev in [*self._buttons.values(), *self._keys.values(), self._key]:
             if dev is not None:
                 dev.close()
 

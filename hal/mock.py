@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from hal.errors import DeviceStateError
+from hal.errors import DeviceStateError, UnknownButton
 from hal.events import (Button, ButtonPressed, ButtonReleased, CardDrawn, InventoryCycle,
                         ReaderFault, ShoeSignal, ShoeSignalKind, TechnicianKey,
                         normalise_uid, parse_card)
@@ -169,8 +169,9 @@ class MockCardShoe(CardShoe):
 class MockConsole(DealerConsole):
     """Buttons are pressed by name; a stuck button stays down whatever happens."""
 
-    def __init__(self, name: str, buttons: Iterable[Button | str] | None = None) -> None:
-        super().__init__(name, buttons)
+    def __init__(self, name: str, buttons: Iterable[Button | str] | None = None,
+                 keypad: bool = True) -> None:
+        super().__init__(name, buttons, keypad)
         self._down: set[Button] = set()
         self._stuck: set[Button] = set()
         self._key = False
@@ -202,6 +203,25 @@ class MockConsole(DealerConsole):
         b = self._fitted(button)
         self._stuck.discard(b)
         self.release(b)
+
+    def keypad_press(self, *keys: str) -> None:
+        """Press keypad keys in order (``"7", "C"`` keys in the seven of clubs)."""
+        if not self.keypad:
+            raise UnknownButton(f"{self.name}: no keypad is fitted")
+        for key in keys:
+            self._keypad_press(self.check_keypad_key(key))
+
+    def key_card(self, card: str) -> None:
+        """Key in a card on the keypad: its rank key, then its suit key."""
+        rank, suit = parse_card(card)
+        self.keypad_press(rank, suit)
+
+    def disconnect(self, reason: str = "mock disconnect") -> None:
+        """Fault: the console's link is lost (a backend that can tell, e.g. a USB keypad)."""
+        self._link_lost(reason)
+
+    def reconnect(self) -> None:
+        self._link_restored()
 
     def turn_key(self, on: bool) -> None:
         if on != self._key:

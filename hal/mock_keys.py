@@ -49,7 +49,8 @@ class MockDriver:
             cmds |= {"press": c.press, "hold": c.hold, "release": c.release,
                      "stick": c.stick, "unstick": c.unstick,
                      "key": lambda state: c.turn_key(not c.technician_key if state == "toggle"
-                                                     else state == "on")}
+                                                     else state == "on"),
+                     "keycard": c.key_card, "keypad": lambda *keys: c.keypad_press(*keys)}
         return cmds
 
     def run(self, text: str, source: str = "<script>") -> None:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Iterable, Literal
 
 from hal.errors import PortClosed, UnknownButton, UnknownLamp, UnknownSpot
-from hal.events import (Button, ConnectionLost, ConnectionRestored, EventSink, HalEvent)
+from hal.events import (KEYPAD_KEYS, RANKS, SUITS, Button, CardKeyed, ConnectionLost, ConnectionRestored,
+                        EventSink, HalEvent)
 
 
 class Port(ABC):
@@ -133,16 +134,44 @@ class CardShoe(Port):
 
 
 class DealerConsole(Port):
-    """The dealer's buttons and the technician key.
+    """The dealer's buttons, the technician key and (if fitted) the card keypad.
 
-    Emits :class:`ButtonPressed` / :class:`ButtonReleased` / :class:`TechnicianKey`.
-    Hooks: backends **must** override :meth:`_is_pressed` and :meth:`_key_on`.
+    Emits :class:`ButtonPressed` / :class:`ButtonReleased` / :class:`TechnicianKey`, and
+    :class:`CardKeyed` when a rank key and then a suit key are pressed on the keypad.
+    Hooks: backends **must** override :meth:`_is_pressed` and :meth:`_key_on`; a backend
+    with a keypad calls :meth:`_keypad_press` for each key pressed.
     """
 
-    def __init__(self, name: str, buttons: Iterable[Button | str] | None = None) -> None:
+    def __init__(self, name: str, buttons: Iterable[Button | str] | None = None,
+                 keypad: bool = False) -> None:
         super().__init__(name)
         self.buttons: tuple[Button, ...] = tuple(
             self.check_button(b) for b in (buttons if buttons is not None else Button))
+        self.keypad = keypad
+        self._rank: str | None = None     # the rank key pressed, waiting for its suit
+        self.stray_keys = 0               # a suit key with no rank before it (counted, ignored)
+        self._keypad_lock = threading.Lock()
+
+    @staticmethod
+    def check_keypad_key(key: str) -> str:
+        k = str(key).upper()
+        if k not in KEYPAD_KEYS:
+            raise UnknownButton(f"unknown keypad key {key!r} (ranks {RANKS}, suits {SUITS})")
+        return k
+
+    def _keypad_press(self, key: str) -> None:
+        """One keypad key went down: a rank waits for its suit (a second rank replaces
+        it, so a mistyped rank is corrected by typing the right one); a suit completes
+        the card. Keys come from gpiozero's threads, hence the lock."""
+        with self._keypad_lock:
+            if key in RANKS:
+                self._rank = key
+                return
+            rank, self._rank = self._rank, None
+            if rank is None:
+                self.stray_keys += 1
+                return
+        self._emit(CardKeyed(device=self.name, rank=rank, suit=key))
 
     @staticmethod
     def check_button(button: Button | str) -> Button:

@@ -45,6 +45,7 @@ class _Endpoint:
                 "truncated": s.truncated, "skipped_bytes": s.skipped_bytes,
                 "bad_messages": self.bad_messages, "lost_frames": self.sequence.lost,
                 "duplicate_frames": self.sequence.duplicates,
+                "out_of_order_frames": self.sequence.out_of_order,
                 "reconnects": self.link.reconnects}
 
     def _up(self) -> None:
@@ -107,7 +108,10 @@ class SerialCardShoe(CardShoe):
 
     @property
     def stats(self) -> dict[str, int]:
-        return self._endpoint.stats()
+        s = self._endpoint.stats()
+        s["duplicate_cards"] = self.tracker.duplicates
+        s["stale_counters"] = self.tracker.stale
+        return s
 
     def _start(self) -> None:
         self._endpoint.link.open()

@@ -15,7 +15,9 @@ from hal.sim.script import ScriptError
 
 SCRIPT_HELP = """script lines (one per line, # comments):
   common: sleep S | garbage N | drop [N] | corrupt [N] | silence S | wait_host [S] | hangup
+          | hold [N] (next N frames sent after the one following) | hello (unasked HELLO)
   shoe:   deal CARD... | shuffle | cut | misread | skip [N] | jam | unjam | door open|close
+          | repeat CARD COUNTER (an old counter, new SEQ) | replay [N] (last N CARD frames again)
   rfid:   place SPOT UID... | remove SPOT [UID...] | cycle [N] | fault SPOT|reader CODE"""
 
 

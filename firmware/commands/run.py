@@ -82,6 +82,7 @@ def build(config: UnitConfig, bus: Any = None):
                         config.confirm_cycles, config.release_cycles)
         inputs = ("chip_reader",)
     unit.storage_low_bytes, unit.storage_reserve_bytes = config.storage_low, config.storage_reserve
+    unit.device_kinds = {ports[name].name: name for name in inputs}
     unit.recover()
     for name in inputs:
         ports[name].start(unit.post)

@@ -1,7 +1,8 @@
 """A mosquitto ACL for a link of tables, in which every unit publishes only as itself.
 
 Usernames are unit ids (``table-1/seat-3``, ``table-1/dealer``, ``jackpot/main``) plus
-``attendant`` for hit confirmations. ``docs/mqtt/acl`` is this output for one table; the
+``attendant`` for hit confirmations and ``pit`` for a supervisor's
+table commands. ``docs/mqtt/acl`` is this output for one table; the
 integration tests run mosquitto with it.
 """
 
@@ -36,6 +37,11 @@ def render_acl(tables: Mapping[str, int], link_id: str = "main") -> str:
             "user attendant",
             f"topic write {j}/command",
             f"topic read {j}/response",
+            "",
+            "# the pit supervisor: keys in owed cards and voids rounds (betbox pit); the dealer answers",
+            "user pit",
+            f"topic write {ROOT}/table/+/pit/command",
+            f"topic read {ROOT}/table/+/pit/response",
             ""]
     for table, boxes in sorted(tables.items()):
         t = f"{ROOT}/table/{table}"

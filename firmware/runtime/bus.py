@@ -43,6 +43,17 @@ def console_topic(table: str) -> str:
     return f"{ROOT}/table/{table}/console"
 
 
+def pit_command_topic(table: str) -> str:
+    """A pit supervisor's commands to the table's dealer (key a card, void a round); only
+    the supervisor identity may write it (the broker's ACL: user ``pit``)."""
+    return f"{ROOT}/table/{table}/pit/command"
+
+
+def pit_response_topic(table: str) -> str:
+    """The dealer's verdict on each pit command, echoing its ``tx``."""
+    return f"{ROOT}/table/{table}/pit/response"
+
+
 @dataclass(frozen=True)
 class Message:
     """One message. ``seq`` is the sender's own gap-free sequence number over everything it

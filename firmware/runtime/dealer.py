@@ -19,9 +19,10 @@ from firmware.engine.money import parse_amount, to_json_number
 from firmware.engine.profile import Profile
 from firmware.engine.round import Round
 from firmware.engine.settlement import settlement
-from hal.events import ButtonPressed, CardDrawn as HalCard, HalEvent, ShoeSignal, ShoeSignalKind
+from hal.events import ButtonPressed, CardDrawn as HalCard, CardKeyed, HalEvent, ShoeSignal, ShoeSignalKind
 
-from .bus import Bus, Message, alarm_topic, console_topic, down_topic, stream_topic, up_topic
+from .bus import (Bus, Message, alarm_topic, console_topic, down_topic, pit_command_topic, pit_response_topic,
+                  stream_topic, up_topic)
 from .journal import Journal
 from .spots import insurance_hand, insurance_spot
 from .unit import (Codec, Recent, amounts_from_json, amounts_to_json, ck_int, ck_json, ck_optional, ck_str,
@@ -36,10 +37,47 @@ CLOSE_WAIT = 5.0          # seconds a seat has to lock its bets after "no more b
 
 
 def keyed_card_input(body: Any) -> dict[str, str]:
-    """A card keyed in at the console: ``{"card": "AS"}`` (rank A 2-9 T J Q K, suit S H D C)."""
-    if not isinstance(body, dict) or set(body) != {"card"} or not isinstance(body["card"], str):
-        raise ValueError(f"a keyed card is {{'card': 'AS'}}, not {body!r}")
-    return {"card": str(parse_card(body["card"]))}
+    """A card keyed in: ``{"card": "AS"}`` (rank A 2-9 T J Q K, suit S H D C), with ``by``
+    saying where (``console``, or ``pit:<supervisor>`` for the pit command)."""
+    if (not isinstance(body, dict) or "card" not in body or not set(body) <= {"card", "by"}
+            or not isinstance(body["card"], str) or not isinstance(body.get("by", ""), str)
+            or len(body.get("by", "")) > 80):
+        raise ValueError(f"a keyed card is {{'card': 'AS'}}, not {body!r:.200}")
+    card = {"card": str(parse_card(body["card"]))}
+    return card | {"by": body["by"]} if "by" in body else card
+
+
+#: Why a pit supervisor may void a round (rws-blackjack-v5 §5.4.2, §5.5.1-§5.5.4): the
+#: engine still decides (an interruption voids only while no outcome is established).
+PIT_VOID_REASONS = ("interruption", "foreign_card", "card_count", "insufficient_cards", "not_shuffled")
+PIT_COMMANDS = ("key_card", "void_round")
+
+
+def pit_command(kind: str, body: Any) -> dict[str, Any]:
+    """A pit command's body, checked: ``tx`` (the answer echoes it), ``by`` (who), then
+    ``card`` (key_card) or ``round`` and ``reason`` (void_round). ValueError names what is wrong."""
+    if kind not in PIT_COMMANDS:
+        raise ValueError(f"pit command {kind!r:.40}: the pit may {' or '.join(PIT_COMMANDS)}")
+    fields = {"tx", "by", "card"} if kind == "key_card" else {"tx", "by", "round", "reason"}
+    if not isinstance(body, dict) or set(body) != fields:
+        got = sorted(body) if isinstance(body, dict) else body
+        raise ValueError(f"pit {kind}: the body has {sorted(fields)}, not {got!r:.80}")
+    tx, by = body["tx"], body["by"]
+    if not isinstance(tx, str) or not 1 <= len(tx) <= 64 or not tx.isascii() or not tx.isalnum():
+        raise ValueError(f"pit {kind}: tx must be 1-64 letters or digits, not {tx!r:.80}")
+    if not isinstance(by, str) or not 1 <= len(by) <= 64 or not by.isprintable():
+        raise ValueError(f"pit {kind}: by names the supervisor (1-64 printable characters), not {by!r:.80}")
+    if kind == "key_card":
+        if not isinstance(body["card"], str):
+            raise ValueError(f"pit key_card: card must be a card like '7C', not {body['card']!r:.40}")
+        return {"tx": tx, "by": by, "card": str(parse_card(body["card"]))}
+    number, reason = body["round"], body["reason"]
+    if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number < 2 ** 53:
+        raise ValueError(f"pit void_round: round must be a round number, not {number!r:.40}")
+    if reason not in PIT_VOID_REASONS:
+        raise ValueError(f"pit void_round: reason {reason!r:.40} is not one the rules let the pit void for "
+                         f"({', '.join(PIT_VOID_REASONS)})")
+    return {"tx": tx, "by": by, "round": number, "reason": reason}
 
 
 def clock_reading(body: Any) -> dict[str, float]:
@@ -97,6 +135,7 @@ class DealerUnit(Unit):
         self.finished: list[Round] = []                   # rounds over since the last take_finished()
         self.refusals = Recent()               # the newest; len() counts them all
         bus.subscribe(up_topic(table, "+"), self.post, unit_id)
+        bus.subscribe(pit_command_topic(table), self.post, unit_id)
 
     # -- inputs ------------------------------------------------------------------------
 
@@ -104,11 +143,14 @@ class DealerUnit(Unit):
         if isinstance(item, HalCard):
             return [("card", {"card": item.card, "counter": item.counter})]
         if isinstance(item, ShoeSignal):
-            return [("shoe", {"signal": str(item.kind), "counter": item.counter})]
+            named = {"card": item.card} if item.card is not None else {}
+            return [("shoe", {"signal": str(item.kind), "counter": item.counter, **named})]
         if isinstance(item, ButtonPressed):
             return [("button", {"button": str(item.button)})]
+        if isinstance(item, CardKeyed):
+            return [("keyed_card", {"card": item.card, "by": "console"})]
         if isinstance(item, HalEvent):
-            return []          # releases, key turns, link events: not inputs of the game
+            return self.device_event(item)    # link lost / restored; releases, key turns: nothing
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "controller":
             return [("controller", controller_input(item[1]))]
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "keyed_card":
@@ -124,7 +166,7 @@ class DealerUnit(Unit):
         if kind == "card":
             self._on_card(body["card"], body.get("counter"))
         elif kind == "shoe":
-            self._on_shoe(body["signal"], body.get("counter"))
+            self._on_shoe(body["signal"], body.get("counter"), body.get("card"))
         elif kind == "button":
             self._on_button(body["button"])
         elif kind == "msg":
@@ -132,14 +174,18 @@ class DealerUnit(Unit):
         elif kind == "controller":
             return self._on_controller(controller_input(body))
         elif kind == "keyed_card":
-            self._on_keyed_card(keyed_card_input(body)["card"])
+            keyed = keyed_card_input(body)
+            self._on_keyed_card(keyed["card"], keyed.get("by"))
         elif kind == "tick":
             return self._on_tick(clock_reading(body)["now"])
+        elif kind == "device":
+            return self.on_device(body)
         elif kind == "boot":
             # seats re-send what the dealer may have lost (offers, locks, additions); a
             # clock reading from before the restart means nothing now: the wait starts again
             self.closing_since = None
             self._stream("dealer_boot", {})
+            self.devices_reopened()
         else:
             raise ValueError(f"dealer: unknown input {kind!r}")
         return True
@@ -154,6 +200,14 @@ class DealerUnit(Unit):
             m = Message.from_dict(body)
         except ValueError as exc:
             return str(exc)
+        if m.topic == pit_command_topic(self.table):
+            if m.sender != "pit" and not m.sender.startswith("pit/"):
+                return f"pit command from {m.sender!r:.80}: only the pit (user 'pit') commands the table"
+            try:
+                pit_command(m.kind, m.body)
+            except ValueError as exc:
+                return str(exc)
+            return None
         found = re.fullmatch(re.escape(up_topic(self.table, 0)).replace("/0/", "/([1-9][0-9]{0,2})/"), m.topic)
         if found is None:
             return f"{m.kind!r} on {m.topic!r}: not a seat's topic at table {self.table}"
@@ -246,6 +300,9 @@ class DealerUnit(Unit):
 
     def _on_card(self, text: str, counter: int | None) -> None:
         card = parse_card(text)
+        if counter is not None and counter <= self.shoe_counter:
+            self._duplicate(str(card), counter)     # never dealt, in a round or not
+            return
         expected = self.shoe_counter + 1
         if counter is not None:
             self.shoe_counter = counter
@@ -266,9 +323,10 @@ class DealerUnit(Unit):
             return
         self._apply(CardDrawn(card))
 
-    def _on_keyed_card(self, text: str) -> None:
-        """A card keyed in at the console goes where a shoe card goes, with the engine's
-        refusals (a card the shoe cannot hold voids the round, §5.5.1, as from the shoe)."""
+    def _on_keyed_card(self, text: str, by: str | None = None) -> None:
+        """A card keyed in (console keypad or pit command) goes where a shoe card goes, with
+        the engine's refusals (a card the shoe cannot hold voids the round, §5.5.1, as from
+        the shoe)."""
         card = parse_card(text)
         if self.phase != "play" or self.round is None:
             self._refuse(f"key in {card}: no round is in play (bets {self.phase})")
@@ -277,9 +335,15 @@ class DealerUnit(Unit):
             self._refuse(f"key in {card}: the round expects {self.round.expecting()}",
                          self.profile.clause("deal"))
             return
+        if not self.owed:
+            # only a card the shoe dealt unseen is keyed in: every other card comes from the shoe
+            self._refuse(f"key in {card}: no missed card is owed; cards come from the shoe",
+                         self.profile.clause("interruption"))
+            return
         if not self._apply(CardDrawn(card)):
             return
-        self.alarm("card_keyed", f"{card} keyed in at the console", card=str(card))
+        where = ("at the console" if by in (None, "console") else f"by the pit ({by.removeprefix('pit:')})")
+        self.alarm("card_keyed", f"{card} keyed in {where}", card=str(card), **({"by": by} if by else {}))
         if self.owed:
             self.owed -= 1
             if not self.owed:
@@ -289,9 +353,18 @@ class DealerUnit(Unit):
                         break
                     self._apply(CardDrawn(parse_card(text)))
 
-    def _on_shoe(self, signal: str, counter: int | None) -> None:
+    def _duplicate(self, card: str, counter: int) -> None:
+        """A card whose shoe count does not advance since the last shuffle is a frame seen
+        before (repeated, replayed or late): it never left the shoe now, so it is not dealt."""
+        self.alarm("duplicate_card", f"{card} with shoe count {counter} is a duplicate (the shoe's count "
+                   f"is already {self.shoe_counter} since the last shuffle): not dealt",
+                   card=card, counter=counter)
+
+    def _on_shoe(self, signal: str, counter: int | None, card: str | None = None) -> None:
         kind = ShoeSignalKind(signal)
-        if kind == ShoeSignalKind.SHUFFLED:
+        if kind == ShoeSignalKind.DUPLICATE_CARD:
+            self._duplicate(str(parse_card(card)) if card else "a card", -1 if counter is None else counter)
+        elif kind == ShoeSignalKind.SHUFFLED:
             if self.phase in ("play", "closing"):
                 self.alarm("shuffle_in_round", "the shoe was shuffled during a round")
                 self._interruption("the shoe was shuffled during the round")
@@ -300,10 +373,10 @@ class DealerUnit(Unit):
             self.shoe_number += 1
         elif kind in (ShoeSignalKind.MISREAD, ShoeSignalKind.CARD_GAP):
             # the cards that went out unseen: by the shoe's counter when it gives one
-            missed = (counter - self.shoe_counter if counter is not None
+            missed = (max(counter - self.shoe_counter, 0) if counter is not None
                       else 1 if kind == ShoeSignalKind.MISREAD else 0)
             if counter is not None:
-                self.shoe_counter = counter
+                self.shoe_counter = max(self.shoe_counter, counter)   # counts never go back
             if self.phase == "play":
                 self._interruption(f"shoe reported {kind.value}", missed=missed)
             else:
@@ -367,9 +440,17 @@ class DealerUnit(Unit):
         else:
             self._refuse(f"the {button} button does nothing at this table")
 
+    def shoe_down(self) -> str | None:
+        """Why no round can be dealt now (a card shoe's link is lost), or None."""
+        lost = [n for n, d in sorted(self.devices_down.items()) if d["kind"] == "card_shoe"]
+        return f"the card shoe ({', '.join(lost)}) is not connected: no round can be dealt" if lost else None
+
     def _open_bets(self) -> None:
         if self.phase != "idle":
             self._refuse(f"round {self.round_no} is not over (bets {self.phase})")
+            return
+        if self.shoe_down() is not None:
+            self._refuse(self.shoe_down())
             return
         self.round_no += 1
         self.round = Round.new(self.profile, decks=self.decks, limits=self.limits, meter=self.meter,
@@ -499,7 +580,45 @@ class DealerUnit(Unit):
 
     # -- the seats ---------------------------------------------------------------------
 
+    def _on_pit(self, m: Message) -> bool:
+        """A pit supervisor's command (the broker's ACL lets only user ``pit`` write the
+        topic): judged like the console's input, answered on the response topic with the
+        dealer's verdict. ``seq`` only grows per sender (the CLI sends its clock), so a
+        redelivered command is answered as already done and never applied twice."""
+        command = pit_command(m.kind, m.body)
+        tx = command["tx"]
+        last = self.seat_seq.get(m.sender, 0)
+        if m.seq <= last:
+            self._pit_answer(tx, False, f"command {m.seq} is not newer than the last one handled ({last}): "
+                             "already done, or sent out of order; look at the table and send it again")
+            return True
+        self.seat_seq[m.sender] = m.seq
+        refused = len(self.refusals)
+        by = f"pit:{command['by']}"
+        if m.kind == "key_card":
+            self._on_keyed_card(command["card"], by)
+        elif command["round"] != self.round_no or self.phase != "play":
+            self._refuse(f"void round {command['round']}: round {self.round_no} is the table's, "
+                         f"and it is {'in play' if self.phase == 'play' else 'not in play (bets ' + self.phase + ')'}")
+        elif self._apply(VoidRound(command["reason"])):
+            self.alarm("round_voided_by_pit", f"round {self.round_no} voided by the pit ({command['by']}): "
+                       f"{command['reason']} ({self.round.void_clause})", by=command["by"],
+                       reason=command["reason"])
+        if len(self.refusals) > refused:
+            self._pit_answer(tx, False, self.refusals[-1]["reason"])
+        else:
+            state = self.round
+            self._pit_answer(tx, True, "done", owed=self.owed, phase=self.phase,
+                             expects=None if state is None or state.is_over else str(state.expecting()))
+        return True
+
+    def _pit_answer(self, tx: str, ok: bool, verdict: str, **extra: Any) -> None:
+        self.emit(pit_response_topic(self.table), "pit_answer",
+                  {"tx": tx, "ok": ok, "round": self.round_no, ("verdict" if ok else "error"): verdict, **extra})
+
     def _on_message(self, m: Message) -> bool:
+        if m.topic == pit_command_topic(self.table):
+            return self._on_pit(m)
         last = self.seat_seq.get(m.sender, 0)
         if m.seq <= last and m.kind != "hello":
             return False                         # a duplicate after a seat's re-send

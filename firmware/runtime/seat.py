@@ -34,7 +34,7 @@ from firmware.engine.money import format_amount, parse_amount, to_json_number
 from firmware.engine.profile import Profile, load_profile
 from firmware.engine.round import Phase, Round
 from firmware.engine.settlement import settlement
-from hal.events import HalEvent, InventoryCycle
+from hal.events import HalEvent, InventoryCycle, ReaderFault
 from hal.ports import LAMP_OFF, LAMP_ON, Lamps
 
 from .bus import Bus, Message, alarm_topic, down_topic, stream_topic, up_topic
@@ -88,6 +88,11 @@ class SeatUnit(Unit):
         # the dealer closed bets without this seat's wagers this round, and why
         # ("lock_timeout" | "closed_by_dealer")
         self.bets_not_taken: str | None = None
+        # the round whose bets this seat does not take because its chip reader was down
+        # while they were open (DESIGN "Unit states": a seat with a fault takes no bets)
+        self.reader_lost_round = 0
+        # spots whose antenna reported a fault -> the round it spoils (the one open, or the next)
+        self.spot_faults: dict[str, int] = {}
         # the table's alarms (the dealer's, on the alarm topic): lasting conditions in force
         # by code (shoe_jam, shoe_door_opened) until their counterpart, and the newest
         # round-bound ones (each names its round); the dealer's seq of the last one heard
@@ -111,8 +116,10 @@ class SeatUnit(Unit):
                 if present != self.present.get(change.spot):
                     out.append(("chips", {"spot": change.spot, "uids": sorted(present)}))
             return out
+        if isinstance(item, ReaderFault):
+            return [("reader_fault", {"device": item.device, "spot": item.spot, "code": str(item.code)[:64]})]
         if isinstance(item, HalEvent):
-            return []
+            return self.device_event(item)        # the reader's link lost / restored
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "controller":
             return [("controller", controller_input(item[1]))]
         return super().translate(item)
@@ -131,7 +138,12 @@ class SeatUnit(Unit):
     def handle(self, kind: str, body: dict[str, Any]) -> bool:
         if kind == "boot":
             self._hello()
+            self.devices_reopened()
             return True
+        if kind == "device":
+            return self._on_device(body)
+        if kind == "reader_fault":
+            return self._on_reader_fault(body)
         if kind == "chips":
             return self._on_chips(body["spot"], frozenset(body["uids"]))
         if kind == "screen":
@@ -214,14 +226,22 @@ class SeatUnit(Unit):
                 "bets_not_taken": (lambda v: v, ck_optional(ck_str)),
                 "table_faults": (dict, self._table_faults_from_json),
                 "table_alarms": (Recent.to_json, self._table_alarms_from_json),
-                "table_alarm_seq": (lambda v: v, ck_int)}
+                "table_alarm_seq": (lambda v: v, ck_int),
+                "reader_lost_round": (lambda v: v, ck_int),
+                "spot_faults": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()})}
         # the screen's view is not state: it is built again from this (every alarm entry
         # carries its round, so the round's alarms are found without the view's mark)
 
     def state_added(self) -> dict[str, tuple[int, Any]]:
         # the table's alarms came with checkpoint format 2: a format-1 checkpoint had none
         return {**super().state_added(), "table_faults": (2, dict),
-                "table_alarms": (2, lambda: Recent(KEEP_TABLE_ALARMS)), "table_alarm_seq": (2, lambda: 0)}
+                "table_alarms": (2, lambda: Recent(KEEP_TABLE_ALARMS)), "table_alarm_seq": (2, lambda: 0),
+                "reader_lost_round": (self._devices_format, lambda: 0),
+                "spot_faults": (self._devices_format, dict)}
+
+    @property
+    def _devices_format(self) -> int:
+        return super().state_added()["devices_down"][0]
 
     def _present_from_json(self, value: Any) -> dict[str, frozenset[str]]:
         if not isinstance(value, dict) or set(value) != set(self.spots):
@@ -275,10 +295,62 @@ class SeatUnit(Unit):
     def wagers(self) -> dict[str, Fraction]:
         """What the seat offers: every spot's valid chips, except addition-only spots and
         the progressive spot while progressive play is refused here."""
+        if self.reader_refusal is not None:
+            return {}
         refused = self.progressive_refusal
         return {spot: self._worth(uids) for spot, uids in self.present.items()
                 if insurance_hand(spot) is None and self._worth(uids) > 0
-                and not (spot == "progressive" and refused is not None)}
+                and not (spot == "progressive" and refused is not None)
+                and self.spot_faults.get(spot) != self.round_no}
+
+    # -- the chip reader --------------------------------------------------------------
+
+    @property
+    def reader_refusal(self) -> str | None:
+        """``reader_down`` while this seat takes no bets: its chip reader is down, or was
+        down while this round's bets were open (what it saw then cannot be trusted)."""
+        down = any(d["kind"] == "chip_reader" for d in self.devices_down.values())
+        return "reader_down" if down or (self.round_no and self.reader_lost_round == self.round_no) else None
+
+    def _on_device(self, body: dict[str, Any]) -> bool:
+        self.on_device(body)
+        if body.get("kind") == "chip_reader" and body.get("state") == "down" and self.phase == "open":
+            self._reader_lost()
+        return True
+
+    def _on_reader_fault(self, body: dict[str, Any]) -> bool:
+        """The reader reports a fault on an antenna (a spot) or on itself (spot None): an
+        alarm, and the spot (or the whole seat) takes no bets in the round it spoils: the
+        round open now, or else the next one (one already locked stands)."""
+        spot, code = body.get("spot"), str(body.get("code"))
+        where = f"the antenna under {spot}" if spot else "the reader"
+        self.alarm("reader_fault", f"chip reader {body.get('device')!r}: {code} on {where}", spot=spot, code=code)
+        self.log_change(f"{body.get('device')}/{spot}", "%s: chip reader fault %s on %s", self.unit_id, code, where)
+        spoils = self.round_no if self.phase == "open" else self.round_no + 1 if self.phase in (
+            "idle", "over", "void") else None
+        if spoils is None:
+            return True
+        if spot is None:
+            self.reader_lost_round = spoils
+        elif spot in self.present:
+            self.spot_faults = {s: r for s, r in self.spot_faults.items() if r >= self.round_no}
+            self.spot_faults[spot] = spoils
+        if self.phase == "open":
+            if spot is None:
+                self._reader_lost()
+            elif self._worth(self.present.get(spot, ())) > 0:
+                self.unwagered[spot] = "antenna_fault"
+                self._offer()
+        return True
+
+    def _reader_lost(self) -> None:
+        """Bets are open and the reader is down: this round this seat takes no bets."""
+        self.reader_lost_round = self.round_no
+        self.messages.append("no bets this round: the chip reader is down")
+        for spot, uids in self.present.items():       # what the screen last saw is no wager
+            if self._worth(uids) > 0:
+                self.unwagered[spot] = "reader_down"
+        self._offer()
 
     # -- the jackpot controller --------------------------------------------------------
 
@@ -443,6 +515,11 @@ class SeatUnit(Unit):
             if body["round"] == self.round_no and self.phase == "open":
                 self.phase = "closing"
                 self.locked = self.wagers()
+                for spot, uids in self.present.items():
+                    if self._worth(uids) > 0 and self.reader_refusal is not None:
+                        self.unwagered[spot] = self.reader_refusal
+                    elif self._worth(uids) > 0 and self.spot_faults.get(spot) == self.round_no:
+                        self.unwagered[spot] = "antenna_fault"
                 refused = self.progressive_refusal
                 if refused is not None and self._worth(self.present.get("progressive", ())) > 0:
                     self.unwagered["progressive"] = refused
@@ -490,6 +567,13 @@ class SeatUnit(Unit):
         self.messages.clear()
         if self.progressive_refusal is not None and "progressive" in self.present:
             self.messages.append("progressive wagers refused: the link to the jackpot controller is down")
+        if any(d["kind"] == "chip_reader" for d in self.devices_down.values()) or (
+                self.reader_lost_round == self.round_no):
+            self._reader_lost()
+            return
+        for spot, spoils in self.spot_faults.items():
+            if spoils == self.round_no and self._worth(self.present.get(spot, ())) > 0:
+                self.unwagered[spot] = "antenna_fault"
         self._offer()
 
     def _event(self, data: dict[str, Any]) -> None:

@@ -286,6 +286,20 @@ def _turn(seat: "SeatUnit", state: Round | None) -> str | None:
 
 # --- the view ---------------------------------------------------------------------------
 
+def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
+    """The codes of the seat's unit conditions in force (SeatView.conditions)."""
+    codes: list[str] = []
+    # device links: the seat's own chip reader; the dealer's shoe and console (table faults)
+    if any(d.get("kind") == "chip_reader" for d in getattr(seat, "devices_down", {}).values()) or (
+            seat.round_no and seat.round_no in getattr(seat, "spot_faults", {}).values()
+            and seat.phase in ("open", "closing")):
+        codes.append("reader_down")
+    codes += [code for code in ("shoe_down", "console_down") if code in getattr(seat, "table_faults", {})]
+    if getattr(seat, "storage_low", False) or getattr(seat, "halted", None):   # state partition low/full
+        codes.append("storage_low")
+    return tuple(codes)
+
+
 def build_seat_view(seat: "SeatUnit") -> SeatView:
     state: Round | None = seat.round
     profile = seat.profile
@@ -359,11 +373,3 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
                     progressive=progressive, envy=envy, round_alarms=alarms,
                     table_alarms=_table_alarms(seat), controller=controller,
                     alarm_mark=mark, offers=_offers(seat, state, box), conditions=unit_conditions(seat))
-
-
-def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
-    """Codes of the seat's unit conditions in force (the shared list in ``SeatView``)."""
-    found: list[str] = []
-    if getattr(seat, "storage_low", False) or getattr(seat, "halted", None):   # state partition low/full
-        found.append("storage_low")
-    return tuple(found)

@@ -88,6 +88,9 @@ class InProcessTable:
         return bus
 
     def _made(self, unit, bus: Bus):
+        # which port is which: the dealer's shoe and console, a seat's chip reader
+        unit.device_kinds = ({"shoe": "card_shoe", "console": "console"} if unit.role == "dealer"
+                             else {f"reader-{unit.box}": "chip_reader"})
         if self.on_unit is not None:
             self.on_unit(unit, bus)
         return unit

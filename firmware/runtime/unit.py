@@ -15,15 +15,17 @@ from abc import ABC, abstractmethod
 import json
 import logging
 import queue
+import time
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Mapping
 
 from firmware import __version__
 from firmware.wirejson import RateLimitedLog
+from hal.events import ConnectionLost, ConnectionRestored, HalEvent
 
 from .bus import Bus, Message
 from .journal import CheckpointError, Journal, Record
-from .storage import StorageFull
+from .storage import StorageError, StorageFull
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +39,35 @@ READS_FORMATS = (1, 2)
 KEEP_RECENT = 200
 #: The largest input body a unit takes (JSON bytes): a catch-up of a long round fits.
 MAX_INPUT_BYTES = 256 * 1024
+#: Rejected inputs are journalled as evidence (kind ``rejected``, never replayed into the
+#: state): at most this many a minute, each with the first EVIDENCE_BYTES of what came and
+#: how many rejections since the last one were only counted, so a flood cannot fill the disk.
+REJECTED = "rejected"
+EVIDENCE_PER_MINUTE = 30
+EVIDENCE_BYTES = 512
 
 
 class ReplayDiverged(RuntimeError):
     """The journal says the unit emitted something its handlers would not emit now:
     a different firmware or a corrupted journal. The unit must not go on."""
+
+
+#: A port's kind -> the code its states go by in alarms and on the seat's screen
+#: (``shoe_down`` / ``shoe_restored``, ``console_down``, ``reader_down``, ...).
+DEVICE_CODES = {"card_shoe": "shoe", "console": "console", "chip_reader": "reader"}
+#: Log a device's state changes at most this often (seconds); the ones between are counted.
+LOG_EVERY = 5.0
+
+
+def device_input(body: Any) -> dict[str, str]:
+    """A device's link state as a journalled input: ``{"device": port name, "kind": port
+    kind, "state": "down" | "up", "reason": why (down only)}``."""
+    if not isinstance(body, dict) or not {"device", "kind", "state"} <= set(body) <= {
+            "device", "kind", "state", "reason"}:
+        raise ValueError(f"a device state is {{'device', 'kind', 'state'[, 'reason']}}, not {body!r:.200}")
+    if body["state"] not in ("down", "up") or not all(isinstance(v, str) for v in body.values()):
+        raise ValueError(f"a device's state is 'down' or 'up', named by strings, not {body!r:.200}")
+    return dict(body)
 
 
 def _canon(value: Any) -> str:
@@ -210,6 +236,14 @@ class Unit(ABC):
         self.rejected = 0
         self.rejections = Recent(32)
         self.rejected_log = RateLimitedLog(log)   # a flood of forged offers: all counted, a few logged
+        self._evidence_tokens = float(EVIDENCE_PER_MINUTE)
+        self._evidence_at = time.monotonic()
+        self.evidence_skipped = 0           # rejections since the last journalled one
+        # configuration: port name -> kind (card_shoe, console, chip_reader), set by whoever
+        # starts the ports; and the state: the ports whose link is lost, with why
+        self.device_kinds: dict[str, str] = {}
+        self.devices_down: dict[str, dict[str, str]] = {}
+        self._logged: dict[str, tuple[float, int]] = {}
         self._outs: list[Message] = []
         self._replaying = False
         self._observers: list[Callable[["Unit"], None]] = []
@@ -390,6 +424,37 @@ class Unit(ABC):
             what = f"{body.get('kind')!s:.40} {what}"
         self.rejections.append({"input": kind, "sender": who, "problem": problem})
         self.rejected_log("%s: rejected %s: %s", self.unit_id, what, problem)
+        self._journal_evidence(kind, who, problem, body)
+
+    def _journal_evidence(self, kind: str, who: Any, problem: str, body: Any) -> None:
+        """A bounded record of what was rejected and why, in the journal (rate-limited)."""
+        now = time.monotonic()
+        self._evidence_tokens = min(float(EVIDENCE_PER_MINUTE),
+                                    self._evidence_tokens + (now - self._evidence_at) * EVIDENCE_PER_MINUTE / 60)
+        self._evidence_at = now
+        if self._evidence_tokens < 1 or self._replaying:
+            self.evidence_skipped += 1
+            return
+        self._evidence_tokens -= 1
+        try:
+            text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=repr)
+        except Exception:  # noqa: BLE001 - evidence of a body that is not even JSON
+            text = repr(body)
+        evidence = {"input": str(kind)[:64], "sender": who if isinstance(who, str) else None,
+                    "problem": str(problem)[:EVIDENCE_BYTES], "excerpt": text[:EVIDENCE_BYTES],
+                    "bytes": len(text), "not_journalled_before": self.evidence_skipped}
+        if isinstance(evidence["sender"], str):
+            evidence["sender"] = evidence["sender"][:128]
+        if self.halted:                     # the state partition is full: counted, not written
+            self.evidence_skipped += 1
+            return
+        try:
+            self.journal.write_step([Record("in", REJECTED, evidence, round=self.current_round())])
+        except StorageError as exc:         # evidence never stops a unit: the step path halts it
+            self.evidence_skipped += 1
+            log.warning("%s: rejection evidence not journalled: %s", self.unit_id, exc)
+            return
+        self.evidence_skipped = 0
 
     # -- checkpoints (journal rotation) -------------------------------------------------
 
@@ -399,12 +464,63 @@ class Unit(ABC):
         takes them from the configuration, as a full replay would."""
         return {"seq": (lambda v: v, ck_int),
                 "alarms": (Recent.to_json, Recent.from_json),
-                "alarm_counts": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()})}
+                "alarm_counts": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()}),
+                "devices_down": (dict, lambda v: {ck_str(k): {ck_str(a): ck_str(b) for a, b in d.items()}
+                                                  for k, d in v.items()})}
 
     def state_added(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         """State kept in checkpoints since a later format: name -> (the format that added it,
         its value in an older checkpoint). An older checkpoint lacks exactly those names."""
-        return {}
+        # devices_down came without a layout change: a checkpoint without it had every port up
+        return {"devices_down": (CHECKPOINT_FORMAT + 1, dict)}
+
+    # -- devices -----------------------------------------------------------------------
+
+    def device_event(self, item: HalEvent) -> list[tuple[str, dict[str, Any]]]:
+        """A port's link lost / restored as a journalled ``device`` input (else nothing)."""
+        kind = self.device_kinds.get(item.device, "device")
+        if isinstance(item, ConnectionLost):
+            return [("device", {"device": item.device, "kind": kind, "state": "down",
+                                "reason": str(item.reason)[:200]})]
+        if isinstance(item, ConnectionRestored):
+            return [("device", {"device": item.device, "kind": kind, "state": "up"})]
+        return []
+
+    def on_device(self, body: dict[str, Any]) -> bool:
+        """A port's link state changed: kept, alarmed (to the pit through the role's alarm
+        path and the reports) and logged. Always journalled: the HAL reports each change once."""
+        d = device_input(body)
+        code = DEVICE_CODES.get(d["kind"], "device")
+        name = d["device"]
+        if d["state"] == "down":
+            self.devices_down[name] = {"kind": d["kind"], "reason": d.get("reason", "")}
+            self.alarm(f"{code}_down", f"{d['kind']} {name!r} lost: {d.get('reason', '')}", device=name)
+        else:
+            self.devices_down.pop(name, None)
+            self.alarm(f"{code}_restored", f"{d['kind']} {name!r} is back", device=name)
+        self.log_change(name, "%s: %s %r %s%s", self.unit_id, d["kind"], name,
+                        "LOST" if d["state"] == "down" else "restored",
+                        f": {d['reason']}" if d.get("reason") else "")
+        return True
+
+    def devices_reopened(self) -> None:
+        """At start every port was opened again: a port that was down is up until its HAL
+        says otherwise (a serial device silent past its timeout is reported lost again)."""
+        for name, d in sorted(self.devices_down.items()):
+            self.on_device({"device": name, "kind": d["kind"], "state": "up"})
+
+    def log_change(self, key: str, fmt: str, *args: Any) -> None:
+        """A state change at INFO (journald takes stderr), at most one per ``key`` every
+        LOG_EVERY seconds; the ones in between are counted in the next line."""
+        if self._replaying:
+            return
+        now = time.monotonic()
+        last, skipped = self._logged.get(key, (float("-inf"), 0))
+        if now - last < LOG_EVERY:
+            self._logged[key] = (last, skipped + 1)
+            return
+        self._logged[key] = (now, 0)
+        log.info(fmt + (f" ({skipped} change(s) not logged before)" if skipped else ""), *args)
 
     def checkpoint(self) -> dict[str, Any]:
         """The unit's state after the last step as plain, versioned JSON: what the next
@@ -471,6 +587,9 @@ class Unit(ABC):
                 outs = [r for r in records if r.dir == "out"]
                 if len(ins) != 1:
                     raise ReplayDiverged(f"{self.unit_id}: step {records[0].step} has {len(ins)} inputs")
+                if ins[0].kind == REJECTED and not outs:
+                    steps += 1                  # evidence only: it never changed the state
+                    continue
                 self._outs = []
                 self._take(ins[0].kind, dict(ins[0].body))
                 again = [m.to_dict() for m in self._outs]

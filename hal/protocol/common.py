@@ -8,6 +8,7 @@ PROTOCOL_VERSION = 1
 
 HELLO = 0x01
 HEARTBEAT = 0x02
+MAX_DEVICE_ID = 64
 
 
 class MessageError(ValueError):
@@ -22,17 +23,23 @@ class Hello:
     device_id: str = ""
 
     def payload(self) -> bytes:
-        return bytes((self.version,)) + self.device_id.encode("ascii")[:64]
+        return bytes((self.version,)) + self.device_id.encode("ascii")[:MAX_DEVICE_ID]
 
     @classmethod
     def parse(cls, payload: bytes) -> "Hello":
+        """The checks the protocol documents promise: a version of at least 1 (a later
+        version is heard: it only adds what a version-1 unit ignores) and a device id of
+        at most 64 printable ASCII bytes (it goes to logs and the service menu)."""
         if not payload:
             raise MessageError("HELLO without a version")
-        try:
-            ident = payload[1:].decode("ascii")
-        except UnicodeDecodeError:
-            raise MessageError("HELLO device id is not ASCII") from None
-        return cls(payload[0], ident)
+        if payload[0] < 1:
+            raise MessageError("HELLO version 0: protocol versions start at 1")
+        ident = payload[1:]
+        if len(ident) > MAX_DEVICE_ID:
+            raise MessageError(f"HELLO device id of {len(ident)} bytes: at most {MAX_DEVICE_ID}")
+        if any(not 0x20 <= b <= 0x7E for b in ident):
+            raise MessageError(f"HELLO device id {bytes(ident)[:16]!r}... is not printable ASCII")
+        return cls(payload[0], ident.decode("ascii"))
 
 
 def u16(payload: bytes, at: int) -> int:

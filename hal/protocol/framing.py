@@ -148,18 +148,27 @@ class SequenceCheck:
     """Receiver side: counts frames lost between two received sequence numbers.
 
     A repeated sequence number is a duplicate (the sender retransmitted) and is dropped.
+    A number behind the last one (more than half the ring back: a replayed or reordered
+    frame) is counted as ``out_of_order``, not as 200-odd frames lost; the frame is still
+    passed on, because only its content (the shoe's card counter) can say whether it is
+    old, and the check follows it (a device that restarted without a HELLO goes on).
     """
 
     last: int | None = None
     lost: int = 0
     duplicates: int = 0
+    out_of_order: int = 0
 
     def accept(self, seq: int) -> bool:
         if self.last is not None:
-            if seq == self.last:
+            ahead = (seq - self.last) & 0xFF
+            if ahead == 0:
                 self.duplicates += 1
                 return False
-            self.lost += (seq - self.last - 1) & 0xFF
+            if ahead >= 0x80:
+                self.out_of_order += 1
+            else:
+                self.lost += ahead - 1
         self.last = seq
         return True
 

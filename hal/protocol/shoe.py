@@ -28,6 +28,7 @@ CODE_OF = {kind: code for code, kind in EVENT_CODES.items()}
 
 FLAG_JAMMED = 0x01
 FLAG_DOOR_OPEN = 0x02
+FLAGS_KNOWN = FLAG_JAMMED | FLAG_DOOR_OPEN   # the other bits are reserved: 0 in version 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,8 @@ def decode(frame: Frame) -> ShoeMessage:
         return Event(EVENT_CODES[p[0]], u16(p, 1))
     if frame.type == HEARTBEAT:
         need(p, 3, "HEARTBEAT")
+        if p[2] & ~FLAGS_KNOWN:
+            raise MessageError(f"HEARTBEAT flags 0x{p[2]:02X}: bits 2-7 are reserved and must be 0")
         return Heartbeat(u16(p, 0), p[2])
     if frame.type == HELLO:
         return Hello.parse(p)
@@ -93,16 +96,26 @@ class ShoeTracker:
 
     The shoe's counter counts every card that left since the last shuffle, read or not.
     If it runs ahead of what we saw, a :attr:`ShoeSignalKind.CARD_GAP` is raised before
-    the card, so the round can be stopped rather than dealt on with a missing card.
+    the card, so the round can be stopped rather than dealt on with a missing card. A CARD
+    whose counter does not advance since the last shuffle (a frame repeated, replayed after
+    a HELLO, or arriving after a later one) is a duplicate: it becomes a
+    :attr:`ShoeSignalKind.DUPLICATE_CARD`, never a :class:`CardDrawn`. The counter only
+    goes forward, except at a shuffle, so a stale heartbeat cannot re-open old counts.
     """
 
     def __init__(self, device: str) -> None:
         self.device = device
         self.counter: int | None = None  # last counter we know of; None = unknown
+        self.duplicates = 0              # CARD frames refused as not advancing the counter
+        self.stale = 0                   # EVENT / HEARTBEAT frames with a counter behind ours
 
     def handle(self, message: ShoeMessage) -> list[HalEvent]:
         out: list[HalEvent] = []
         if isinstance(message, Card):
+            if self.counter is not None and message.counter <= self.counter:
+                self.duplicates += 1
+                return [ShoeSignal(device=self.device, kind=ShoeSignalKind.DUPLICATE_CARD,
+                                   counter=message.counter, card=message.rank + message.suit)]
             out += self._gap(message.counter - 1)
             self.counter = message.counter
             out.append(CardDrawn(device=self.device, rank=message.rank, suit=message.suit,
@@ -113,14 +126,28 @@ class ShoeTracker:
             else:
                 expected = message.counter - 1 if message.kind is ShoeSignalKind.MISREAD \
                     else message.counter
+                if message.kind is ShoeSignalKind.MISREAD and self._behind(message.counter):
+                    return []                # a misread we already heard of
                 out += self._gap(expected)
-                self.counter = message.counter
+                self._advance(message.counter)
             out.append(ShoeSignal(device=self.device, kind=message.kind,
                                   counter=message.counter))
         elif isinstance(message, Heartbeat):
             out += self._gap(message.counter)
-            self.counter = message.counter
+            self._advance(message.counter)
         return out
+
+    def _behind(self, counter: int) -> bool:
+        if self.counter is not None and counter <= self.counter:
+            self.stale += 1
+            return True
+        return False
+
+    def _advance(self, counter: int) -> None:
+        if self.counter is None or counter > self.counter:
+            self.counter = counter
+        elif counter < self.counter:
+            self.stale += 1
 
     def _gap(self, counter_before: int) -> list[HalEvent]:
         """Cards were missed if the shoe's counter is beyond ours."""

@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 import random
 import threading
 import time
+from collections import deque
 from typing import Callable
 
 from hal.protocol.common import HEARTBEAT, HELLO, PROTOCOL_VERSION, Hello
@@ -20,7 +21,10 @@ class SimulatedDevice(ABC):
 
     Faults: :meth:`garbage` (random bytes on the wire), :meth:`drop` (next frames are
     numbered but not sent), :meth:`corrupt` (next frames get a flipped byte),
-    :meth:`silence` (say nothing for a while), :meth:`hangup` (close the port).
+    :meth:`silence` (say nothing for a while), :meth:`hangup` (close the port),
+    :meth:`replay` (a frame sent before goes out again, byte for byte), :meth:`hold` (the
+    next frame goes out after the one following it: a reorder), :meth:`hello` (the device
+    says HELLO unasked, as after its own restart).
     """
 
     device_id = "betbox-sim"
@@ -35,6 +39,9 @@ class SimulatedDevice(ABC):
         self.host_hello = threading.Event()
         self._drop = 0
         self._corrupt = 0
+        self._hold = 0
+        self._held: list[bytes] = []
+        self.sent: deque[tuple[int, bytes]] = deque(maxlen=64)   # (type, frame) as written
         self._silent_until = 0.0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -74,7 +81,18 @@ class SimulatedDevice(ABC):
                 at = self.rng.randrange(6, len(data))  # past the header: a CRC failure
                 data[at] ^= 1 << self.rng.randrange(8)
                 frame = bytes(data)
-            self.transport.write(frame)
+            if self._hold:
+                self._hold -= 1
+                self._held.append(frame)
+                return
+            self._write(type_, frame)
+            held, self._held = self._held, []
+            for late in held:
+                self._write(late[4], late)
+
+    def _write(self, type_: int, frame: bytes) -> None:
+        self.sent.append((type_, frame))
+        self.transport.write(frame)
 
     @abstractmethod
     def heartbeat_payload(self) -> bytes:
@@ -94,6 +112,24 @@ class SimulatedDevice(ABC):
         with self._lock:
             self._corrupt += n
 
+    def replay(self, type_: int, n: int = 1) -> None:
+        """Send again, byte for byte (same SEQ), the last ``n`` frames of ``type_`` sent."""
+        with self._lock:
+            frames = [f for t, f in self.sent if t == type_][-n:]
+            if len(frames) < n:
+                raise ValueError(f"only {len(frames)} frame(s) of type 0x{type_:02X} to replay")
+            for frame in frames:
+                self._write(type_, frame)
+
+    def hold(self, n: int = 1) -> None:
+        """The next ``n`` frames are held back and sent after the frame that follows them."""
+        with self._lock:
+            self._hold += n
+
+    def hello(self) -> None:
+        """Say HELLO unasked (a device that restarted; the host restarts its SEQ check)."""
+        self.send(HELLO, Hello(PROTOCOL_VERSION, self.device_id).payload())
+
     def silence(self, seconds: float) -> None:
         with self._lock:
             self._silent_until = time.monotonic() + seconds
@@ -112,6 +148,8 @@ class SimulatedDevice(ABC):
             "silence": lambda s: self.silence(float(s)),
             "wait_host": lambda s="10": self._require_host(float(s)),
             "hangup": self.hangup,
+            "hold": lambda n="1": self.hold(int(n)),
+            "hello": self.hello,
         }
 
     def _require_host(self, timeout: float) -> None:

@@ -22,6 +22,15 @@ class ShoeSimulator(SimulatedDevice):
             self.counter += 1
             self._msg(proto.Card(self.counter, rank, suit))
 
+    def repeat(self, text: str, counter: int) -> None:
+        """Fault: a CARD frame with a counter already used (a new SEQ, an old count)."""
+        rank, suit = parse_card(text)
+        self._msg(proto.Card(counter, rank, suit))
+
+    def replay_cards(self, n: int = 1) -> None:
+        """Fault: the last ``n`` CARD frames again, byte for byte (same SEQ)."""
+        self.replay(proto.CARD, n)
+
     def shuffle(self) -> None:
         self.counter = 0
         self._event(ShoeSignalKind.SHUFFLED)
@@ -62,6 +71,8 @@ class ShoeSimulator(SimulatedDevice):
             "deal": self.deal, "shuffle": self.shuffle, "cut": self.cut_card,
             "misread": self.misread, "skip": lambda n="1": self.skip(int(n)),
             "jam": self.jam, "unjam": self.unjam, "door": self.door,
+            "repeat": lambda card, counter: self.repeat(card, int(counter)),
+            "replay": lambda n="1": self.replay_cards(int(n)),
         }
 
     def _event(self, kind: ShoeSignalKind) -> None:

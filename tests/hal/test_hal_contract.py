@@ -12,7 +12,7 @@ from typing import Any, Iterator
 import pytest
 
 from hal.errors import PortClosed, UnknownButton, UnknownLamp, UnknownSpot
-from hal.events import (Button, ButtonPressed, ButtonReleased, CardDrawn, ConnectionLost,
+from hal.events import (Button, ButtonPressed, ButtonReleased, CardDrawn, CardKeyed, ConnectionLost,
                         ConnectionRestored, InventoryCycle, ReaderFault, ShoeSignal,
                         ShoeSignalKind, TechnicianKey)
 from hal.ports import LampState
@@ -389,6 +389,61 @@ def test_console_close_stops_events(console: Any, events: Events) -> None:
     except Exception:
         pass  # a closed gpio device may refuse to be driven; either way no event
     assert events.drain(settle=0.05) == []
+
+
+KEYPAD_PINS = {key: pin for key, pin in zip("A23456789TJQKSHDC", range(5, 22))}
+
+
+@pytest.fixture(params=["mock", "gpio"])
+def keypad_console(request: pytest.FixtureRequest, events: Events, mock_factory: Any) -> Iterator[Any]:
+    """A console with the card keypad (issue #12.2): ``key_press(key)`` drives one keypad key."""
+    from hal import open_backend
+
+    if request.param == "mock":
+        port = open_backend("console", "mock", {"buttons": ["open_bets"]})
+        press = port.keypad_press
+    else:
+        port = open_backend("console", "gpio", {"pin_factory": mock_factory, "buttons": {"open_bets": 4},
+                                                "keypad": KEYPAD_PINS, "bounce_time": None})
+
+        def press(key: str) -> None:
+            pin = mock_factory.pin(KEYPAD_PINS[key])
+            pin.drive_low()
+            pin.drive_high()
+    port.start(events.put)
+    port.key_press = press
+    yield port
+    port.close()
+
+
+def test_console_keypad_keys_in_a_card(keypad_console: Any, events: Events) -> None:
+    assert keypad_console.keypad is True
+    for key in ("7", "C"):
+        keypad_console.key_press(key)
+    keyed = events.next(CardKeyed)
+    assert keyed.card == "7C" and keyed.device == keypad_console.name
+    for key in ("K", "Q", "H"):          # a mistyped rank is corrected by typing the right one
+        keypad_console.key_press(key)
+    assert events.next(CardKeyed).card == "QH"
+    keypad_console.key_press("S")            # a suit with no rank before it: counted, no card
+    keypad_console.key_press("T")
+    keypad_console.key_press("D")
+    assert events.next(CardKeyed).card == "TD"
+    assert keypad_console.stray_keys == 1
+
+
+def test_console_keypad_is_checked_whole(mock_factory: Any) -> None:
+    from hal import open_backend
+
+    with pytest.raises(ValueError, match="missing .*C"):
+        open_backend("console", "gpio", {"pin_factory": mock_factory, "buttons": {},
+                                         "keypad": {k: p for k, p in KEYPAD_PINS.items() if k != "C"}})
+    with pytest.raises(ValueError, match="unknown keypad key 'X'"):
+        open_backend("console", "gpio", {"pin_factory": mock_factory, "buttons": {},
+                                         "keypad": {**KEYPAD_PINS, "X": 27}})
+    with pytest.raises(ValueError, match="GPIO5 is used twice"):
+        open_backend("console", "gpio", {"pin_factory": mock_factory, "buttons": {"hit": 5},
+                                         "keypad": KEYPAD_PINS})
 
 
 # ---------------------------------------------------------------- lamps

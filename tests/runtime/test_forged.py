@@ -88,9 +88,11 @@ def test_forged_and_malformed_messages_are_rejected_logged_and_harmless(tmp_path
     for message in forged(d):
         d.table.bus.publish(message)
     d.table.settle()
-    for unit in d.table.units:                           # nothing changed, nothing journalled
+    for unit in d.table.units:          # nothing changed; only the evidence was journalled
         assert unit.checkpoint() == before[unit.unit_id], unit.unit_id
-        assert unit.journal.last_step == steps[unit.unit_id], unit.unit_id
+        evidence = [s for s in unit.journal.steps() if s[0].step > steps[unit.unit_id]]
+        assert len(evidence) == unit.rejected, unit.unit_id
+        assert all(len(s) == 1 and s[0].kind == "rejected" for s in evidence), unit.unit_id
     seats = d.table.seats
     # seats 1, 3-7 heard the two forged stream messages, and two garbled ones from the dealer
     assert seats[1].rejected == 5 and seats[4].rejected == 7 and seats[2].rejected == 3
