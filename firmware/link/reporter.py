@@ -30,6 +30,7 @@ not reported again: each seat reports its own.
 
 from __future__ import annotations
 
+import logging
 import re
 from fractions import Fraction
 from typing import Any
@@ -39,6 +40,8 @@ MAX_DETAIL = 1000             # characters of an alarm's text on the wire
 from firmware.engine.round import Phase
 
 from .mqtt import MqttBus
+
+log = logging.getLogger("betbox.link")
 
 
 def amount_text(value: Fraction) -> str:
@@ -64,8 +67,22 @@ class SeatReporter:
         self.seat = seat
         self.bus = bus
         self.reported = 0
-        self.alarms_seen = 0
+        self.alarms = AlarmReporter(bus, {"table": seat.table, "box": seat.box})
         seat.observe(self._after_step)
+
+    @property
+    def alarms_seen(self) -> int:
+        """The running number of the next alarm entry to look at."""
+        return self.alarms.seen
+
+    @alarms_seen.setter
+    def alarms_seen(self, value: int) -> None:
+        self.alarms.seen = value
+
+    @property
+    def unreportable(self) -> int:
+        """Alarm entries dropped from the seat's bounded log before they were reported."""
+        return self.alarms.unreportable
 
     def _report(self, round_no: int, kind: str, body: dict[str, Any], key: str | None = None) -> None:
         seq = self.bus.report(kind, body, key=f"{round_no}/{key or kind}", table=self.seat.table,
@@ -78,27 +95,18 @@ class SeatReporter:
         between a step and its report loses nothing; the keys make it idempotent)."""
         self._after_step(self.seat)
 
-    def _alarms(self, seat: Any) -> None:
-        for n in range(self.alarms_seen, len(seat.alarms)):
-            entry = seat.alarms[n]
-            extra: dict[str, Any] = {"table": seat.table, "box": seat.box}
-            if seat.round_no:
-                extra["round"] = seat.round_no
-            seq = self.bus.report("alarm", {"alarm": alarm_code(entry.get("alarm", "unknown")),
-                                            "detail": str(entry.get("detail", ""))[:MAX_DETAIL]},
-                                  key=f"alarm/{n + 1}", **extra)
-            if seq is not None:
-                self.reported += 1
-        self.alarms_seen = len(seat.alarms)
-
     def _after_step(self, seat: Any) -> None:
-        self._alarms(seat)
-        state = seat.round
-        if state is None or not seat.round_no:
-            return
-        rnd = seat.round_no
+        self.reported += self.alarms.report(seat)
+        # rounds that ended while the seat was down, rebuilt from the dealer's record in the
+        # catch-up (issue #11.4): the same reports, under the same keys, as if it had seen them
+        for rnd, state in sorted((getattr(seat, "missed_rounds", None) or {}).items()):
+            self._report_round(rnd, state)
+        if seat.round is not None and seat.round_no:
+            self._report_round(seat.round_no, seat.round)
+
+    def _report_round(self, rnd: int, state: Any) -> None:
         try:
-            box = state.box(seat.box)
+            box = state.box(self.seat.box)
         except Exception:          # this box has no wager this round
             return
         progressive = state.profile.progressive
@@ -128,6 +136,56 @@ class SeatReporter:
             self._report(rnd, "round_result", {"void": void, "net": amount_text(net)})
 
 
+class AlarmReporter:
+    """A unit's own alarms as ``alarm`` reports, for both roles (issue #15).
+
+    ``unit.alarms`` is a :class:`~firmware.runtime.unit.Recent`: ``len()`` counts every entry
+    ever recorded and a replayed journal rebuilds the same numbering, so the key
+    ``alarm/<n>`` (the entry's running number, from 1) is stable across restarts. Each
+    entry's own ``round`` goes on the wire (none before the first round). Entries already
+    dropped from the bounded log when the reporter looks (a unit recovered from a journal
+    with more alarms than the log keeps) are counted in ``unreportable`` and logged, never
+    a crash. An entry another unit raised (a seat's alarm the dealer relays) is skipped:
+    each unit reports its own."""
+
+    def __init__(self, bus: MqttBus, extra: dict[str, Any]) -> None:
+        self.bus = bus
+        self.extra = dict(extra)     # table (and box) of every report
+        self.seen = 0
+        self.unreportable = 0
+
+    def report(self, unit: Any) -> int:
+        """Queue the unit's alarms not yet looked at; how many were queued."""
+        alarms = unit.alarms
+        total = len(alarms)
+        start = self.seen
+        first = getattr(alarms, "first", 0)
+        if start < first:
+            self.unreportable += first - start
+            log.warning("%s: %d alarm(s) no longer held in the unit's log (it keeps the newest %d) "
+                        "could not be reported (%d so far); the journal holds them",
+                        unit.unit_id, first - start, getattr(alarms, "keep", 0), self.unreportable)
+            start = first
+        queued = 0
+        for n in range(start, total):
+            entry = alarms[n]
+            if not isinstance(entry, dict) or entry.get("unit", unit.unit_id) != unit.unit_id:
+                continue
+            extra = dict(self.extra)
+            rnd = entry.get("round")
+            if isinstance(rnd, int) and not isinstance(rnd, bool) and rnd >= 1:
+                extra["round"] = rnd
+            body: dict[str, Any] = {"alarm": alarm_code(entry.get("alarm", "unknown")),
+                                    "detail": str(entry.get("detail", ""))[:MAX_DETAIL]}
+            boxes = _alarm_boxes(entry)
+            if boxes and "box" not in extra:
+                body["boxes"] = boxes
+            if self.bus.report("alarm", body, key=f"alarm/{n + 1}", **extra) is not None:
+                queued += 1
+        self.seen = total
+        return queued
+
+
 def alarm_code(value: Any) -> str:
     """An alarm code the controller accepts (``[a-z0-9_]{1,64}``): a report it rejected would
     never be confirmed and would hold every later one of the unit unconfirmed."""
@@ -143,47 +201,34 @@ def _alarm_boxes(entry: Any) -> list[int]:
 
 
 class DealerReporter:
-    """The dealer's alarms to the jackpot controller through the dealer's own outbox.
-
-    ``dealer.alarms`` is a :class:`~firmware.runtime.unit.Recent`: ``len()`` counts every
-    entry ever recorded and a replayed journal rebuilds the same numbering, so the key
-    ``alarm/<n>`` (the entry's running number, from 1) is stable across restarts; each
-    entry's own ``round`` goes on the wire (none before the first round). An entry from
-    another unit (a seat's alarm relayed on the table alarm topic) is skipped."""
+    """The dealer's alarms to the jackpot controller through the dealer's own outbox
+    (:class:`AlarmReporter`); a seat's alarm the dealer also records (from the table's
+    alarm topic) is not reported again: each seat reports its own."""
 
     def __init__(self, dealer: Any, bus: MqttBus) -> None:
         self.dealer = dealer
         self.bus = bus
         self.reported = 0
-        self.alarms_seen = 0
-        self.unreportable = 0        # entries dropped from the bounded log before being looked at
+        self.alarms = AlarmReporter(bus, {"table": dealer.table})
         dealer.observe(self._after_step)
+
+    @property
+    def alarms_seen(self) -> int:
+        """The running number of the next alarm entry to look at."""
+        return self.alarms.seen
+
+    @alarms_seen.setter
+    def alarms_seen(self, value: int) -> None:
+        self.alarms.seen = value
+
+    @property
+    def unreportable(self) -> int:
+        """Alarm entries dropped from the dealer's bounded log before they were reported."""
+        return self.alarms.unreportable
 
     def sync(self) -> None:
         """Report what the dealer's state holds now (after its journal was replayed)."""
         self._after_step(self.dealer)
 
     def _after_step(self, dealer: Any) -> None:
-        alarms = dealer.alarms
-        total = len(alarms)
-        start = self.alarms_seen
-        first = getattr(alarms, "first", 0)
-        if start < first:
-            self.unreportable += first - start
-            start = first
-        for n in range(start, total):
-            entry = alarms[n]
-            if not isinstance(entry, dict) or entry.get("unit", dealer.unit_id) != dealer.unit_id:
-                continue
-            extra: dict[str, Any] = {"table": dealer.table}
-            rnd = entry.get("round")
-            if isinstance(rnd, int) and not isinstance(rnd, bool) and rnd >= 1:
-                extra["round"] = rnd
-            body: dict[str, Any] = {"alarm": alarm_code(entry.get("alarm", "unknown")),
-                                    "detail": str(entry.get("detail", ""))[:MAX_DETAIL]}
-            boxes = _alarm_boxes(entry)
-            if boxes:
-                body["boxes"] = boxes
-            if self.bus.report("alarm", body, key=f"alarm/{n + 1}", **extra) is not None:
-                self.reported += 1
-        self.alarms_seen = total
+        self.reported += self.alarms.report(dealer)
