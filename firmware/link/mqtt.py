@@ -90,6 +90,7 @@ class MqttBus:
         self._subs: list[tuple[str, str, Sink]] = []
         self._raw: list[tuple[str, RawSink]] = []
         self._listeners: list[LinkListener] = []
+        self._behind_listeners: list[Callable[[dict[str, int]], None]] = []
         self._lock = threading.RLock()
         self._connected = threading.Event()
         self._wake = threading.Event()
@@ -265,9 +266,27 @@ class MqttBus:
             log.warning("%s: unreadable confirmation %r", self.unit_id, payload[:100])
             return
         if self.outbox is not None and through > 0:
+            if through > self.outbox.last_seq and self.outbox.numbered:
+                # the controller holds seqs this outbox never numbered: the unit was restarted
+                # from an older copy of its state; nothing is deleted, the unit is told
+                behind = self.outbox.mark_behind(through)
+                if behind is not None:
+                    log.error("%s: behind its confirmed mark: outbox through seq %d, controller confirmed "
+                              "through %d", self.unit_id, behind["outbox_seq"], behind["confirmed"])
+                    for listener in list(self._behind_listeners):
+                        listener(dict(behind))
+                return
             # never further than what this outbox has numbered (a controller that kept a
             # mark from a previous life of this unit id must not delete new reports)
             self.outbox.confirm_through(min(through, self.outbox.last_seq))
+
+    def add_behind_listener(self, listener: Callable[[dict[str, int]], None]) -> None:
+        """``listener({"outbox_seq": n, "confirmed": m})`` when this unit's outbox is found
+        behind the controller's confirmed mark (at once if it already was); on paho's thread."""
+        self._behind_listeners.append(listener)
+        behind = self.outbox.behind if self.outbox is not None else None
+        if behind is not None:
+            listener(dict(behind))
 
     # -- Bus ---------------------------------------------------------------------------
 

@@ -97,6 +97,10 @@ class SeatReporter:
 
     def _after_step(self, seat: Any) -> None:
         self.reported += self.alarms.report(seat)
+        if self.bus.outbox is not None and self.bus.outbox.behind is not None:
+            # restarted from an older copy (issue #11.5): the controller already holds this
+            # unit's money reports of that time; a supervisor reconciles them, none go twice
+            return
         # rounds that ended while the seat was down, rebuilt from the dealer's record in the
         # catch-up (issue #11.4): the same reports, under the same keys, as if it had seen them
         for rnd, state in sorted((getattr(seat, "missed_rounds", None) or {}).items()):

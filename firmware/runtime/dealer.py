@@ -24,9 +24,9 @@ from hal.events import ButtonPressed, CardDrawn as HalCard, HalEvent, ShoeSignal
 from .bus import Bus, Message, alarm_topic, console_topic, down_topic, stream_topic, up_topic
 from .journal import Journal
 from .spots import insurance_hand, insurance_spot
-from .unit import (Codec, Recent, amounts_from_json, amounts_to_json, ck_int, ck_json, ck_optional, ck_str,
-                   frac_from_json, frac_to_json, Unit)
-from .wire import (as_json_value, bets_from_json, bets_to_json, check_up_message, controller_input,
+from .unit import (BEHIND, Codec, Recent, amounts_from_json, amounts_to_json, ck_int, ck_json, ck_optional,
+                   ck_str, frac_from_json, frac_to_json, Unit)
+from .wire import (TABLE_LASTING, as_json_value, check_table_alarm, bets_from_json, bets_to_json, check_up_message, controller_input,
                    limits_to_json, round_from_json, round_to_json, shoe_from_json, shoe_to_json)
 
 TURN_BUTTONS = {"hit": Action.HIT, "stand": Action.STAND, "double": Action.DOUBLE,
@@ -94,6 +94,12 @@ class DealerUnit(Unit):
         self.additions: dict[int, dict[str, Fraction]] = {}
         self.requests: dict[int, list[tuple[Action, int | None]]] = {}
         self.results: dict[int, dict[str, Any]] = {}      # round -> settlement
+        # the newest rounds over (as the engine holds them): a seat that was down when one
+        # ended gets it in its catch-up and reports it (issue #11.4)
+        self.past_rounds: dict[int, Round] = {}
+        # the table's lasting conditions in force (shoe jam, door open): the alarm that
+        # raised each, as published; a returning seat gets them in its catch-up
+        self.table_faults: dict[str, dict[str, Any]] = {}
         self.finished: list[Round] = []                   # rounds over since the last take_finished()
         self.refusals = Recent()               # the newest; len() counts them all
         bus.subscribe(up_topic(table, "+"), self.post, unit_id)
@@ -135,6 +141,8 @@ class DealerUnit(Unit):
             self._on_keyed_card(keyed_card_input(body)["card"])
         elif kind == "tick":
             return self._on_tick(clock_reading(body)["now"])
+        elif kind == BEHIND:
+            return self.on_behind(body)
         elif kind == "boot":
             # seats re-send what the dealer may have lost (offers, locks, additions); a
             # clock reading from before the restart means nothing now: the wait starts again
@@ -197,7 +205,23 @@ class DealerUnit(Unit):
                 "online": (sorted, lambda v: {ck_int(b) for b in v}),
                 "seat_seq": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()}),
                 "results": (lambda d: {str(r): x for r, x in d.items()}, boxes(ck_json)),
+                "past_rounds": (lambda d: {str(r): round_to_json(x) for r, x in d.items()},
+                                boxes(lambda v: round_from_json(v, self._own_profile))),
+                "table_faults": (dict, self._table_faults_from_json),
                 "refusals": (Recent.to_json, Recent.from_json)}
+
+    def state_added(self) -> dict[str, Any]:
+        # the rounds over and the table's conditions came with checkpoint format 3
+        return {**super().state_added(), "past_rounds": (3, dict), "table_faults": (3, dict)}
+
+    def _table_faults_from_json(self, value: Any) -> dict[str, dict[str, Any]]:
+        if not isinstance(value, dict) or not set(value) <= set(TABLE_LASTING):
+            raise ValueError(f"table faults are lasting conditions {sorted(TABLE_LASTING)}, not {value!r:.80}")
+        for code, entry in value.items():
+            problem = check_table_alarm("alarm", entry if isinstance(entry, dict) else {}, self.unit_id)
+            if problem is not None or entry.get("alarm") != code:
+                raise ValueError(f"table fault {code!r}: {problem or 'holds another alarm'}")
+        return {code: dict(entry) for code, entry in value.items()}
 
     def _own_profile(self, name: str) -> Profile:
         if name != self.profile.name:
@@ -227,6 +251,9 @@ class DealerUnit(Unit):
             for old in sorted(self.results)[:-KEEP_RESULTS]:
                 del self.results[old]
             self._stream("round_result", {"settlement": result})
+            self.past_rounds[self.round_no] = new
+            for old in sorted(self.past_rounds)[:-KEEP_RESULTS]:
+                del self.past_rounds[old]
             self.shoe = new.shoe
             self.phase = "idle"
             self.owed, self.held = 0, []
@@ -240,7 +267,14 @@ class DealerUnit(Unit):
         self.emit(topic, "refused", entry)
 
     def publish_alarm(self, entry: dict[str, Any]) -> None:
-        self.emit(alarm_topic(self.table), "alarm", {"round": self.round_no, **entry})
+        body = {"round": self.round_no, **entry}
+        self.emit(alarm_topic(self.table), "alarm", body)
+        code = entry.get("alarm")
+        for start, end in TABLE_LASTING.items():
+            if end == code:
+                self.table_faults.pop(start, None)
+        if code in TABLE_LASTING:
+            self.table_faults[code] = body
 
     # -- the shoe ----------------------------------------------------------------------
 
@@ -368,6 +402,10 @@ class DealerUnit(Unit):
             self._refuse(f"the {button} button does nothing at this table")
 
     def _open_bets(self) -> None:
+        if self.behind is not None:
+            self._refuse(f"{self.unit_id} is behind its confirmed mark (seq {self.behind['outbox_seq']} < "
+                         f"{self.behind['confirmed']}): no bets until its newest state is restored")
+            return
         if self.phase != "idle":
             self._refuse(f"round {self.round_no} is not over (bets {self.phase})")
             return
@@ -510,7 +548,7 @@ class DealerUnit(Unit):
         same_round = body.get("round") == self.round_no
         if m.kind == "hello":
             self.online.add(box)
-            self._catch_up(box, int(body.get("last_stream_seq", 0)))
+            self._catch_up(box, int(body.get("last_stream_seq", 0)), body["round"], str(body.get("phase")))
             if same_round and body.get("bets") is not None:
                 if self.phase == "open" and body.get("phase") == "open":
                     self.offers[box] = bets_from_json(body["bets"])
@@ -552,8 +590,12 @@ class DealerUnit(Unit):
             self.alarms.append({k: v for k, v in body.items()})
         return True
 
-    def _catch_up(self, box: int, last: int) -> None:
-        """A seat (re)started: send what it missed of the current round, or a snapshot."""
+    def _catch_up(self, box: int, last: int, seat_round: int = 0, seat_phase: str = "idle") -> None:
+        """A seat (re)started: send what it missed of the current round, or a snapshot;
+        every round over since the seat's own round (``seat_round``, unless it saw that one
+        end) in which its box played (``rounds``), and the rounds it may have played that
+        this dealer no longer holds (``unheld``: first and last, or null); and the table's
+        lasting conditions in force (``conditions``)."""
         first = self.round_stream[0]["body"]["stream_seq"] if self.round_stream else self.stream_seq + 1
         if last >= self.stream_seq:
             missed: list[dict[str, Any]] = []
@@ -564,8 +606,32 @@ class DealerUnit(Unit):
         else:
             missed = list(self.round_stream)
             snapshot = True
+        rounds, unheld = self._rounds_missed(box, seat_round, seat_phase)
         self.emit(down_topic(self.table, box), "catchup",
-                  {"box": box, "head": self.stream_seq, "snapshot": snapshot, "messages": missed})
+                  {"box": box, "head": self.stream_seq, "snapshot": snapshot, "messages": missed,
+                   "rounds": rounds, "unheld": unheld,
+                   "conditions": [self.table_faults[c] for c in sorted(self.table_faults)]})
+
+    def _rounds_missed(self, box: int, seat_round: int, seat_phase: str
+                       ) -> tuple[dict[str, Any], list[int] | None]:
+        """The rounds over that a seat at ``seat_round`` has not seen end (a seat that never
+        saw a round has none: it was not at the table)."""
+        if seat_round < 1:
+            return {}, None
+        since = seat_round + (1 if seat_phase in ("over", "void") else 0)
+        rounds: dict[str, Any] = {}
+        for number, state in sorted(self.past_rounds.items()):
+            if number < since:
+                continue
+            try:
+                state.box(box)
+            except (KeyError, ValueError, RuleError):
+                continue                       # the box did not play that round
+            rounds[str(number)] = round_to_json(state)
+        last_over = self.round_no if self.phase == "idle" else self.round_no - 1
+        held_from = min(self.past_rounds) if self.past_rounds else last_over + 1
+        unheld = [since, min(held_from - 1, last_over)] if since < held_from and since <= last_over else None
+        return rounds, unheld
 
     # -- after a restart ---------------------------------------------------------------
 

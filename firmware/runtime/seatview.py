@@ -358,4 +358,12 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
                     limits=limits, turn=_turn(seat, state), pay_lines=pay_lines, switched=switched,
                     progressive=progressive, envy=envy, round_alarms=alarms,
                     table_alarms=_table_alarms(seat), controller=controller,
-                    alarm_mark=mark, offers=_offers(seat, state, box))
+                    alarm_mark=mark, offers=_offers(seat, state, box), conditions=unit_conditions(seat))
+
+
+def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
+    """Codes of the seat's unit conditions in force (the shared list in ``SeatView``)."""
+    codes: list[str] = []
+    if getattr(seat, "behind", None) is not None:
+        codes.append("behind_confirmed")      # restarted from an older copy: bets refused
+    return tuple(codes)

@@ -27,9 +27,9 @@ log = logging.getLogger(__name__)
 
 #: The checkpoint layout this firmware writes and reads (bump it, and read the old one, when
 #: the layout changes: a journal must stay readable across a firmware update).
-CHECKPOINT_FORMAT = 2
+CHECKPOINT_FORMAT = 3
 #: Older layouts this firmware still reads (state added since comes from ``state_added``).
-READS_FORMATS = (1, 2)
+READS_FORMATS = (1, 2, 3)
 #: Entries kept in a unit's alarm / refusal / message logs (older ones are dropped; the
 #: running counts stay).
 KEEP_RECENT = 200
@@ -184,6 +184,20 @@ def amounts_from_json(value: Any) -> dict[str, Fraction]:
     return {ck_str(k): frac_from_json(v) for k, v in value.items()}
 
 
+#: The input (and alarm code) of a unit behind the controller's confirmed mark.
+BEHIND = "behind_confirmed"
+
+
+def behind_from_json(value: Any) -> dict[str, int]:
+    """``{"outbox_seq": n, "confirmed": m}`` with 0 <= n < m."""
+    if not isinstance(value, dict) or set(value) != {"outbox_seq", "confirmed"}:
+        raise ValueError(f"behind_confirmed is {{'outbox_seq': n, 'confirmed': m}}, not {_short(value)}")
+    n, m = value["outbox_seq"], value["confirmed"]
+    if not (_is_int(n) and _is_int(m) and 0 <= n < m < 2 ** 63):
+        raise ValueError(f"behind_confirmed: outbox_seq {_short(n)} must be a count below confirmed {_short(m)}")
+    return {"outbox_seq": n, "confirmed": m}
+
+
 Codec = dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]]
 
 
@@ -211,6 +225,10 @@ class Unit(ABC):
         self._replaying = False
         self._observers: list[Callable[["Unit"], None]] = []
         self.replayed_steps = 0
+        # set when the jackpot controller has confirmed reports this unit's state does not
+        # hold (restarted from an older copy): {"outbox_seq": n, "confirmed": m}; bets are
+        # refused while it is set (issue #11.5)
+        self.behind: dict[str, int] | None = None
 
     # -- entry points ------------------------------------------------------------------
 
@@ -291,6 +309,11 @@ class Unit(ABC):
             return f"not JSON: {exc}"
         if size > MAX_INPUT_BYTES:
             return f"{size} bytes: larger than the {MAX_INPUT_BYTES} an input may be"
+        if kind == BEHIND:
+            try:
+                behind_from_json(body)
+            except ValueError as exc:
+                return str(exc)
         return None
 
     def reject(self, kind: str, body: Any, problem: str) -> None:
@@ -311,12 +334,33 @@ class Unit(ABC):
         takes them from the configuration, as a full replay would."""
         return {"seq": (lambda v: v, ck_int),
                 "alarms": (Recent.to_json, Recent.from_json),
-                "alarm_counts": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()})}
+                "alarm_counts": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()}),
+                "behind": (lambda v: None if v is None else dict(v), ck_optional(behind_from_json))}
 
     def state_added(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         """State kept in checkpoints since a later format: name -> (the format that added it,
         its value in an older checkpoint). An older checkpoint lacks exactly those names."""
-        return {}
+        return {"behind": (3, lambda: None)}
+
+    # -- a unit behind what the controller holds for it (issue #11.5) -------------------
+
+    def on_behind(self, body: dict[str, Any]) -> bool:
+        """The link found the controller's confirmed mark past everything this unit's
+        outbox ever numbered: the unit was restarted from an older copy of its state. It
+        stays so (bets refused) until its newest state is restored; the alarm says how."""
+        behind = behind_from_json(body)
+        if behind == self.behind:
+            return False
+        self.behind = behind
+        n, m = behind["outbox_seq"], behind["confirmed"]
+        self.alarm(BEHIND, f"{self.unit_id} is behind its confirmed mark: its outbox numbered reports "
+                   f"through seq {n}, the jackpot controller has confirmed through seq {m} (reports "
+                   f"{n + 1}-{m} are not in this unit's state: it was restarted from an older copy). "
+                   "Bets are refused here. Restore this unit's newest state directory (journal.db and "
+                   "outbox.db) and restart it; if there is none, a supervisor reconciles its rounds from "
+                   "the dealer's journal and `betbox jackpot report` before the unit plays again",
+                   outbox_seq=n, confirmed=m)
+        return True
 
     def checkpoint(self) -> dict[str, Any]:
         """The unit's state after the last step as plain, versioned JSON: what the next

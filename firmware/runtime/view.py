@@ -146,6 +146,8 @@ class SeatView:
     #: (1-based; Blackjack Switch §3.9.1 insures either hand): the engine's
     #: ``legal_decisions(box, hand=n)`` while the offers are open, whoever's turn it is.
     offers: tuple[tuple[str, int], ...] = ()
+    #: codes of the seat's unit conditions in force (``unit_conditions`` in seatview.py)
+    conditions: tuple[str, ...] = ()
 
     def limit(self, bet: str) -> tuple[str, str] | None:
         return next(((lo, hi) for b, lo, hi in self.limits if b == bet), None)
