@@ -68,6 +68,7 @@ class SeatReporter:
         self.bus = bus
         self.reported = 0
         self.alarms = AlarmReporter(bus, {"table": seat.table, "box": seat.box})
+        self.missed_done: set[int] = set()     # missed rounds reported since this start
         seat.observe(self._after_step)
 
     @property
@@ -104,7 +105,9 @@ class SeatReporter:
         # rounds that ended while the seat was down, rebuilt from the dealer's record in the
         # catch-up (issue #11.4): the same reports, under the same keys, as if it had seen them
         for rnd, state in sorted((getattr(seat, "missed_rounds", None) or {}).items()):
-            self._report_round(rnd, state)
+            if rnd not in self.missed_done:    # a round over: its reports are queued once
+                self._report_round(rnd, state)
+                self.missed_done.add(rnd)
         if seat.round is not None and seat.round_no:
             self._report_round(seat.round_no, seat.round)
 

@@ -548,7 +548,8 @@ class DealerUnit(Unit):
         same_round = body.get("round") == self.round_no
         if m.kind == "hello":
             self.online.add(box)
-            self._catch_up(box, int(body.get("last_stream_seq", 0)), body["round"], str(body.get("phase")))
+            self._catch_up(box, int(body.get("last_stream_seq", 0)), body["round"], str(body.get("phase")),
+                           heard=last)
             if same_round and body.get("bets") is not None:
                 if self.phase == "open" and body.get("phase") == "open":
                     self.offers[box] = bets_from_json(body["bets"])
@@ -590,12 +591,15 @@ class DealerUnit(Unit):
             self.alarms.append({k: v for k, v in body.items()})
         return True
 
-    def _catch_up(self, box: int, last: int, seat_round: int = 0, seat_phase: str = "idle") -> None:
+    def _catch_up(self, box: int, last: int, seat_round: int = 0, seat_phase: str = "idle",
+                  heard: int = 0) -> None:
         """A seat (re)started: send what it missed of the current round, or a snapshot;
         every round over since the seat's own round (``seat_round``, unless it saw that one
         end) in which its box played (``rounds``), and the rounds it may have played that
         this dealer no longer holds (``unheld``: first and last, or null); and the table's
-        lasting conditions in force (``conditions``)."""
+        lasting conditions in force (``conditions``); and the highest message seq heard
+        from the seat before its hello (``heard``: a seat whose journal ends below it was
+        restarted from an older copy)."""
         first = self.round_stream[0]["body"]["stream_seq"] if self.round_stream else self.stream_seq + 1
         if last >= self.stream_seq:
             missed: list[dict[str, Any]] = []
@@ -609,7 +613,7 @@ class DealerUnit(Unit):
         rounds, unheld = self._rounds_missed(box, seat_round, seat_phase)
         self.emit(down_topic(self.table, box), "catchup",
                   {"box": box, "head": self.stream_seq, "snapshot": snapshot, "messages": missed,
-                   "rounds": rounds, "unheld": unheld,
+                   "rounds": rounds, "unheld": unheld, "heard": heard,
                    "conditions": [self.table_faults[c] for c in sorted(self.table_faults)]})
 
     def _rounds_missed(self, box: int, seat_round: int, seat_phase: str

@@ -433,6 +433,13 @@ class SeatUnit(Unit):
 
     def _on_catchup(self, body: dict[str, Any]) -> bool:
         self.awaiting_catchup = False
+        heard = body.get("heard") or 0
+        if heard > self.seq and self.round_no and self.behind is None:
+            # the dealer heard later messages from this seat than its journal holds: the
+            # seat was restarted from an older copy of its state (issue #11.5)
+            self.on_behind({"unit_seq": self.seq, "heard": heard})
+            if self.phase == "open":
+                self._offer()             # withdraw the offer: bets are refused now
         self._missed(body.get("rounds") or {}, body.get("unheld"))
         if body.get("conditions") is not None:
             # the dealer's lasting conditions in force now: one raised or cleared while this

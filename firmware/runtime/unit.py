@@ -188,14 +188,20 @@ def amounts_from_json(value: Any) -> dict[str, Fraction]:
 BEHIND = "behind_confirmed"
 
 
+#: What a unit is behind: the controller's confirmed mark (its outbox's last seq, the mark)
+#: or, for a seat, what the dealer heard from it (its own last message seq, the dealer's).
+BEHIND_KEYS = ({"outbox_seq", "confirmed"}, {"unit_seq", "heard"})
+
+
 def behind_from_json(value: Any) -> dict[str, int]:
-    """``{"outbox_seq": n, "confirmed": m}`` with 0 <= n < m."""
-    if not isinstance(value, dict) or set(value) != {"outbox_seq", "confirmed"}:
-        raise ValueError(f"behind_confirmed is {{'outbox_seq': n, 'confirmed': m}}, not {_short(value)}")
-    n, m = value["outbox_seq"], value["confirmed"]
+    """``{"outbox_seq": n, "confirmed": m}`` or ``{"unit_seq": n, "heard": m}``, 0 <= n < m."""
+    if not isinstance(value, dict) or set(value) not in BEHIND_KEYS:
+        raise ValueError(f"behind_confirmed is {{'outbox_seq': n, 'confirmed': m}} or {{'unit_seq': n, "
+                         f"'heard': m}}, not {_short(value)}")
+    (a, n), (b, m) = sorted(value.items(), key=lambda kv: kv[0] in ("confirmed", "heard"))
     if not (_is_int(n) and _is_int(m) and 0 <= n < m < 2 ** 63):
-        raise ValueError(f"behind_confirmed: outbox_seq {_short(n)} must be a count below confirmed {_short(m)}")
-    return {"outbox_seq": n, "confirmed": m}
+        raise ValueError(f"behind_confirmed: {a} {_short(n)} must be a count below {b} {_short(m)}")
+    return {a: n, b: m}
 
 
 Codec = dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]]
@@ -352,14 +358,19 @@ class Unit(ABC):
         if behind == self.behind:
             return False
         self.behind = behind
-        n, m = behind["outbox_seq"], behind["confirmed"]
-        self.alarm(BEHIND, f"{self.unit_id} is behind its confirmed mark: its outbox numbered reports "
-                   f"through seq {n}, the jackpot controller has confirmed through seq {m} (reports "
-                   f"{n + 1}-{m} are not in this unit's state: it was restarted from an older copy). "
-                   "Bets are refused here. Restore this unit's newest state directory (journal.db and "
-                   "outbox.db) and restart it; if there is none, a supervisor reconciles its rounds from "
-                   "the dealer's journal and `betbox jackpot report` before the unit plays again",
-                   outbox_seq=n, confirmed=m)
+        if "confirmed" in behind:
+            n, m = behind["outbox_seq"], behind["confirmed"]
+            what = (f"its outbox numbered reports through seq {n}, the jackpot controller has confirmed "
+                    f"through seq {m} (reports {n + 1}-{m} are not in this unit's state")
+        else:
+            n, m = behind["unit_seq"], behind["heard"]
+            what = (f"its journal holds its messages through seq {n}, the dealer has heard seq {m} from "
+                    f"it (messages {n + 1}-{m} are not in this unit's state")
+        self.alarm(BEHIND, f"{self.unit_id} is behind its confirmed mark: {what}: it was restarted from an "
+                   "older copy). Bets are refused here. Restore this unit's newest state directory "
+                   "(journal.db and outbox.db) and restart it; if there is none, a supervisor reconciles its "
+                   "rounds from the dealer's journal and `betbox jackpot report` before the unit plays again",
+                   **behind)
         return True
 
     def checkpoint(self) -> dict[str, Any]:

@@ -246,6 +246,8 @@ def _check_catchup_record(body: Mapping[str, Any], profile_of: Callable[[str], P
             return f"catchup: round {key}: {exc}"
         if not state.is_over:
             return f"catchup: round {key} is not over"
+    if body.get("heard") is not None and _count(body["heard"], "heard") is not None:
+        return f"catchup: {_count(body['heard'], 'heard')}"
     unheld = body.get("unheld")
     if unheld is not None and not (isinstance(unheld, list) and len(unheld) == 2
                                    and all(_count(n, "unheld", 1) is None for n in unheld) and unheld[0] <= unheld[1]):

@@ -80,3 +80,35 @@ def test_a_format_2_checkpoint_still_reads(tmp_path):
             assert unit.behind is None
     finally:
         t.close()
+
+
+def test_a_seat_whose_journal_ends_below_what_the_dealer_heard_is_behind(tmp_path):
+    """The dealer's catch-up says the highest seq it heard from the seat; a seat restored
+    from an older copy of its journal finds it past its own newest message."""
+    import shutil
+
+    d = driver(tmp_path)
+    t = d.table
+    try:
+        d.play_round()
+        t.stop_seat(1)
+        shutil.copytree(tmp_path / "seat-1", tmp_path / "seat-1.old")
+        seat = t.restart_seat(1)
+        for _ in range(2):
+            d.play_round()
+        assert seat.behind is None
+        t.stop_seat(1)
+        shutil.rmtree(tmp_path / "seat-1")
+        shutil.copytree(tmp_path / "seat-1.old", tmp_path / "seat-1")
+        seat = t.restart_seat(1)
+        assert seat.behind is not None and seat.behind["heard"] > seat.behind["unit_seq"]
+        alarm = [a for a in seat.alarms if a["alarm"] == "behind_confirmed"]
+        assert len(alarm) == 1 and "dealer has heard" in alarm[0]["detail"]
+        assert seat.view.conditions == ("behind_confirmed",)
+        d.play_round()
+        assert 1 not in {b.number for b in d.rounds[-1].boxes}
+        # a seat restarted from its own newest journal is not behind
+        t.stop_seat(2)
+        assert t.restart_seat(2).behind is None
+    finally:
+        t.close()
