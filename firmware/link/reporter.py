@@ -18,7 +18,10 @@ takes, :class:`SeatReporter` looks at the seat's round and queues, durably and o
   rebuilds identically from its journal; an alarm before the first round has no round.
 
 Every report gets the unit's next ``seq`` from the outbox and an idempotency key, so a seat
-that restarts and looks at the same state again reports nothing twice.
+that restarts and looks at the same state again reports nothing twice. A round that ended
+while the seat was down (``seat.missed_rounds``, from the dealer's catch-up) is reported the
+same way, under the same keys. A seat behind its confirmed mark (restarted from an older
+copy of its state) reports its alarms, no money: the controller holds that time's reports.
 
 :class:`DealerReporter` does the same for a table's dealer (``<table>/dealer``, its own
 outbox): an ``alarm`` report for each alarm the dealer itself raises (shoe jam or fault,
@@ -98,7 +101,8 @@ class SeatReporter:
 
     def _after_step(self, seat: Any) -> None:
         self.reported += self.alarms.report(seat)
-        if self.bus.outbox is not None and self.bus.outbox.behind is not None:
+        if getattr(seat, "behind", None) is not None or (self.bus.outbox is not None
+                                                         and self.bus.outbox.behind is not None):
             # restarted from an older copy (issue #11.5): the controller already holds this
             # unit's money reports of that time; a supervisor reconciles them, none go twice
             return
