@@ -134,9 +134,13 @@ class Link:
         from firmware.link.presence import ControllerWatch, takes_controller_input
         from firmware.link.reporter import DealerReporter, SeatReporter
 
+        from firmware.runtime.unit import BEHIND
+
         if self.config.role in ("seat", "dealer"):
             self.reporter = (SeatReporter if self.config.role == "seat" else DealerReporter)(unit, self.bus)
             self.reporter.sync()
+            # a unit restarted from an older copy of its state refuses bets (issue #11.5)
+            self.bus.add_behind_listener(lambda behind: unit.post((BEHIND, behind)))
         self.watch = ControllerWatch(self.bus, self.config.jackpot_link, self.config.table)
         if takes_controller_input(unit):
             self.watch.feed(unit)

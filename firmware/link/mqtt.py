@@ -109,6 +109,7 @@ class MqttBus:
         self._subs: list[tuple[str, str, Sink]] = []
         self._raw: list[tuple[str, RawSink]] = []
         self._listeners: list[LinkListener] = []
+        self._behind_listeners: list[Callable[[dict[str, int]], None]] = []
         self._lock = threading.RLock()
         self._connected = threading.Event()
         self._wake = threading.Event()
@@ -318,16 +319,36 @@ class MqttBus:
             return
         if self.outbox is None or through == 0:
             return
+        if through > self.outbox.last_seq and self.outbox.numbered:
+            # the controller holds seqs this outbox never numbered: the unit was restarted
+            # from an older copy of its state (or, without the ACL, the mark is forged);
+            # nothing is deleted, the unit is told and takes no bets (issue #11.5)
+            self.bad_marks += 1
+            behind = self.outbox.mark_behind(through)
+            if behind is not None:
+                log.error("%s: behind its confirmed mark: outbox through seq %d, controller confirmed "
+                          "through %d", self.unit_id, behind["outbox_seq"], behind["confirmed"])
+                for listener in list(self._behind_listeners):
+                    listener(dict(behind))
+            return
         # Never further than what this outbox has actually sent: the broker acknowledged it
-        # (persisted) or this process handed it to paho. A forged mark (10**9) or one a
-        # controller kept from a previous life of this unit id must not delete a report the
-        # controller cannot hold; the controller repeats its mark after the resend.
+        # (persisted) or this process handed it to paho. A forged mark or one a controller
+        # kept from a previous life of this unit id must not delete a report the controller
+        # cannot hold; the controller repeats its mark after the resend.
         sent = max(self.outbox.sent_through(), self._handed_through)
         if through > sent:
             self.bad_marks += 1
             self._drop("confirmation mark %d is beyond report %d, the last this unit sent: taken "
                        "only through %d", through, sent, sent)
         self.outbox.confirm_through(min(through, sent))
+
+    def add_behind_listener(self, listener: Callable[[dict[str, int]], None]) -> None:
+        """``listener({"outbox_seq": n, "confirmed": m})`` when this unit's outbox is found
+        behind the controller's confirmed mark (at once if it already was); on paho's thread."""
+        self._behind_listeners.append(listener)
+        behind = self.outbox.behind if self.outbox is not None else None
+        if behind is not None:
+            listener(dict(behind))
 
     # -- Bus ---------------------------------------------------------------------------
 

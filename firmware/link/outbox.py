@@ -184,8 +184,47 @@ class Outbox:
                 self._failed(exc)
                 raise
 
+    @property
+    def behind(self) -> dict[str, int] | None:
+        """Set once the controller confirmed seqs this outbox never numbered (the unit was
+        restarted from an older copy): ``{"outbox_seq": n, "confirmed": m}``."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'behind'").fetchone()
+        return None if row is None else json.loads(row[0])
+
+    @property
+    def numbered(self) -> bool:
+        """Has this outbox ever numbered a report (not a new unit's)?"""
+        with self._lock:
+            return self._meta("next_seq") > 1 or self._meta("confirmed") > 0
+
+    def mark_behind(self, through: int) -> dict[str, int] | None:
+        """The controller confirmed through ``through``, past everything numbered here: keep
+        every report held (the reports up to ``outbox_seq`` are never deleted as confirmed:
+        the controller's reports under those seqs may be others) and number the next report
+        after ``through``, so no seq is reused. Returns the mark (the first one stands)."""
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                last = self._meta("next_seq") - 1
+                row = db.execute("SELECT value FROM meta WHERE key = 'behind'").fetchone()
+                if through <= last:
+                    db.execute("ROLLBACK")
+                    return None if row is None else json.loads(row[0])
+                behind = json.loads(row[0]) if row is not None else {"outbox_seq": last, "confirmed": through}
+                behind["confirmed"] = max(behind["confirmed"], through)
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('behind', ?)", (json.dumps(behind),))
+                db.execute("UPDATE meta SET value = ? WHERE key = 'next_seq'", (str(through + 1),))
+                db.execute("COMMIT")
+            except BaseException as exc:
+                self._failed(exc)
+                raise
+            return behind
+
     def confirm_through(self, seq: int) -> int:
-        """The controller holds every report up to ``seq``: delete them. Returns how many."""
+        """The controller holds every report up to ``seq``: delete them. Returns how many.
+        (Not those of an outbox that was behind, up to where it was: see ``mark_behind``.)"""
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
@@ -193,8 +232,10 @@ class Outbox:
                 if seq <= self._meta("confirmed"):
                     db.execute("ROLLBACK")
                     return 0
-                self._keep_keys(db, seq)
-                n = db.execute("DELETE FROM outbox WHERE seq <= ?", (seq,)).rowcount
+                row = db.execute("SELECT value FROM meta WHERE key = 'behind'").fetchone()
+                floor = json.loads(row[0])["outbox_seq"] if row is not None else 0
+                self._keep_keys(db, seq, floor)
+                n = db.execute("DELETE FROM outbox WHERE seq <= ? AND seq > ?", (seq, floor)).rowcount
                 db.execute("UPDATE meta SET value = ? WHERE key = 'confirmed'", (str(seq),))
                 db.execute("COMMIT")
             except BaseException as exc:
@@ -202,12 +243,12 @@ class Outbox:
                 raise
             return n
 
-    def _keep_keys(self, db: sqlite3.Connection, seq: int) -> None:
+    def _keep_keys(self, db: sqlite3.Connection, seq: int, floor: int = 0) -> None:
         """The keys of the reports up to ``seq`` (about to be deleted) are remembered, so a
         report is never stored twice, and pruned to the newest ``keep_keys``; a
         running-numbered key leaves its name's mark instead."""
-        for key, at in db.execute("SELECT key, seq FROM outbox WHERE seq <= ? AND key IS NOT NULL",
-                                  (seq,)).fetchall():
+        for key, at in db.execute("SELECT key, seq FROM outbox WHERE seq <= ? AND seq > ? AND key IS NOT NULL",
+                                  (seq, floor)).fetchall():
             numbered = NUMBERED_KEY.match(key)
             if numbered:
                 db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "

@@ -18,7 +18,10 @@ takes, :class:`SeatReporter` looks at the seat's round and queues, durably and o
   rebuilds identically from its journal; an alarm before the first round has no round.
 
 Every report gets the unit's next ``seq`` from the outbox and an idempotency key, so a seat
-that restarts and looks at the same state again reports nothing twice.
+that restarts and looks at the same state again reports nothing twice. A round that ended
+while the seat was down (``seat.missed_rounds``, from the dealer's catch-up) is reported the
+same way, under the same keys. A seat behind its confirmed mark (restarted from an older
+copy of its state) reports its alarms, no money: the controller holds that time's reports.
 
 :class:`DealerReporter` does the same for a table's dealer (``<table>/dealer``, its own
 outbox): an ``alarm`` report for each alarm the dealer itself raises (shoe jam or fault,
@@ -30,6 +33,7 @@ not reported again: each seat reports its own.
 
 from __future__ import annotations
 
+import logging
 import re
 from fractions import Fraction
 from typing import Any
@@ -39,6 +43,8 @@ MAX_DETAIL = 1000             # characters of an alarm's text on the wire
 from firmware.engine.round import Phase
 
 from .mqtt import MqttBus
+
+log = logging.getLogger("betbox.link")
 
 
 def amount_text(value: Fraction) -> str:
@@ -64,8 +70,23 @@ class SeatReporter:
         self.seat = seat
         self.bus = bus
         self.reported = 0
-        self.alarms_seen = 0
+        self.alarms = AlarmReporter(bus, {"table": seat.table, "box": seat.box})
+        self.missed_done: set[int] = set()     # missed rounds reported since this start
         seat.observe(self._after_step)
+
+    @property
+    def alarms_seen(self) -> int:
+        """The running number of the next alarm entry to look at."""
+        return self.alarms.seen
+
+    @alarms_seen.setter
+    def alarms_seen(self, value: int) -> None:
+        self.alarms.seen = value
+
+    @property
+    def unreportable(self) -> int:
+        """Alarm entries dropped from the seat's bounded log before they were reported."""
+        return self.alarms.unreportable
 
     def _report(self, round_no: int, kind: str, body: dict[str, Any], key: str | None = None) -> None:
         seq = self.bus.report(kind, body, key=f"{round_no}/{key or kind}", table=self.seat.table,
@@ -78,27 +99,25 @@ class SeatReporter:
         between a step and its report loses nothing; the keys make it idempotent)."""
         self._after_step(self.seat)
 
-    def _alarms(self, seat: Any) -> None:
-        for n in range(self.alarms_seen, len(seat.alarms)):
-            entry = seat.alarms[n]
-            extra: dict[str, Any] = {"table": seat.table, "box": seat.box}
-            if seat.round_no:
-                extra["round"] = seat.round_no
-            seq = self.bus.report("alarm", {"alarm": alarm_code(entry.get("alarm", "unknown")),
-                                            "detail": str(entry.get("detail", ""))[:MAX_DETAIL]},
-                                  key=f"alarm/{n + 1}", **extra)
-            if seq is not None:
-                self.reported += 1
-        self.alarms_seen = len(seat.alarms)
-
     def _after_step(self, seat: Any) -> None:
-        self._alarms(seat)
-        state = seat.round
-        if state is None or not seat.round_no:
+        self.reported += self.alarms.report(seat)
+        if getattr(seat, "behind", None) is not None or (self.bus.outbox is not None
+                                                         and self.bus.outbox.behind is not None):
+            # restarted from an older copy (issue #11.5): the controller already holds this
+            # unit's money reports of that time; a supervisor reconciles them, none go twice
             return
-        rnd = seat.round_no
+        # rounds that ended while the seat was down, rebuilt from the dealer's record in the
+        # catch-up (issue #11.4): the same reports, under the same keys, as if it had seen them
+        for rnd, state in sorted((getattr(seat, "missed_rounds", None) or {}).items()):
+            if rnd not in self.missed_done:    # a round over: its reports are queued once
+                self._report_round(rnd, state)
+                self.missed_done.add(rnd)
+        if seat.round is not None and seat.round_no:
+            self._report_round(seat.round_no, seat.round)
+
+    def _report_round(self, rnd: int, state: Any) -> None:
         try:
-            box = state.box(seat.box)
+            box = state.box(self.seat.box)
         except Exception:          # this box has no wager this round
             return
         progressive = state.profile.progressive
@@ -136,6 +155,56 @@ def hit_body(box: Any) -> dict[str, Any]:
             "amount": None if award is None else amount_text(award)}
 
 
+class AlarmReporter:
+    """A unit's own alarms as ``alarm`` reports, for both roles (issue #15).
+
+    ``unit.alarms`` is a :class:`~firmware.runtime.unit.Recent`: ``len()`` counts every entry
+    ever recorded and a replayed journal rebuilds the same numbering, so the key
+    ``alarm/<n>`` (the entry's running number, from 1) is stable across restarts. Each
+    entry's own ``round`` goes on the wire (none before the first round). Entries already
+    dropped from the bounded log when the reporter looks (a unit recovered from a journal
+    with more alarms than the log keeps) are counted in ``unreportable`` and logged, never
+    a crash. An entry another unit raised (a seat's alarm the dealer relays) is skipped:
+    each unit reports its own."""
+
+    def __init__(self, bus: MqttBus, extra: dict[str, Any]) -> None:
+        self.bus = bus
+        self.extra = dict(extra)     # table (and box) of every report
+        self.seen = 0
+        self.unreportable = 0
+
+    def report(self, unit: Any) -> int:
+        """Queue the unit's alarms not yet looked at; how many were queued."""
+        alarms = unit.alarms
+        total = len(alarms)
+        start = self.seen
+        first = getattr(alarms, "first", 0)
+        if start < first:
+            self.unreportable += first - start
+            log.warning("%s: %d alarm(s) no longer held in the unit's log (it keeps the newest %d) "
+                        "could not be reported (%d so far); the journal holds them",
+                        unit.unit_id, first - start, getattr(alarms, "keep", 0), self.unreportable)
+            start = first
+        queued = 0
+        for n in range(start, total):
+            entry = alarms[n]
+            if not isinstance(entry, dict) or entry.get("unit", unit.unit_id) != unit.unit_id:
+                continue
+            extra = dict(self.extra)
+            rnd = entry.get("round")
+            if isinstance(rnd, int) and not isinstance(rnd, bool) and rnd >= 1:
+                extra["round"] = rnd
+            body: dict[str, Any] = {"alarm": alarm_code(entry.get("alarm", "unknown")),
+                                    "detail": str(entry.get("detail", ""))[:MAX_DETAIL]}
+            boxes = _alarm_boxes(entry)
+            if boxes and "box" not in extra:
+                body["boxes"] = boxes
+            if self.bus.report("alarm", body, key=f"alarm/{n + 1}", **extra) is not None:
+                queued += 1
+        self.seen = total
+        return queued
+
+
 def alarm_code(value: Any) -> str:
     """An alarm code the controller accepts (``[a-z0-9_]{1,64}``): a report it rejected would
     never be confirmed and would hold every later one of the unit unconfirmed."""
@@ -162,48 +231,37 @@ class DealerReporter:
     end. ``round_settlement`` (key ``<round>/round_settlement``) when the round is over:
     every box's net, envy bonuses and side bets (none for a void round).
 
-    ``dealer.alarms`` is a :class:`~firmware.runtime.unit.Recent`: ``len()`` counts every
-    entry ever recorded and a replayed journal rebuilds the same numbering, so the key
-    ``alarm/<n>`` (the entry's running number, from 1) is stable across restarts; each
-    entry's own ``round`` goes on the wire (none before the first round). An entry from
-    another unit (a seat's alarm relayed on the table alarm topic) is skipped."""
+    Alarms go through :class:`AlarmReporter` (each entry with its own round; entries no
+    longer held are counted, never a crash); a seat's alarm the dealer also records (from the
+    table's alarm topic) is not reported again: each seat reports its own."""
 
     def __init__(self, dealer: Any, bus: MqttBus) -> None:
         self.dealer = dealer
         self.bus = bus
         self.reported = 0
-        self.alarms_seen = 0
-        self.unreportable = 0        # entries dropped from the bounded log before being looked at
+        self.alarms = AlarmReporter(bus, {"table": dealer.table})
         dealer.observe(self._after_step)
+
+    @property
+    def alarms_seen(self) -> int:
+        """The running number of the next alarm entry to look at."""
+        return self.alarms.seen
+
+    @alarms_seen.setter
+    def alarms_seen(self, value: int) -> None:
+        self.alarms.seen = value
+
+    @property
+    def unreportable(self) -> int:
+        """Alarm entries dropped from the dealer's bounded log before they were reported."""
+        return self.alarms.unreportable
 
     def sync(self) -> None:
         """Report what the dealer's state holds now (after its journal was replayed)."""
         self._after_step(self.dealer)
 
     def _after_step(self, dealer: Any) -> None:
-        alarms = dealer.alarms
-        total = len(alarms)
-        start = self.alarms_seen
-        first = getattr(alarms, "first", 0)
-        if start < first:
-            self.unreportable += first - start
-            start = first
-        for n in range(start, total):
-            entry = alarms[n]
-            if not isinstance(entry, dict) or entry.get("unit", dealer.unit_id) != dealer.unit_id:
-                continue
-            extra: dict[str, Any] = {"table": dealer.table}
-            rnd = entry.get("round")
-            if isinstance(rnd, int) and not isinstance(rnd, bool) and rnd >= 1:
-                extra["round"] = rnd
-            body: dict[str, Any] = {"alarm": alarm_code(entry.get("alarm", "unknown")),
-                                    "detail": str(entry.get("detail", ""))[:MAX_DETAIL]}
-            boxes = _alarm_boxes(entry)
-            if boxes:
-                body["boxes"] = boxes
-            if self.bus.report("alarm", body, key=f"alarm/{n + 1}", **extra) is not None:
-                self.reported += 1
-        self.alarms_seen = total
+        self.reported += self.alarms.report(dealer)
         self._round_record(dealer)
 
     def _round_record(self, dealer: Any) -> None:

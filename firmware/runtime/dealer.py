@@ -25,9 +25,9 @@ from .bus import (Bus, Message, alarm_topic, console_topic, down_topic, pit_comm
                   stream_topic, up_topic)
 from .journal import Journal
 from .spots import insurance_hand, insurance_spot
-from .unit import (Codec, Recent, amounts_from_json, amounts_to_json, ck_int, ck_json, ck_optional, ck_str,
-                   frac_from_json, frac_to_json, Unit)
-from .wire import (as_json_value, bets_from_json, bets_to_json, check_up_message, controller_input,
+from .unit import (BEHIND, Codec, Recent, amounts_from_json, amounts_to_json, ck_int, ck_json, ck_optional,
+                   ck_str, frac_from_json, frac_to_json, Unit)
+from .wire import (TABLE_LASTING, as_json_value, check_table_alarm, bets_from_json, bets_to_json, check_up_message, controller_input,
                    limits_to_json, round_from_json, round_to_json, shoe_from_json, shoe_to_json)
 
 TURN_BUTTONS = {"hit": Action.HIT, "stand": Action.STAND, "double": Action.DOUBLE,
@@ -132,6 +132,12 @@ class DealerUnit(Unit):
         self.additions: dict[int, dict[str, Fraction]] = {}
         self.requests: dict[int, list[tuple[Action, int | None]]] = {}
         self.results: dict[int, dict[str, Any]] = {}      # round -> settlement
+        # the newest rounds over (as the engine holds them): a seat that was down when one
+        # ended gets it in its catch-up and reports it (issue #11.4)
+        self.past_rounds: dict[int, Round] = {}
+        # the table's lasting conditions in force (shoe jam, door open): the alarm that
+        # raised each, as published; a returning seat gets them in its catch-up
+        self.table_faults: dict[str, dict[str, Any]] = {}
         self.finished: list[Round] = []                   # rounds over since the last take_finished()
         self.refusals = Recent()               # the newest; len() counts them all
         bus.subscribe(up_topic(table, "+"), self.post, unit_id)
@@ -180,6 +186,8 @@ class DealerUnit(Unit):
             return self._on_tick(clock_reading(body)["now"])
         elif kind == "device":
             return self.on_device(body)
+        elif kind == BEHIND:
+            return self.on_behind(body)
         elif kind == "boot":
             # seats re-send what the dealer may have lost (offers, locks, additions); a
             # clock reading from before the restart means nothing now: the wait starts again
@@ -251,7 +259,23 @@ class DealerUnit(Unit):
                 "online": (sorted, lambda v: {ck_int(b) for b in v}),
                 "seat_seq": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()}),
                 "results": (lambda d: {str(r): x for r, x in d.items()}, boxes(ck_json)),
+                "past_rounds": (lambda d: {str(r): round_to_json(x) for r, x in d.items()},
+                                boxes(lambda v: round_from_json(v, self._own_profile))),
+                "table_faults": (dict, self._table_faults_from_json),
                 "refusals": (Recent.to_json, Recent.from_json)}
+
+    def state_added(self) -> dict[str, Any]:
+        # the rounds over and the table's conditions came with checkpoint format 3
+        return {**super().state_added(), "past_rounds": (3, dict), "table_faults": (3, dict)}
+
+    def _table_faults_from_json(self, value: Any) -> dict[str, dict[str, Any]]:
+        if not isinstance(value, dict) or not set(value) <= set(TABLE_LASTING):
+            raise ValueError(f"table faults are lasting conditions {sorted(TABLE_LASTING)}, not {value!r:.80}")
+        for code, entry in value.items():
+            problem = check_table_alarm("alarm", entry if isinstance(entry, dict) else {}, self.unit_id)
+            if problem is not None or entry.get("alarm") != code:
+                raise ValueError(f"table fault {code!r}: {problem or 'holds another alarm'}")
+        return {code: dict(entry) for code, entry in value.items()}
 
     def _own_profile(self, name: str) -> Profile:
         if name != self.profile.name:
@@ -281,6 +305,9 @@ class DealerUnit(Unit):
             for old in sorted(self.results)[:-KEEP_RESULTS]:
                 del self.results[old]
             self._stream("round_result", {"settlement": result})
+            self.past_rounds[self.round_no] = new
+            for old in sorted(self.past_rounds)[:-KEEP_RESULTS]:
+                del self.past_rounds[old]
             self.shoe = new.shoe
             self.phase = "idle"
             self.owed, self.held = 0, []
@@ -294,7 +321,14 @@ class DealerUnit(Unit):
         self.emit(topic, "refused", entry)
 
     def publish_alarm(self, entry: dict[str, Any]) -> None:
-        self.emit(alarm_topic(self.table), "alarm", {"round": self.round_no, **entry})
+        body = {"round": self.round_no, **entry}
+        self.emit(alarm_topic(self.table), "alarm", body)
+        code = entry.get("alarm")
+        for start, end in TABLE_LASTING.items():
+            if end == code:
+                self.table_faults.pop(start, None)
+        if code in TABLE_LASTING:
+            self.table_faults[code] = body
 
     # -- the shoe ----------------------------------------------------------------------
 
@@ -446,6 +480,10 @@ class DealerUnit(Unit):
         return f"the card shoe ({', '.join(lost)}) is not connected: no round can be dealt" if lost else None
 
     def _open_bets(self) -> None:
+        if self.behind is not None:
+            self._refuse(f"{self.unit_id} is behind its confirmed mark (seq {self.behind['outbox_seq']} < "
+                         f"{self.behind['confirmed']}): no bets until its newest state is restored")
+            return
         if self.phase != "idle":
             self._refuse(f"round {self.round_no} is not over (bets {self.phase})")
             return
@@ -629,7 +667,8 @@ class DealerUnit(Unit):
         same_round = body.get("round") == self.round_no
         if m.kind == "hello":
             self.online.add(box)
-            self._catch_up(box, int(body.get("last_stream_seq", 0)))
+            self._catch_up(box, int(body.get("last_stream_seq", 0)), body["round"], str(body.get("phase")),
+                           heard=last)
             if same_round and body.get("bets") is not None:
                 if self.phase == "open" and body.get("phase") == "open":
                     self.offers[box] = bets_from_json(body["bets"])
@@ -671,8 +710,15 @@ class DealerUnit(Unit):
             self.alarms.append({k: v for k, v in body.items()})
         return True
 
-    def _catch_up(self, box: int, last: int) -> None:
-        """A seat (re)started: send what it missed of the current round, or a snapshot."""
+    def _catch_up(self, box: int, last: int, seat_round: int = 0, seat_phase: str = "idle",
+                  heard: int = 0) -> None:
+        """A seat (re)started: send what it missed of the current round, or a snapshot;
+        every round over since the seat's own round (``seat_round``, unless it saw that one
+        end) in which its box played (``rounds``), and the rounds it may have played that
+        this dealer no longer holds (``unheld``: first and last, or null); and the table's
+        lasting conditions in force (``conditions``); and the highest message seq heard
+        from the seat before its hello (``heard``: a seat whose journal ends below it was
+        restarted from an older copy)."""
         first = self.round_stream[0]["body"]["stream_seq"] if self.round_stream else self.stream_seq + 1
         if last >= self.stream_seq:
             missed: list[dict[str, Any]] = []
@@ -683,8 +729,32 @@ class DealerUnit(Unit):
         else:
             missed = list(self.round_stream)
             snapshot = True
+        rounds, unheld = self._rounds_missed(box, seat_round, seat_phase)
         self.emit(down_topic(self.table, box), "catchup",
-                  {"box": box, "head": self.stream_seq, "snapshot": snapshot, "messages": missed})
+                  {"box": box, "head": self.stream_seq, "snapshot": snapshot, "messages": missed,
+                   "rounds": rounds, "unheld": unheld, "heard": heard,
+                   "conditions": [self.table_faults[c] for c in sorted(self.table_faults)]})
+
+    def _rounds_missed(self, box: int, seat_round: int, seat_phase: str
+                       ) -> tuple[dict[str, Any], list[int] | None]:
+        """The rounds over that a seat at ``seat_round`` has not seen end (a seat that never
+        saw a round has none: it was not at the table)."""
+        if seat_round < 1:
+            return {}, None
+        since = seat_round + (1 if seat_phase in ("over", "void") else 0)
+        rounds: dict[str, Any] = {}
+        for number, state in sorted(self.past_rounds.items()):
+            if number < since:
+                continue
+            try:
+                state.box(box)
+            except (KeyError, ValueError, RuleError):
+                continue                       # the box did not play that round
+            rounds[str(number)] = round_to_json(state)
+        last_over = self.round_no if self.phase == "idle" else self.round_no - 1
+        held_from = min(self.past_rounds) if self.past_rounds else last_over + 1
+        unheld = [since, min(held_from - 1, last_over)] if since < held_from and since <= last_over else None
+        return rounds, unheld
 
     # -- after a restart ---------------------------------------------------------------
 

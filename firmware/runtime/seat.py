@@ -29,7 +29,6 @@ from typing import Any, Iterable
 from firmware.chips import ChipDebouncer, ChipRegistry, ChipStatus
 from firmware.engine.errors import RuleError
 from firmware.engine.events import Action, BetsClosed, Decision, event_from_dict
-from firmware.engine.hand import hand_total
 from firmware.engine.money import format_amount, parse_amount, to_json_number
 from firmware.engine.profile import Profile, load_profile
 from firmware.engine.round import Phase, Round
@@ -39,7 +38,7 @@ from hal.ports import LAMP_OFF, LAMP_ON, Lamps
 
 from .bus import Bus, Message, alarm_topic, down_topic, stream_topic, up_topic
 from .journal import Journal
-from .unit import (Codec, Recent, amounts_from_json, amounts_to_json, ck_bool, ck_int, ck_json, ck_optional,
+from .unit import (BEHIND, Codec, Recent, amounts_from_json, amounts_to_json, ck_bool, ck_int, ck_json, ck_optional,
                    ck_str, Unit)
 from .seatview import build_seat_view
 from .spots import insurance_hand, insurance_spot
@@ -48,6 +47,8 @@ from .wire import (TABLE_LASTING, as_json_value, bets_to_json, check_down_messag
                    check_table_alarm, controller_input, round_from_json, round_to_json, shoe_from_json)
 
 LINK_DOWN = "controller_link_down"
+#: Rounds over that the seat keeps from the dealer's catch-up (issue #11.4).
+KEEP_MISSED_ROUNDS = 16
 #: The table's round-bound alarms a seat keeps (the newest; the view shows this round's).
 KEEP_TABLE_ALARMS = 32
 
@@ -99,6 +100,9 @@ class SeatUnit(Unit):
         self.table_faults: dict[str, dict[str, Any]] = {}
         self.table_alarms = Recent(KEEP_TABLE_ALARMS)
         self.table_alarm_seq = 0
+        # rounds that ended while this seat was down, rebuilt by its engine from the
+        # dealer's record in the catch-up: the seat's reporter reports them like its own
+        self.missed_rounds: dict[int, Round] = {}
         self.view: SeatView = self._build_view()
         self._profiles: dict[str, Profile] = {}
         bus.subscribe(stream_topic(table), self.post, unit_id)
@@ -152,6 +156,11 @@ class SeatUnit(Unit):
             return self._on_message(Message.from_dict(body))
         if kind == "controller":
             return self._on_controller(controller_input(body))
+        if kind == BEHIND:
+            changed = self.on_behind(body)
+            if changed and self.phase == "open":
+                self._offer()             # withdraw the offer: bets are refused now
+            return changed
         raise ValueError(f"seat: unknown input {kind!r}")
 
     def _hello(self) -> None:
@@ -187,7 +196,12 @@ class SeatUnit(Unit):
         if m.topic == down_topic(self.table, self.box):
             if m.sender != dealer:
                 return f"{m.kind!r} for box {self.box} from {m.sender!r}: only {dealer!r} sends to this seat"
-            return check_down_message(m.kind, m.body, self.box, self._profile)
+            problem = check_down_message(m.kind, m.body, self.box, self._profile)
+            if problem is None and m.kind == "catchup":
+                strangers = [c.get("unit") for c in m.body.get("conditions") or () if c.get("unit") != dealer]
+                if strangers:
+                    problem = f"catchup: conditions raised by {strangers[0]!r:.60}, not {dealer!r}"
+            return problem
         if m.topic == alarm_topic(self.table):
             if m.sender != dealer:
                 return f"table alarm from {m.sender!r}: only {dealer!r} raises the table's alarms at a seat"
@@ -228,7 +242,9 @@ class SeatUnit(Unit):
                 "table_alarms": (Recent.to_json, self._table_alarms_from_json),
                 "table_alarm_seq": (lambda v: v, ck_int),
                 "reader_lost_round": (lambda v: v, ck_int),
-                "spot_faults": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()})}
+                "spot_faults": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()}),
+                "missed_rounds": (lambda d: {str(r): round_to_json(x) for r, x in sorted(d.items())},
+                                  self._missed_from_json)}
         # the screen's view is not state: it is built again from this (every alarm entry
         # carries its round, so the round's alarms are found without the view's mark)
 
@@ -237,11 +253,16 @@ class SeatUnit(Unit):
         return {**super().state_added(), "table_faults": (2, dict),
                 "table_alarms": (2, lambda: Recent(KEEP_TABLE_ALARMS)), "table_alarm_seq": (2, lambda: 0),
                 "reader_lost_round": (self._devices_format, lambda: 0),
-                "spot_faults": (self._devices_format, dict)}
+                "spot_faults": (self._devices_format, dict), "missed_rounds": (3, dict)}
 
     @property
     def _devices_format(self) -> int:
         return super().state_added()["devices_down"][0]
+
+    def _missed_from_json(self, value: Any) -> dict[int, Round]:
+        if not isinstance(value, dict):
+            raise ValueError(f"missed rounds are a mapping, not {value!r:.60}")
+        return {ck_int(int(r)): round_from_json(v, self._profile) for r, v in value.items()}
 
     def _present_from_json(self, value: Any) -> dict[str, frozenset[str]]:
         if not isinstance(value, dict) or set(value) != set(self.spots):
@@ -297,6 +318,8 @@ class SeatUnit(Unit):
         the progressive spot while progressive play is refused here."""
         if self.reader_refusal is not None:
             return {}
+        if self.behind is not None:
+            return {}                     # issue #11.5: no bets until the newest state is back
         refused = self.progressive_refusal
         return {spot: self._worth(uids) for spot, uids in self.present.items()
                 if insurance_hand(spot) is None and self._worth(uids) > 0
@@ -480,6 +503,18 @@ class SeatUnit(Unit):
 
     def _on_catchup(self, body: dict[str, Any]) -> bool:
         self.awaiting_catchup = False
+        heard = body.get("heard") or 0
+        if heard > self.seq and self.round_no and self.behind is None:
+            # the dealer heard later messages from this seat than its journal holds: the
+            # seat was restarted from an older copy of its state (issue #11.5)
+            self.on_behind({"unit_seq": self.seq, "heard": heard})
+            if self.phase == "open":
+                self._offer()             # withdraw the offer: bets are refused now
+        self._missed(body.get("rounds") or {}, body.get("unheld"))
+        if body.get("conditions") is not None:
+            # the dealer's lasting conditions in force now: one raised or cleared while this
+            # seat was down is as the dealer says (issue #12.9)
+            self.table_faults = {c["alarm"]: dict(c) for c in body["conditions"]}
         messages = body.get("messages", [])
         if body.get("snapshot") and messages:
             # joined in the middle of a round: the dealer's record of its wagers stands
@@ -491,6 +526,24 @@ class SeatUnit(Unit):
             # nothing of a round in play to catch up on: join at the head of the stream
             self.last_stream = body["head"]
         return True
+
+    def _missed(self, rounds: dict[str, Any], unheld: list[int] | None) -> None:
+        """Rounds that ended while the seat was down, from the dealer's record; rounds it
+        cannot have are an alarm, never silence (issue #11.4)."""
+        for key, data in sorted(rounds.items(), key=lambda kv: int(kv[0])):
+            number = int(key)
+            if number == self.round_no and self.phase in ("over", "void"):
+                continue                        # this seat saw it end: its own engine settled it
+            self.missed_rounds[number] = round_from_json(data, self._profile)
+        for old in sorted(self.missed_rounds)[:-KEEP_MISSED_ROUNDS]:
+            del self.missed_rounds[old]
+        if unheld:
+            first, last = unheld
+            which = f"round {first}" if first == last else f"rounds {first}-{last}"
+            self.alarm("rounds_unreported", f"{which} ended while seat {self.box} was down and the dealer no "
+                       "longer holds them: this box's reports of them (wagers, hits, results) may be "
+                       "missing at the jackpot controller; reconcile them from the dealer's journal "
+                       "(betbox journal show)", rounds=[first, last])
 
     def _on_stream(self, kind: str, body: dict[str, Any]) -> bool:
         seq = body["stream_seq"]

@@ -297,6 +297,8 @@ def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
     codes += [code for code in ("shoe_down", "console_down") if code in getattr(seat, "table_faults", {})]
     if getattr(seat, "storage_low", False) or getattr(seat, "halted", None):   # state partition low/full
         codes.append("storage_low")
+    if getattr(seat, "behind", None) is not None:
+        codes.append("behind_confirmed")      # restarted from an older copy: bets refused
     return tuple(codes)
 
 

@@ -31,9 +31,9 @@ log = logging.getLogger(__name__)
 
 #: The checkpoint layout this firmware writes and reads (bump it, and read the old one, when
 #: the layout changes: a journal must stay readable across a firmware update).
-CHECKPOINT_FORMAT = 2
+CHECKPOINT_FORMAT = 3
 #: Older layouts this firmware still reads (state added since comes from ``state_added``).
-READS_FORMATS = (1, 2)
+READS_FORMATS = (1, 2, 3)
 #: Entries kept in a unit's alarm / refusal / message logs (older ones are dropped; the
 #: running counts stay).
 KEEP_RECENT = 200
@@ -212,6 +212,26 @@ def amounts_from_json(value: Any) -> dict[str, Fraction]:
     return {ck_str(k): frac_from_json(v) for k, v in value.items()}
 
 
+#: The input (and alarm code) of a unit behind the controller's confirmed mark.
+BEHIND = "behind_confirmed"
+
+
+#: What a unit is behind: the controller's confirmed mark (its outbox's last seq, the mark)
+#: or, for a seat, what the dealer heard from it (its own last message seq, the dealer's).
+BEHIND_KEYS = ({"outbox_seq", "confirmed"}, {"unit_seq", "heard"})
+
+
+def behind_from_json(value: Any) -> dict[str, int]:
+    """``{"outbox_seq": n, "confirmed": m}`` or ``{"unit_seq": n, "heard": m}``, 0 <= n < m."""
+    if not isinstance(value, dict) or set(value) not in BEHIND_KEYS:
+        raise ValueError(f"behind_confirmed is {{'outbox_seq': n, 'confirmed': m}} or {{'unit_seq': n, "
+                         f"'heard': m}}, not {_short(value)}")
+    (a, n), (b, m) = sorted(value.items(), key=lambda kv: kv[0] in ("confirmed", "heard"))
+    if not (_is_int(n) and _is_int(m) and 0 <= n < m < 2 ** 63):
+        raise ValueError(f"behind_confirmed: {a} {_short(n)} must be a count below {b} {_short(m)}")
+    return {a: n, b: m}
+
+
 Codec = dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]]
 
 
@@ -256,6 +276,10 @@ class Unit(ABC):
         self.storage_low = False
         self.halted: str | None = None
         self.refused_halted = 0
+        # set when the jackpot controller has confirmed reports this unit's state does not
+        # hold (restarted from an older copy): {"outbox_seq": n, "confirmed": m}; bets are
+        # refused while it is set (issue #11.5)
+        self.behind: dict[str, int] | None = None
 
     # -- entry points ------------------------------------------------------------------
 
@@ -413,6 +437,11 @@ class Unit(ABC):
             return f"not JSON: {exc}"
         if size > MAX_INPUT_BYTES:
             return f"{size} bytes: larger than the {MAX_INPUT_BYTES} an input may be"
+        if kind == BEHIND:
+            try:
+                behind_from_json(body)
+            except ValueError as exc:
+                return str(exc)
         return None
 
     def reject(self, kind: str, body: Any, problem: str) -> None:
@@ -466,13 +495,14 @@ class Unit(ABC):
                 "alarms": (Recent.to_json, Recent.from_json),
                 "alarm_counts": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()}),
                 "devices_down": (dict, lambda v: {ck_str(k): {ck_str(a): ck_str(b) for a, b in d.items()}
-                                                  for k, d in v.items()})}
+                                                  for k, d in v.items()}),
+                "behind": (lambda v: None if v is None else dict(v), ck_optional(behind_from_json))}
 
     def state_added(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         """State kept in checkpoints since a later format: name -> (the format that added it,
         its value in an older checkpoint). An older checkpoint lacks exactly those names."""
-        # devices_down came without a layout change: a checkpoint without it had every port up
-        return {"devices_down": (CHECKPOINT_FORMAT + 1, dict)}
+        # format 3: devices_down (a checkpoint without it had every port up) and behind
+        return {"devices_down": (3, dict), "behind": (3, lambda: None)}
 
     # -- devices -----------------------------------------------------------------------
 
@@ -521,6 +551,31 @@ class Unit(ABC):
             return
         self._logged[key] = (now, 0)
         log.info(fmt + (f" ({skipped} change(s) not logged before)" if skipped else ""), *args)
+
+    # -- a unit behind what the controller holds for it (issue #11.5) -------------------
+
+    def on_behind(self, body: dict[str, Any]) -> bool:
+        """The link found the controller's confirmed mark past everything this unit's
+        outbox ever numbered: the unit was restarted from an older copy of its state. It
+        stays so (bets refused) until its newest state is restored; the alarm says how."""
+        behind = behind_from_json(body)
+        if behind == self.behind:
+            return False
+        self.behind = behind
+        if "confirmed" in behind:
+            n, m = behind["outbox_seq"], behind["confirmed"]
+            what = (f"its outbox numbered reports through seq {n}, the jackpot controller has confirmed "
+                    f"through seq {m} (reports {n + 1}-{m} are not in this unit's state")
+        else:
+            n, m = behind["unit_seq"], behind["heard"]
+            what = (f"its journal holds its messages through seq {n}, the dealer has heard seq {m} from "
+                    f"it (messages {n + 1}-{m} are not in this unit's state")
+        self.alarm(BEHIND, f"{self.unit_id} is behind its confirmed mark: {what}: it was restarted from an "
+                   "older copy). Bets are refused here. Restore this unit's newest state directory "
+                   "(journal.db and outbox.db) and restart it; if there is none, a supervisor reconciles its "
+                   "rounds from the dealer's journal and `betbox jackpot report` before the unit plays again",
+                   **behind)
+        return True
 
     def checkpoint(self) -> dict[str, Any]:
         """The unit's state after the last step as plain, versioned JSON: what the next

@@ -247,11 +247,48 @@ def check_down_message(kind: str, body: Mapping[str, Any], box: int,
             problem = check_stream_message(m["kind"], m["body"], profile_of)
             if problem is not None:
                 return f"catchup: message {n}: {problem}"
+        return _check_catchup_record(body, profile_of)
     elif kind == "refused":
         if not isinstance(body.get("reason"), str):
             return f"refused: reason must be a string, not {body.get('reason')!r:.60}"
         if body.get("stage") is not None and not isinstance(body.get("stage"), str):
             return f"refused: stage must be a string, not {body.get('stage')!r:.60}"
+    return None
+
+
+def _check_catchup_record(body: Mapping[str, Any], profile_of: Callable[[str], Profile]) -> str | None:
+    """A catch-up's rounds over (round number -> round, each rebuilt by the engine and
+    over), ``unheld`` ([first, last] or null) and ``conditions`` (table alarms): all optional,
+    a dealer of an older firmware sends none."""
+    rounds = body.get("rounds") or {}
+    if not isinstance(rounds, dict) or len(rounds) > 64:
+        return f"catchup: rounds must be a mapping of at most 64 rounds, not {rounds!r:.60}"
+    for key, data in rounds.items():
+        if not (isinstance(key, str) and key.isdigit() and key.isascii() and len(key) <= 12 and int(key) >= 1):
+            return f"catchup: round {key!r:.20} is not a round number"
+        try:
+            state = round_from_json(data, profile_of)
+        except (TypeError, ValueError, KeyError, RuleError) as exc:
+            return f"catchup: round {key}: {exc}"
+        if not state.is_over:
+            return f"catchup: round {key} is not over"
+    if body.get("heard") is not None and _count(body["heard"], "heard") is not None:
+        return f"catchup: {_count(body['heard'], 'heard')}"
+    unheld = body.get("unheld")
+    if unheld is not None and not (isinstance(unheld, list) and len(unheld) == 2
+                                   and all(_count(n, "unheld", 1) is None for n in unheld) and unheld[0] <= unheld[1]):
+        return f"catchup: unheld must be [first, last] round numbers or null, not {unheld!r:.60}"
+    conditions = body.get("conditions")
+    if conditions is None:
+        return None
+    if not isinstance(conditions, list) or len(conditions) > len(TABLE_LASTING):
+        return f"catchup: conditions must be a list of the table's lasting alarms, not {conditions!r:.60}"
+    for entry in conditions:
+        if not isinstance(entry, dict) or entry.get("alarm") not in TABLE_LASTING:
+            return f"catchup: condition {entry!r:.60} is not a lasting table alarm ({', '.join(TABLE_LASTING)})"
+        problem = check_table_alarm("alarm", entry, entry.get("unit"))
+        if problem is not None:
+            return f"catchup: condition: {problem}"
     return None
 
 

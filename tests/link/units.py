@@ -216,6 +216,9 @@ def play_round(watch: TableWatch, dealer: UnitProcess, devices: Devices, cards, 
     while not (watch.round.is_over and rnd in watch.results):
         state = watch.round
         n = len(state.history)
+        if state.is_over:                # its round_result is on its way
+            wait_until(lambda: watch.update() is not None and rnd in watch.results, timeout, "the round's result")
+            continue
         expect = state.expecting()
         if expect.kind == "card":
             devices.shoe.deal(str(next(cards)))

@@ -1,0 +1,114 @@
+"""A unit told it is behind the jackpot controller's confirmed mark (restarted from an
+older copy of its state; issue #11.5) raises an alarm naming itself, the seqs and what to
+do, refuses bets (a seat offers nothing, the dealer opens no round), shows the condition
+``behind_confirmed`` on the seat's screen, and stays so across a restart (journalled)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from firmware.engine.profile import load_profile
+from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
+from firmware.runtime.unit import BEHIND
+from firmware.sim import chipset
+from firmware.sim.driver import TableDriver
+
+
+def driver(state_dir: Path, boxes: int = 2) -> TableDriver:
+    spec = TableSpec("t", load_profile("rws-blackjack-switch"), seed=5, state_dir=state_dir, boxes=boxes)
+    d = TableDriver(InProcessTable(spec, chipset.registry(spec.boxes, len(seat_spots(spec.profile)))), spec.seed)
+    d.boot()
+    return d
+
+
+def test_a_seat_behind_its_confirmed_mark_alarms_and_refuses_bets(tmp_path):
+    d = driver(tmp_path)
+    t = d.table
+    try:
+        d.play_round()
+        seat = t.seats[1]
+        assert seat.view.conditions == ()
+        assert not seat.step(BEHIND, {"outbox_seq": 9, "confirmed": 9})      # not behind: refused
+        assert seat.rejected == 1 and seat.behind is None
+        assert seat.step(BEHIND, {"outbox_seq": 7, "confirmed": 12})
+        assert not seat.step(BEHIND, {"outbox_seq": 7, "confirmed": 12})     # told again: nothing new
+        alarm = [a for a in seat.alarms if a["alarm"] == "behind_confirmed"]
+        assert len(alarm) == 1 and (alarm[0]["outbox_seq"], alarm[0]["confirmed"]) == (7, 12)
+        assert "t/seat-1" in alarm[0]["detail"] and "seq 7" in alarm[0]["detail"] and "seq 12" in alarm[0]["detail"]
+        assert "Restore" in alarm[0]["detail"]
+        seat.after_step()
+        assert seat.view.conditions == ("behind_confirmed",)
+        for _ in range(3):
+            d.play_round()
+            assert 1 not in {b.number for b in d.rounds[-1].boxes}
+        assert seat.wagers() == {}
+        again = t.restart_seat(1)
+        assert again.behind == {"outbox_seq": 7, "confirmed": 12}
+        assert again.view.conditions == ("behind_confirmed",)
+    finally:
+        t.close()
+
+
+def test_a_dealer_behind_its_confirmed_mark_opens_no_round(tmp_path):
+    d = driver(tmp_path)
+    t = d.table
+    try:
+        d.play_round()
+        n = t.dealer.round_no
+        assert t.dealer.step(BEHIND, {"outbox_seq": 3, "confirmed": 5})
+        t.console.press("open_bets")
+        t.settle()
+        assert t.dealer.round_no == n and t.dealer.phase == "idle"
+        assert "behind its confirmed mark" in t.dealer.refusals[-1]["reason"]
+        assert [a["alarm"] for a in t.dealer.alarms][-1] == "behind_confirmed"
+    finally:
+        t.close()
+
+
+def test_a_format_2_checkpoint_still_reads(tmp_path):
+    d = driver(tmp_path)
+    t = d.table
+    try:
+        d.play_round()
+        for unit in (t.dealer, t.seats[1]):
+            data = unit.checkpoint()
+            assert data["format"] == 3
+            new = {"behind", "missed_rounds", "past_rounds", "table_faults"} if unit is t.dealer else \
+                {"behind", "missed_rounds"}
+            old = {**data, "format": 2, "state": {k: v for k, v in data["state"].items() if k not in new}}
+            unit.restore(old)
+            assert unit.behind is None
+    finally:
+        t.close()
+
+
+def test_a_seat_whose_journal_ends_below_what_the_dealer_heard_is_behind(tmp_path):
+    """The dealer's catch-up says the highest seq it heard from the seat; a seat restored
+    from an older copy of its journal finds it past its own newest message."""
+    import shutil
+
+    d = driver(tmp_path)
+    t = d.table
+    try:
+        d.play_round()
+        t.stop_seat(1)
+        shutil.copytree(tmp_path / "seat-1", tmp_path / "seat-1.old")
+        seat = t.restart_seat(1)
+        for _ in range(2):
+            d.play_round()
+        assert seat.behind is None
+        t.stop_seat(1)
+        shutil.rmtree(tmp_path / "seat-1")
+        shutil.copytree(tmp_path / "seat-1.old", tmp_path / "seat-1")
+        seat = t.restart_seat(1)
+        assert seat.behind is not None and seat.behind["heard"] > seat.behind["unit_seq"]
+        alarm = [a for a in seat.alarms if a["alarm"] == "behind_confirmed"]
+        assert len(alarm) == 1 and "dealer has heard" in alarm[0]["detail"]
+        assert seat.view.conditions == ("behind_confirmed",)
+        d.play_round()
+        assert 1 not in {b.number for b in d.rounds[-1].boxes}
+        # a seat restarted from its own newest journal is not behind
+        t.stop_seat(2)
+        assert t.restart_seat(2).behind is None
+    finally:
+        t.close()
