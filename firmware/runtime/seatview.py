@@ -284,6 +284,35 @@ def _turn(seat: "SeatUnit", state: Round | None) -> str | None:
     return "mine" if cur[0].number == seat.box else "others"
 
 
+# --- unit conditions ----------------------------------------------------------------------
+
+#: Every unit condition code a seat's screen knows, in the order it is shown (worst first).
+CONDITIONS = ("recovering", "no_dealer", "broker_down", "not_verified", "reader_down",
+              "shoe_down", "console_down", "storage_low", "behind_confirmed", "jackpot_link_down")
+
+
+def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
+    """The seat's unit conditions in force, as codes (``CONDITIONS`` order). Read from the
+    seat's state only; cheap, so the screen may ask again when the bus link changes."""
+    found: set[str] = set()
+    # the seat's own MQTT link (MqttBus.connected; an in-process bus has none: always up)
+    broker_down = getattr(getattr(seat, "bus", None), "connected", True) is False
+    if broker_down:
+        found.add("broker_down")
+    # a restarted seat replaying its journal, or catching up on a stream it has played
+    catching_up = bool(getattr(seat, "awaiting_catchup", False))
+    history = bool(seat.round_no or getattr(seat, "last_stream", 0))
+    if getattr(seat, "replaying", False) or (catching_up and history):
+        found.add("recovering")
+    elif catching_up and not broker_down:
+        found.add("no_dealer")          # said hello; no dealer has answered with its stream
+    if getattr(seat, "dealer_present", True) is False:
+        found.add("no_dealer")          # the runtime's presence watch, where it posts one
+    if seat.controller.get("link") == "down" and "progressive" in seat.spots:
+        found.add("jackpot_link_down")  # a seat without a progressive spot misses nothing
+    return tuple(c for c in CONDITIONS if c in found)
+
+
 # --- the view ---------------------------------------------------------------------------
 
 def build_seat_view(seat: "SeatUnit") -> SeatView:
@@ -358,4 +387,5 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
                     limits=limits, turn=_turn(seat, state), pay_lines=pay_lines, switched=switched,
                     progressive=progressive, envy=envy, round_alarms=alarms,
                     table_alarms=_table_alarms(seat), controller=controller,
-                    alarm_mark=mark, offers=_offers(seat, state, box))
+                    alarm_mark=mark, offers=_offers(seat, state, box),
+                    conditions=unit_conditions(seat))
