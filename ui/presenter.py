@@ -162,7 +162,7 @@ def _spot(lang: str, s: SeatSnapshot, spot: SpotView) -> SpotLine:
             text, t = issue_text(lang, issue, v, spot.name)
             notes.append(text)
             tone = tone or t
-        if len(notes) == 2:
+        if len(notes) == 1:             # the first, most pressing: a spot has room for one
             break
     chips = chip_stack(spot)
     if notes:
