@@ -189,7 +189,11 @@ def main(argv=None) -> int:
             if app.sm.current != "pin":
                 Clock.schedule_once(keys, 0.1)      # the long press has not opened the pad yet
                 return
-            press.touch_up()                        # let go only once the pad is open
+            if not press.ud.get("up"):
+                press.touch_up()                    # let go only once the pad is open
+                press.ud["up"] = True
+                Clock.schedule_once(keys, 0.3)
+                return
             for k in "2468":
                 touch(find(k))
             shot("pin")

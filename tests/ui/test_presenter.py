@@ -260,6 +260,14 @@ def test_jackpot_celebration_and_envy_bonus(tmp_path):
         jackpot = [b for b in s.banners if b.kind == "jackpot"]
         assert jackpot and jackpot[0].title == "JACKPOT! Suited Four of a Kind"
         assert jackpot[0].text == "Award 25,000"
+        # the full-screen moment: the gross award, paid once settled, and the plain sums that
+        # make it the pay line's net on the progressive spot (no "You win 25,000" vs "+24,995")
+        j = s.jackpot
+        assert (j.title, j.category, j.award, j.state) == ("JACKPOT", "Suited Four of a Kind", "Award 25,000", "paid")
+        assert j.status == "Paid: 25,000"
+        assert j.net == "Award 25,000 · your progressive bet 5 · net +24,995"
+        assert spot(s, "progressive").result == "+24,995"
+        assert present(t.snap(), "zh").jackpot.net == "奖金 25,000 · 您的累积奖金注码 5 · 净额 +24,995"
         s2 = present(other.snapshot())
         envy = [b for b in s2.banners if b.kind == "envy"]
         assert envy and envy[0].text == "Envy bonus 1,000: seat 1 hit the jackpot"
