@@ -57,8 +57,8 @@ def child_window() -> dict:
     app = build_app(table)
     from kivy.clock import Clock
     from kivy.core.window import Window
-    res: dict = {"clock": f"{os.environ.get('BETBOX_UI_CLOCK', 'interrupt')}, "
-                        f"maxfps {os.environ.get('BETBOX_UI_MAXFPS', '60')}"}
+    res: dict = {"clock": f"{os.environ.get('BETBOX_UI_CLOCK', 'default')}, "
+                        f"maxfps {os.environ.get('BETBOX_UI_MAXFPS', '30')}"}
     lat: list[float] = []
     flips: list[float] = []
     state = {"t": None, "shown": False}
