@@ -369,31 +369,39 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             self._shown["net"] = text
             net.text = text
 
+        #: the meter's count-up: a few steps, not every frame (each frame is a full-screen
+        #: redraw; software GL pays ~20 ms+ for one, bench/bench_ui.py)
+        METER_STEPS = 3
+        METER_STEP_S = 0.25
+
         def _count_meter(self, text: str, amount: str, lang: str) -> None:
-            """The meter counts up to a new amount over a second as contributions arrive."""
-            from kivy.animation import Animation
+            """The meter counts up to a new amount in a few steps as contributions arrive."""
             meter = self.ids.meter
             if self._meter_anim is not None:
-                self._meter_anim.cancel(self)
+                self._meter_anim.cancel()
                 self._meter_anim = None
             old = self._shown.get("meter_amount")
             self._shown["meter_amount"] = amount
             to = _amount(amount)
             frm = _amount(old)
-            if not amount or frm is None or to is None or to <= frm:
+            if not amount or frm is None or to is None or to <= frm or amount not in text:
                 meter.text = text
                 return
-            self._meter_value = float(frm)
-            prefix, suffix = text.split(amount, 1) if amount in text else ("", "")
+            prefix, suffix = text.split(amount, 1)
+            steps = iter(range(1, self.METER_STEPS + 1))
 
-            def step(*_a) -> None:
-                v = Fraction(round(self._meter_value * 100), 100)
-                meter.text = f"{prefix}{money(v)}{suffix}"
-            self._meter_anim = Animation(_meter_value=float(to), duration=1.0, t="out_quad")
-            self._meter_anim.bind(on_progress=step, on_complete=lambda *_a: setattr(meter, "text", text))
-            self._meter_anim.start(self)
+            def step(_dt) -> bool:
+                n = next(steps, None)
+                if n is None or n == self.METER_STEPS:
+                    meter.text = text
+                    self._meter_anim = None
+                    return False
+                v = frm + (to - frm) * n / self.METER_STEPS
+                meter.text = f"{prefix}{money(Fraction(round(v * 100), 100))}{suffix}"
+                return True
+            step(0)
+            self._meter_anim = Clock.schedule_interval(step, self.METER_STEP_S)
 
-        _meter_value = NumericProperty(0.0)
 
         def _conditions(self, s) -> None:
             ids = self.ids
