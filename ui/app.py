@@ -21,12 +21,64 @@ KV_DIR = Path(__file__).with_name("kv")
 SIZES = {"800x480": (800, 480), "1024x600": (1024, 600), "1280x800": (1280, 800)}
 
 
+class DisplayUnavailable(RuntimeError):
+    """No screen to draw on; the message is one sentence for the unit's log."""
+
+
+def display_problem(env=None) -> str | None:
+    """Why the seat display cannot open a window here, in one sentence; None when it can.
+    Checked before Kivy starts (whose own failure is "Couldn't connect to X server" or an
+    SDL error, and a hang or exit without saying what to do)."""
+    import socket
+    env = os.environ if env is None else env
+    x = env.get("DISPLAY")
+    if x:
+        host, _, rest = x.rpartition(":")
+        number = rest.split(".")[0]
+        if host in ("", "unix") and number.isdigit():
+            path = f"/tmp/.X11-unix/X{number}"
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                    sock.settimeout(2.0)
+                    sock.connect(path)
+            except OSError as exc:
+                return (f"no display: DISPLAY is {x} but no X server answers at {path} ({exc.strerror or exc}); "
+                        f"start the X server (or Xvfb), or unset DISPLAY to draw on the screen directly")
+        return None
+    wayland = env.get("WAYLAND_DISPLAY")
+    if wayland:
+        runtime = env.get("XDG_RUNTIME_DIR", "")
+        path = wayland if wayland.startswith("/") else os.path.join(runtime, wayland)
+        if not os.path.exists(path):
+            return f"no display: WAYLAND_DISPLAY is {wayland} but {path} does not exist; start the compositor"
+        return None
+    cards = sorted(Path("/dev/dri").glob("card*")) if Path("/dev/dri").is_dir() else []
+    if not cards:
+        return ("no display: DISPLAY is not set and there is no DRM device (/dev/dri/card*) to draw on; "
+                "connect the screen (and enable its overlay in config.txt) or set DISPLAY")
+    if not any(os.access(c, os.R_OK | os.W_OK) for c in cards):
+        return (f"no display: {cards[0]} cannot be opened by this user; add the unit's user to the "
+                f"'video' group (usermod -aG video USER)")
+    return None
+
+
+def _kivy_log_to_python() -> None:
+    """Kivy's warnings and errors go to the unit's log (Python logging, "kivy" logger);
+    its info lines (window provider, GL version ...) only with BETBOX_UI_DEBUG."""
+    if os.environ.get("BETBOX_UI_DEBUG"):
+        return
+    os.environ.setdefault("KIVY_LOG_MODE", "PYTHON")
+    import logging
+    logging.getLogger("kivy").setLevel(logging.WARNING)
+
+
 def _prepare_kivy(size: tuple[int, int], fullscreen: bool = False, kivy_home: str | None = None) -> None:
     """Kivy reads its environment and config at import: set them first."""
     os.environ.setdefault("KIVY_NO_ARGS", "1")
     if not os.environ.get("BETBOX_UI_DEBUG"):
         os.environ.setdefault("KIVY_NO_CONSOLELOG", "1")
         os.environ.setdefault("KIVY_NO_FILELOG", "1")
+    _kivy_log_to_python()
     if kivy_home:
         os.environ["KIVY_HOME"] = kivy_home
     elif "KIVY_HOME" not in os.environ:
@@ -39,12 +91,28 @@ def _prepare_kivy(size: tuple[int, int], fullscreen: bool = False, kivy_home: st
     Config.set("graphics", "height", str(size[1]))
     Config.set("graphics", "resizable", "0")
     Config.set("graphics", "fullscreen", "auto" if fullscreen else "0")
-    Config.set("graphics", "maxfps", "30")
+    # Kivy's clock and frame cap; BETBOX_UI_CLOCK=interrupt / BETBOX_UI_MAXFPS to compare
+    # with bench/bench_ui.py (on this machine under load the interrupt clock let fewer
+    # changes reach a swap, so the default stays; docs/ui.md)
+    Config.set("kivy", "kivy_clock", os.environ.get("BETBOX_UI_CLOCK", "default"))
+    Config.set("graphics", "maxfps", os.environ.get("BETBOX_UI_MAXFPS", "30"))
     Config.set("input", "mouse", "mouse,disable_multitouch")
     Config.set("kivy", "exit_on_escape", "0")
 
 
-def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] = (800, 480),
+def _amount(text: str | None):
+    """A shown amount ("25,000.50") as a Fraction; None when it is not one."""
+    from fractions import Fraction
+    try:
+        return Fraction(text.replace(",", "")) if text else None
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+DEMO_PIN = "2468"       # the demo's technician PIN (a real seat's is its configuration's pin_hash)
+
+
+def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, int] = (800, 480),
               fullscreen: bool = False, kivy_home: str | None = None, log_lines=None):
     _prepare_kivy(size, fullscreen, kivy_home)
     from . import fonts
@@ -55,13 +123,17 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
     from kivy.core.window import Window
     from kivy.factory import Factory
     from kivy.lang import Builder
-    from kivy.properties import NumericProperty
+    from kivy.properties import ListProperty, NumericProperty
+    from kivy.uix.boxlayout import BoxLayout
+    from kivy.uix.label import Label
+    from kivy.uix.widget import Widget
+    from fractions import Fraction
     from kivy.uix.screenmanager import NoTransition, Screen, ScreenManager
 
     from .i18n import LANGUAGES, tr
-    from .presenter import SeatPresenter
+    from .presenter import SeatPresenter, money
     from .rulesinfo import cached_odds, rules_screen, warm_up
-    from .service import check_pin, lamp_restore, lamp_test, service_sections
+    from .service import PinLock, hash_pin, lamp_restore, lamp_test, service_sections
 
     LabelBase.register(name="Seat", fn_regular=str(font))
 
@@ -89,59 +161,311 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
             fit_font(label, u * base, u * least)
         label.bind(text=refit, width=refit)
 
-    class SeatScreen(Screen):
+    class ChipStack(Widget):
+        """The chips on a spot drawn as a stack on the spot's ring (Kivy canvas, no image
+        files): bottom first, each in its denomination's colours (``ui.chips``); more
+        than ``SHOWN`` chips draw as ``SHOWN`` with the count beside them."""
+
+        SHOWN = 10
+        chips = ListProperty([])
+
+        def __init__(self, **kw) -> None:
+            super().__init__(**kw)
+            self.bind(pos=self._draw, size=self._draw, chips=self._draw)
+
+        def _draw(self, *_a) -> None:
+            from kivy.graphics import Color, Ellipse, Line
+            from .chips import chip_colours
+            c = self.canvas
+            c.clear()
+            d = min(self.width * 0.9, self.height * 0.92)      # the spot's ring
+            if d <= 4:
+                return
+            cx, cy = self.center
+            with c:
+                Color(1, 1, 1, 0.55)
+                Line(ellipse=(cx - d / 2, cy - d / 2, d, d), width=max(1.0, d * 0.025))
+                chips = list(self.chips)[: self.SHOWN]
+                if not chips:
+                    return
+                w = d * 0.62
+                h = w * 0.32                                 # a chip seen from above the table
+                step = min(h * 0.42, (d * 0.8 - h) / max(1, len(chips)))
+                y = cy - d * 0.4
+                for denom in chips:
+                    body, edge = chip_colours(denom)
+                    Color(0, 0, 0, 0.45)
+                    Ellipse(pos=(cx - w / 2, y - h * 0.12), size=(w, h))
+                    Color(*body, 1)
+                    Ellipse(pos=(cx - w / 2, y), size=(w, h))
+                    Color(*edge, 1)
+                    Line(ellipse=(cx - w * 0.36, y + h * 0.14, w * 0.72, h * 0.72), width=max(1.0, h * 0.06))
+                    y += step
+
+    class BetSpot(BoxLayout):
+        #: the spot's type and heights scale down (k < 1) in a short grid cell: many spots,
+        #: banners and notices at 800x480 leave each spot less room
+        k = NumericProperty(1.0)
+
+    class WrapFit(Label):
+        """A wrapping label (``text_size`` width set) that shrinks its font, not below
+        ``least``, until its lines fit its height: a long note is shown whole."""
+        base = NumericProperty(14.0)
+        least = NumericProperty(8.0)
+
         def on_kv_post(self, _base) -> None:
-            keep_fitted(self.ids.phase, 36, 22)
-            keep_fitted(self.ids.net, 22, 14)
+            self.bind(text=self._fit, base=self._fit, width=self._fit, height=self._fit)
+            self._fit()
+
+        def _fit(self, *_a) -> None:
+            from kivy.core.text import Label as CoreLabel
+            size = self.base
+            while self.text and self.width > 0 and size > self.least:
+                core = CoreLabel(text=self.text, font_size=size, bold=self.bold, font_name=self.font_name,
+                                 text_size=(self.width, None), halign=self.halign)
+                core.refresh()
+                if core.texture is None or core.texture.size[1] <= self.height:
+                    break
+                size = max(self.least, size * 0.88)
+            self.font_size = size
+
+    class FitLabel(Label):
+        """A one-line label at ``base`` size that shrinks (not below ``least``) to show its
+        whole text in its width: no word is cut, in any language."""
+        base = NumericProperty(18.0)
+        least = NumericProperty(10.0)
+
+        def on_kv_post(self, _base) -> None:
+            self.bind(text=self._refit, width=self._refit, base=self._refit)
+            self._refit()
+
+        def _refit(self, *_a) -> None:
+            fit_font(self, self.base, self.least)
+
+    class CardLabel(Label):
+        card_h = NumericProperty(66.0)
+
+    class HandRow(BoxLayout):
+        card_h = NumericProperty(66.0)
+        n = NumericProperty(1)              # cards in the hand: they shrink to fit the row
+
+    class SeatScreen(Screen):
+        #: a unit condition's colour and mark (docs/ui.md "Unit conditions")
+        CONDITION_LOOK = {
+            "recovering": ((0.20, 0.45, 0.85, 1), "…"), "no_dealer": ((0.55, 0.35, 0.85, 1), "!"),
+            "broker_down": ((0.85, 0.18, 0.18, 1), "×"), "not_verified": ((0.85, 0.20, 0.60, 1), "!"),
+            "reader_down": ((0.95, 0.50, 0.10, 1), "?"), "shoe_down": ((0.85, 0.70, 0.10, 1), "!"),
+            "console_down": ((0.10, 0.65, 0.65, 1), "!"), "storage_low": ((0.55, 0.40, 0.20, 1), "i"),
+            "behind_confirmed": ((0.30, 0.40, 0.50, 1), "…"), "jackpot_link_down": ((0.50, 0.36, 0.05, 1), "×"),
+        }
+
+        def on_kv_post(self, _base) -> None:
+            keep_fitted(self.ids.phase, 32, 18)
+            keep_fitted(self.ids.meter.ids.amount, 32, 12)
+            keep_fitted(self.ids.net, 30, 16)
+            for b in (self.ids.b_rules, self.ids.b_history, self.ids.b_language, self.ids.b_help):
+                keep_fitted(b, 18, 11)
+            self._shown: dict[str, Any] = {}
+            self._meter_anim = None
+            self._press = None
+            self.ids.jackpot.bind(on_touch_down=self._jackpot_touch)
+            self._jackpot_seen = None
+
+        def _changed(self, part: str, value) -> bool:
+            """Whether ``part`` of the screen shows something new (rows are rebuilt only then)."""
+            if self._shown.get(part, object()) == value:
+                return False
+            self._shown[part] = value
+            return True
 
         def show(self, s) -> None:
             ids = self.ids
+            app = App.get_running_app()
             ids.title.text = s.title
             ids.limits.text = s.limits
             ids.phase.text = s.phase
-            ids.phase.tone = ("bad" if s.phase_key == "phase.void" else
+            ids.phase.tone = ("bad" if s.phase_key in ("phase.void", "phase.condition") else
                               "play" if s.phase_key == "phase.your_hand" else "gold")
             ids.seat_button.text = s.seat + (f"\n{s.round}" if s.round else "")
-            ids.seat_button.font_size = App.get_running_app().u * (20 if s.round else 24)
-            ids.spots.clear_widgets()
-            for line in s.spots:
-                ids.spots.add_widget(make('SpotRow', label=line.label, amount=line.amount,
-                                                     note=line.note, tone=line.tone))
+            if self._changed("spots", s.spots):
+                ids.spots.clear_widgets()
+                n = len(s.spots)
+                ids.spots.cols = 1 if n <= 1 else 2 if n <= 4 else 3
+                for line in s.spots:
+                    spot = make('BetSpot', label=line.label, amount=line.amount, note=line.note,
+                                tone=line.tone, result=line.result, result_note=line.result_note,
+                                result_tone=line.result_tone)
+                    spot.ids.stack.chips = list(line.chips)
+                    ids.spots.add_widget(spot)
             ids.dealer_label.text = s.dealer_label
             ids.dealer_total.text = s.dealer_total
-            ids.dealer_cards.clear_widgets()
-            for c in s.dealer_cards:
-                ids.dealer_cards.add_widget(make('CardLabel', text=c.text, red=c.red))
-            ids.hands.clear_widgets()
-            for h in s.hands:
-                row = make("HandRow", label=h.label + ("  ▶" if h.in_play and len(s.hands) > 1 else ""), total=h.total,
-                                      result=h.result, tone=h.tone)
-                for c in h.cards:
-                    row.ids.cards.add_widget(make('CardLabel', text=c.text, red=c.red))
-                ids.hands.add_widget(row)
-            ids.hands.add_widget(Factory.Widget())
+            if self._changed("dealer", s.dealer_cards):
+                self._cards(ids.dealer_cards, s.dealer_cards, self._shown.get("dealer_n", 0))
+                self._shown["dealer_n"] = len(s.dealer_cards)
+            if self._changed("hands", s.hands):
+                before = self._shown.get("hand_cards", ())
+                ids.hands.clear_widgets()
+                for i, h in enumerate(s.hands):
+                    row = make("HandRow", label=h.label + ("  ▶" if h.in_play and len(s.hands) > 1 else ""),
+                               total=h.total, result=h.result, tone=h.tone,
+                               size_hint_y=None if len(s.hands) == 1 else 1, height=app.u * 84)
+                    self._cards(row.ids.cards, h.cards, before[i] if i < len(before) else 0, row)
+                    ids.hands.add_widget(row)
+                if len(s.hands) <= 1:
+                    ids.hands.add_widget(Factory.Widget())
+                self._shown["hand_cards"] = tuple(len(h.cards) for h in s.hands)
             ids.note.text = s.decisions or s.switch_note
-            ids.results.clear_widgets()
-            for r in s.results:
-                ids.results.add_widget(make('ResultLine', text=r.text, tone=r.tone))
-            ids.net.text = s.net
             ids.net.tone = s.net_tone
-            ids.meter.text = s.meter
+            self._count_net(s.net)
+            ids.meter.title = s.meter_title if s.meter else ""
             ids.meter.tone = s.meter_tone
+            self._count_meter(s.meter, s.meter_amount, s.lang)
             self._controls(s)
-            ids.banners.clear_widgets()
-            for b in s.banners[:2]:
-                colour = {"jackpot": (0.95, 0.70, 0.08, 1), "win": (0.92, 0.68, 0.10, 1),
-                          "envy": (0.16, 0.38, 0.68, 1)}.get(b.kind, (0.7, 0.1, 0.1, 1))
-                ink = (0.08, 0.04, 0.0, 1) if b.kind in ("jackpot", "win") else (1, 1, 1, 1)
-                ids.banners.add_widget(make('BannerBand', title=b.title, text=b.text, colour=colour,
-                                            ink=ink, big=b.kind == "jackpot"))
-            self._celebrate(any(b.kind == "jackpot" for b in s.banners[:2]))
+            if self._changed("banners", (s.banners[:2], s.lang)):
+                ids.banners.clear_widgets()
+                for b in s.banners[:2]:
+                    if b.kind in ("jackpot", "win") and s.jackpot is not None:
+                        continue            # the jackpot moment says it, full screen
+                    colour = {"jackpot": (0.95, 0.70, 0.08, 1), "win": (0.92, 0.68, 0.10, 1),
+                              "envy": (0.16, 0.38, 0.68, 1)}.get(b.kind, (0.42, 0.30, 0.10, 1))
+                    ink = (0.08, 0.04, 0.0, 1) if b.kind in ("jackpot", "win") else (1, 1, 1, 1)
+                    ids.banners.add_widget(make('BannerBand', title=b.title, text=b.text, colour=colour,
+                                                ink=ink, big=b.kind == "jackpot"))
+            self._conditions(s)
+            self._jackpot(s)
             lang = s.lang
             ids.b_rules.text = tr(lang, "menu.rules")
             ids.b_history.text = tr(lang, "menu.history")
             ids.b_language.text = {"en": "Language", "zh": "语言", "ms": "Bahasa"}[lang]
             ids.b_help.text = tr(lang, "menu.help")
+
+        def _cards(self, box, cards, known: int, row=None) -> None:
+            """Card faces; a card that has just arrived fades in (a few frames, then nothing)."""
+            from kivy.animation import Animation
+            box.clear_widgets()
+            u = App.get_running_app().u
+            if row is not None:
+                row.n = len(cards)
+            for i, c in enumerate(cards):
+                card = make('CardLabel', face=c.text, red=c.red)
+                if row is not None:
+                    row.bind(card_h=card.setter("card_h"))
+                    card.card_h = row.card_h
+                else:                       # the dealer's: as many as come fit the row's width
+                    def fit(_w, _v, card=card, n=len(cards)):
+                        card.card_h = max(u * 20, min(u * 66, (box.width - n * u * 5) / n / 0.72))
+                    box.bind(width=fit)
+                    fit(box, box.width)
+                if i >= known:
+                    card.opacity = 0
+                    Animation(opacity=1, duration=0.25).start(card)
+                box.add_widget(card)
+
+        def _count_net(self, text: str) -> None:
+            """The round's net appears counting up from zero (a win, gently); then still."""
+            net = self.ids.net
+            if text == self._shown.get("net"):
+                return
+            self._shown["net"] = text
+            net.text = text
+
+        #: the meter's count-up: a few steps, not every frame (each frame is a full-screen
+        #: redraw; software GL pays ~20 ms+ for one, bench/bench_ui.py)
+        METER_STEPS = 3
+        METER_STEP_S = 0.25
+
+        def _count_meter(self, text: str, amount: str, lang: str) -> None:
+            """The meter counts up to a new amount in a few steps as contributions arrive."""
+            meter = self.ids.meter
+            if self._meter_anim is not None:
+                self._meter_anim.cancel()
+                self._meter_anim = None
+            old = self._shown.get("meter_amount")
+            self._shown["meter_amount"] = amount
+            to = _amount(amount)
+            frm = _amount(old)
+            if not amount or frm is None or to is None or to <= frm or amount not in text:
+                meter.text = text
+                return
+            prefix, suffix = text.split(amount, 1)
+            steps = iter(range(1, self.METER_STEPS + 1))
+
+            def step(_dt) -> bool:
+                n = next(steps, None)
+                if n is None or n == self.METER_STEPS:
+                    meter.text = text
+                    self._meter_anim = None
+                    return False
+                v = frm + (to - frm) * n / self.METER_STEPS
+                meter.text = f"{prefix}{money(Fraction(round(v * 100), 100))}{suffix}"
+                return True
+            step(0)
+            self._meter_anim = Clock.schedule_interval(step, self.METER_STEP_S)
+
+
+        def _conditions(self, s) -> None:
+            ids = self.ids
+            blocking = next((c for c in s.conditions if c.blocking), None)
+            card = ids.condition
+            if blocking is None:
+                card.code = card.title = card.text = ""
+            else:
+                colour, mark = self.CONDITION_LOOK.get(blocking.code, ((0.6, 0.6, 0.6, 1), "!"))
+                card.colour, card.mark = colour, mark
+                card.title, card.text, card.code = blocking.title, blocking.text, blocking.code
+            notices = tuple((c.code, c.title, c.text) for c in s.conditions if not c.blocking)
+            if self._changed("notices", notices):
+                ids.notices.clear_widgets()
+                for code, title, text in notices:
+                    colour = self.CONDITION_LOOK.get(code, ((0.4, 0.4, 0.4, 1), ""))[0]
+                    ids.notices.add_widget(make("NoticeBand", title=title, text=text,
+                                                colour=tuple(0.75 * x for x in colour[:3]) + (1,)))
+
+        def _jackpot(self, s) -> None:
+            """The full-screen moment of a progressive hit here: shown while it lasts (a
+            touch puts it aside until its state changes: pending -> paid)."""
+            j = s.jackpot
+            w = self.ids.jackpot
+            key = None if j is None else (j.state, j.award, j.status)
+            if j is None or key == self._jackpot_seen:
+                if j is None:
+                    self._jackpot_seen = None
+                if w.title:
+                    self._hide_jackpot(w)
+                return
+            if w.title and (w.state, w.award, w.status) == key:
+                return
+            w.title, w.category, w.award, w.status, w.net, w.state = (j.title, j.category, j.award,
+                                                                      j.status, j.net, j.state)
+            self._celebrate(True)
+
+        def _hide_jackpot(self, w) -> None:
+            w.title = w.category = w.award = w.status = w.net = w.state = ""
+            self._celebrate(False)
+
+        def _jackpot_touch(self, widget, touch) -> bool:
+            if not widget.title or not widget.collide_point(*touch.pos):
+                return False
+            self._jackpot_seen = (widget.state, widget.award, widget.status)
+            self._hide_jackpot(widget)
+            return True
+
+        # -- the technician's long press on "Seat N" (docs/ui.md "Service screen") --------
+
+        LONG_PRESS = 3.0
+
+        def on_touch_down(self, touch) -> bool:
+            label = self.ids.seat_button
+            if label.collide_point(*touch.pos) and not self.ids.jackpot.title:
+                self._press = Clock.schedule_once(lambda _dt: App.get_running_app().open_pin(), self.LONG_PRESS)
+                return True
+            return super().on_touch_down(touch)
+
+        def on_touch_up(self, touch) -> bool:
+            if self._press is not None:
+                self._press.cancel()
+                self._press = None
+            return super().on_touch_up(touch)
 
         def _controls(self, s) -> None:
             """A demo table's dealer controls (deal, no more bets, the player's decisions)."""
@@ -161,19 +485,19 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
         _glow = None
 
         def _celebrate(self, on: bool) -> None:
-            """A jackpot hit: the banner pulses for a few seconds (then stops: no idle CPU)."""
+            """A jackpot hit: the moment's gold glows a few times (then stops: no idle CPU)."""
             from kivy.animation import Animation
-            band = self.ids.banners.children[-1] if self.ids.banners.children else None
+            band = self.ids.jackpot
             if self._glow is not None:
-                self._glow.cancel_all(self._glow_target)
+                self._glow.cancel(band)
                 self._glow = None
-            if not on or band is None:
+                band.glow = 0.0
+            if not on:
                 return
-            # the band brightens and settles back; its text never fades
-            anim = Animation(glow=1.0, duration=0.35) + Animation(glow=0.0, duration=0.35)
-            for _ in range(4):
-                anim = anim + Animation(glow=1.0, duration=0.35) + Animation(glow=0.0, duration=0.35)
-            self._glow, self._glow_target = anim, band
+            anim = Animation(glow=1.0, duration=0.4) + Animation(glow=0.0, duration=0.4)
+            for _ in range(3):
+                anim = anim + Animation(glow=1.0, duration=0.4) + Animation(glow=0.0, duration=0.4)
+            self._glow = anim
             anim.start(band)
 
     class InfoScreen(Screen):
@@ -210,7 +534,7 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
     class PinScreen(Screen):
         entered = ""
 
-    for cls in (SeatScreen, InfoScreen, RulesScreen, HistoryScreen, HelpScreen, ServiceScreen,
+    for cls in (ChipStack, BetSpot, FitLabel, WrapFit, CardLabel, HandRow, SeatScreen, InfoScreen, RulesScreen, HistoryScreen, HelpScreen, ServiceScreen,
                 LanguageScreen, PinScreen):
         Factory.register(cls.__name__, cls=cls)
     for kv in ("common.kv", "seat.kv", "menus.kv"):
@@ -224,7 +548,8 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
             super().__init__(**kwargs)
             self.feed = feed
             self.presenter = SeatPresenter(lang)
-            self.pin = pin
+            # ``pin``: the PIN's salted hash ("" none: the service screen stays shut)
+            self.pin_lock = PinLock(hash_pin(DEMO_PIN) if pin is None else pin)
             self.log_lines = log_lines
             self.frames = 0
             self.first_frame = threading.Event()
@@ -335,13 +660,17 @@ def build_app(feed, lang: str = "en", pin: str = "2468", size: tuple[int, int] =
             if key == "C":
                 scr.entered = ""
             elif key == "OK":
-                if check_pin(scr.entered, self.pin):
+                said = self.pin_lock.enter(scr.entered)
+                scr.entered = ""
+                if said == "ok":
                     self.show("service")
                     return
-                scr.entered = ""
-                scr.ids.shown.text = tr(self.presenter.lang, "service.pin_wrong")
+                lang = self.presenter.lang
+                scr.ids.shown.text = (tr(lang, "service.pin_wrong") if said == "wrong" else
+                                      tr(lang, "service.no_pin") if said == "no_pin" else
+                                      tr(lang, "service.locked", s=self.pin_lock.locked_for()))
                 return
-            else:
+            elif len(scr.entered) < 8:
                 scr.entered += key
             scr.ids.shown.text = "•" * len(scr.entered)
 
@@ -433,6 +762,10 @@ def run_demo_window(options: Any) -> int:
     except ValueError as exc:
         print(f"betbox demo: {exc}", file=sys.stderr)
         return 2
+    problem = display_problem()
+    if problem is not None:
+        print(f"betbox demo: {problem}", file=sys.stderr)
+        return 3
     ring = LogRing()
     logging.getLogger().addHandler(ring)
     try:
@@ -444,13 +777,16 @@ def run_demo_window(options: Any) -> int:
     return 0
 
 
-def run_seat_display(seat, controller=None, bus=None, lang: str = "en", pin: str = "2468",
+def run_seat_display(seat, controller=None, bus=None, lang: str = "en", pin: str = "",
                      size: str = "800x480", fullscreen: bool | None = None,
                      config_digest: str | None = None) -> int:
     """``betbox run`` on a seat unit: show ``seat`` (a running :class:`SeatUnit` whose
     dispatch queue is pumped by the runtime's thread). Blocks in Kivy's loop on the main
     thread. Full screen when there is no desktop (the Pi on KMS/DRM)."""
     from .feed import SeatFeed
+    problem = display_problem()
+    if problem is not None:
+        raise DisplayUnavailable(problem)
     if fullscreen is None:
         fullscreen = not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")
     feed = SeatFeed(seat, controller, bus, config_digest=config_digest)

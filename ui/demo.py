@@ -20,6 +20,7 @@ from typing import Callable
 
 from dataclasses import replace
 
+from firmware.engine.money import format_amount
 from firmware.engine.profile import Profile
 from firmware.runtime.spots import insurance_spot
 from firmware.runtime.table import TableSpec, seat_spots
@@ -190,7 +191,9 @@ class DemoTable:
         c = self.controller.state
         if c.link is None:
             return
-        status = {"link": c.link, "meter": None if c.meter is None else str(c.meter), "pending": c.pending}
+        # an amount as the wire writes it ("25009.25"): str() of a Fraction ("100037/4") is refused
+        status = {"link": c.link, "meter": None if c.meter is None else format_amount(Fraction(c.meter)),
+                  "pending": c.pending}
         t = self.table
         for unit in [t.dealer, *t.seats.values()]:
             if hasattr(unit, "progressive_refusal") or unit is t.dealer:

@@ -31,6 +31,10 @@ class SeatFeed:
         """Observe the seat: ``on_snapshot`` runs in the seat's thread after each step."""
         self.on_snapshot = on_snapshot
         self.seat.observe(lambda _unit: on_snapshot(self.source.snapshot()))
+        # the broker link changes between the seat's steps: show it when it does
+        listen = getattr(getattr(self.seat, "bus", None), "add_link_listener", None)
+        if callable(listen):
+            listen(lambda *_a: self.on_snapshot and self.on_snapshot(self.source.snapshot()))
         on_snapshot(self.source.snapshot())
 
     def stop(self) -> None:

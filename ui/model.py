@@ -45,6 +45,10 @@ class SpotLine:
     amount: str
     note: str
     tone: str           # muted | ok | warn | bad
+    chips: tuple[str, ...] = ()     # the stack, bottom first: denominations ("25"), "?" refused
+    result: str = ""                # the spot's settled net ("+250"), once the round is over
+    result_note: str = ""           # what paid it ("Perfect Pair 25:1", "Win", "Lose")
+    result_tone: str = "muted"
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,30 @@ class Banner:
 
 
 @dataclass(frozen=True)
+class Condition:
+    """A unit condition in force (``SeatView.conditions`` code) as the player reads it.
+    ``blocking``: the seat takes no bets while it lasts (the screen says so over the spots)."""
+
+    code: str
+    title: str
+    text: str
+    blocking: bool
+
+
+@dataclass(frozen=True)
+class JackpotMoment:
+    """A progressive hit at this seat: the full-screen moment. ``state`` pending (the
+    controller holds it / an attendant pays it) | paid (the award is fixed, the round settled)."""
+
+    title: str          # "JACKPOT"
+    category: str       # "Suited Four of a Kind"
+    award: str          # "Award 25,000" (gross)
+    status: str         # "Award pending: an attendant is on the way" | "Paid: 25,000"
+    state: str
+    net: str = ""       # "Award 25,000 · your progressive bet 5 · net +24,995"
+
+
+@dataclass(frozen=True)
 class SeatScreen:
     lang: str
     title: str
@@ -99,6 +127,10 @@ class SeatScreen:
     meter_tone: str
     banners: tuple[Banner, ...]
     controls: tuple[tuple[str, str], ...] = ()      # (control, label): a demo's dealer buttons
+    conditions: tuple[Condition, ...] = ()           # unit conditions in force, worst first
+    meter_title: str = ""                            # "PROGRESSIVE JACKPOT" over the meter
+    meter_amount: str = ""                           # the meter's amount ("25,000.50"), for counting up
+    jackpot: JackpotMoment | None = None
 
     def texts(self) -> list[str]:
         """Every text on the screen (for tests and accessibility checks)."""
@@ -113,4 +145,12 @@ class SeatScreen:
         for b in self.banners:
             out += [b.title, b.text]
         out += [label for _, label in self.controls]
+        for s in self.spots:
+            out += [s.result, s.result_note]
+        for c in self.conditions:
+            out += [c.title, c.text]
+        out += [self.meter_title]
+        if self.jackpot is not None:
+            j = self.jackpot
+            out += [j.title, j.category, j.award, j.status, j.net]
         return [t for t in out if t]

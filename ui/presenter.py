@@ -8,7 +8,7 @@ payout comes from the engine through the seat unit.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Callable, Iterable
 
@@ -17,7 +17,8 @@ from firmware.engine.money import parse_amount
 from firmware.runtime.view import ResultView, SeatView, SpotIssue, SpotView
 
 from .i18n import DEFAULT_LANGUAGE, LANGUAGES, has, tr
-from .model import (Banner, CardFace, HandLine, ResultLine, SeatScreen, SeatSnapshot, SpotLine)
+from .model import (Banner, CardFace, Condition, HandLine, JackpotMoment, ResultLine, SeatScreen,
+                    SeatSnapshot, SpotLine)
 
 SUITS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 RECALL_ROUNDS = 10
@@ -161,15 +162,24 @@ def _spot(lang: str, s: SeatSnapshot, spot: SpotView) -> SpotLine:
             text, t = issue_text(lang, issue, v, spot.name)
             notes.append(text)
             tone = tone or t
-        if len(notes) == 2:
+        if len(notes) == 1:             # the first, most pressing: a spot has room for one
             break
+    chips = chip_stack(spot)
     if notes:
-        return SpotLine(spot.name, label, amount, " · ".join(notes), tone)
+        return SpotLine(spot.name, label, amount, " · ".join(notes), tone, chips)
     if spot.status == "locked":
-        return SpotLine(spot.name, label, amount, tr(lang, "status.locked"), "ok")
+        return SpotLine(spot.name, label, amount, tr(lang, "status.locked"), "ok", chips)
     if amount:
-        return SpotLine(spot.name, label, amount, tr(lang, "status.counted"), "ok")
-    return SpotLine(spot.name, label, "", "", "muted")
+        return SpotLine(spot.name, label, amount, tr(lang, "status.counted"), "ok", chips)
+    return SpotLine(spot.name, label, "", "", "muted", chips)
+
+
+def chip_stack(spot: SpotView) -> tuple[str, ...]:
+    """The chips to draw on a spot, bottom first: the valid ones biggest first (as a
+    dealer stacks them), then any refused chip as "?" on top."""
+    valid = [c.denomination for c in spot.chips if c.status == "valid" and c.denomination]
+    valid.sort(key=lambda d: -parse_amount(d))
+    return (*valid, *("?" for c in spot.chips if c.status != "valid"))
 
 
 def result_text(lang: str, r: ResultView) -> str:
@@ -199,6 +209,80 @@ def _results(lang: str, s: SeatSnapshot) -> tuple[tuple[ResultLine, ...], str, s
         lines.append(ResultLine(result_text(lang, r), tone))
     net_tone = "ok" if total > 0 else "bad" if total < 0 else "muted"
     return tuple(lines), tr(lang, "net", net=money(total, signed=True)), net_tone
+
+
+def result_on_spot(lang: str, r: ResultView) -> tuple[str, str, str]:
+    """A pay line on its spot: (signed net, what paid it, tone)."""
+    net = parse_amount(r.net)
+    tone = "ok" if net > 0 else "bad" if net < 0 else "muted"
+    if r.category and r.odds:
+        what = f"{category_label(lang, r.category)} {r.odds}"
+    elif r.bet == "progressive" and r.category:
+        what = category_label(lang, r.category)
+    elif r.odds:
+        what = r.odds
+    else:
+        what = tr(lang, "result.win" if net > 0 else "result.lose" if net < 0 else "result.push")
+    return money(net, signed=True) if net else "0", what, tone
+
+
+def _spots_with_results(lang: str, s: SeatSnapshot, spots: list[SpotLine]) -> tuple[SpotLine, ...]:
+    """Each settled bet's result on the spot it belongs to; a bet with no spot shown
+    (an insurance taken and cleared) gets a row of its own."""
+    v = s.view
+    if v.phase not in ("over", "void") or not v.pay_lines:
+        return tuple(spots)
+    out = list(spots)
+    for r in v.pay_lines:
+        net, what, tone = result_on_spot(lang, r)
+        i = next((n for n, sp in enumerate(out) if sp.spot == r.bet), None)
+        if i is None:
+            out.append(SpotLine(r.bet, spot_label(lang, r.bet), "", "", "muted", (), net, what, tone))
+        else:
+            out[i] = replace(out[i], result=net, result_note=what, result_tone=tone)
+    return tuple(out)
+
+
+#: Conditions under which the seat takes no bets: said over the spots, in place of the phase.
+BLOCKING = ("recovering", "no_dealer", "broker_down", "not_verified", "reader_down", "shoe_down",
+            "console_down")
+
+
+def conditions(lang: str, s: SeatSnapshot) -> tuple[Condition, ...]:
+    """The unit conditions in force (``view.conditions``; a demo's simulated controller
+    link down too), in the view's order, each with its title and sentence."""
+    codes = list(s.view.conditions)
+    if s.controller.link == "down" and _has_progressive(s) and "jackpot_link_down" not in codes:
+        codes.append("jackpot_link_down")
+    return tuple(Condition(c, tr(lang, f"cond.{c}"), tr(lang, f"cond.{c}.text"), c in BLOCKING)
+                 for c in codes if has(f"cond.{c}"))
+
+
+def jackpot_moment(lang: str, s: SeatSnapshot) -> JackpotMoment | None:
+    """A progressive hit at this seat as the full-screen moment: the gross award, and
+    once settled the progressive bet and the net the pay line shows."""
+    p = s.view.progressive
+    if p is None:
+        return None
+    award = money(p.award) if p.award else ""
+    settled = s.view.phase == "over" and not p.pending and bool(award)
+    net = ""
+    line = next((r for r in s.view.pay_lines if r.bet == "progressive"), None)
+    if settled and line is not None:
+        gross, won = parse_amount(p.award), parse_amount(line.net)
+        net = tr(lang, "jackpot.net", award=award, bet=money(gross - won), net=money(won, signed=True))
+    return JackpotMoment(tr(lang, "jackpot.moment"), category_label(lang, p.hand),
+                         tr(lang, "jackpot.award", amount=award) if award else "",
+                         tr(lang, "jackpot.paid", amount=award) if settled else tr(lang, "jackpot.pending"),
+                         "paid" if settled else "pending", net)
+
+
+def game_title(lang: str, s: SeatSnapshot) -> str:
+    """A configured table name as given; a profile's title in the player's language."""
+    if s.title:
+        return s.title
+    key = f"title.{s.view.profile}"
+    return tr(lang, key) if s.view.profile and has(key) else s.view.title
 
 
 def _has_progressive(s: SeatSnapshot) -> bool:
@@ -273,7 +357,10 @@ def _banners(lang: str, s: SeatSnapshot) -> tuple[Banner, ...]:
     for from_box, amount in v.envy:
         out.append(Banner("envy", spot_label(lang, "envy_bonus"),
                           tr(lang, "envy", amount=money(amount), seat=from_box)))
+    shown = {c.code for c in conditions(lang, s)}
     for kind in faults(s):
+        if kind == "controller" and "jackpot_link_down" in shown:
+            continue                    # the condition strip says it
         if kind == "not_taken" and getattr(not_taken(v), "reason", None) == "closed_by_dealer":
             kind = "not_taken_by_dealer"
         out.append(Banner("fault", tr(lang, "alarm.title"), tr(lang, f"fault.{kind}")))
@@ -285,8 +372,13 @@ def present(s: SeatSnapshot, lang: str = DEFAULT_LANGUAGE) -> SeatScreen:
     key = phase_key(s)
     main = v.limit("main")
     limits = tr(lang, "limits", lo=money(main[0]), hi=money(main[1])) if main else ""
-    spots = tuple(_spot(lang, s, sp) for sp in v.spots
-                  if not sp.name.startswith("insurance") or sp.amount not in ("0", "") or sp.issues)
+    spots = _spots_with_results(lang, s, [_spot(lang, s, sp) for sp in v.spots
+                                          if not sp.name.startswith("insurance") or sp.amount not in ("0", "")
+                                          or sp.issues])
+    conds = conditions(lang, s)
+    blocking = next((c for c in conds if c.blocking), None)
+    if blocking is not None:
+        key = "phase.condition"         # no bets taken: the phase says why, not "Place your bets"
     hands = []
     many = len(v.hands) > 1
     for i, h in enumerate(v.hands, 1):
@@ -316,14 +408,20 @@ def present(s: SeatSnapshot, lang: str = DEFAULT_LANGUAGE) -> SeatScreen:
         decisions = tr(lang, "decisions", actions=tr(lang, "list.sep").join(tr(lang, f"action.{d}") for d in v.decisions))
     results, net, net_tone = _results(lang, s)
     meter, meter_tone = _meter(lang, s)
+    c = s.controller
+    meter_amount = (money(c.meter) if _has_progressive(s) and c.link == "up" and not c.pending
+                    and c.meter not in (None, "") else "")
     return SeatScreen(
-        lang=lang, title=s.title or v.title, limits=limits, seat=tr(lang, "seat", box=v.box),
-        round=tr(lang, "round", n=v.round) if v.round else "", phase=tr(lang, key), phase_key=key,
-        spots=spots, hands=tuple(hands), dealer_label=tr(lang, "dealer") if v.dealer_cards else "",
+        lang=lang, title=game_title(lang, s), limits=limits, seat=tr(lang, "seat", box=v.box),
+        round=tr(lang, "round", n=v.round) if v.round else "",
+        phase=blocking.title if key == "phase.condition" else tr(lang, key), phase_key=key,
+        spots=spots, hands=tuple(hands), dealer_label=tr(lang, "dealer"),
         dealer_cards=tuple(card_face(c) for c in v.dealer_cards), dealer_total=dealer_total,
         switch_note=switch_note, decisions=decisions, results=results, net=net, net_tone=net_tone,
         meter=meter, meter_tone=meter_tone, banners=_banners(lang, s),
-        controls=tuple((c, control_label(lang, c)) for c in s.controls))
+        controls=tuple((c, control_label(lang, c)) for c in s.controls),
+        conditions=conds, meter_title=tr(lang, "meter.title") if _has_progressive(s) else "",
+        meter_amount=meter_amount, jackpot=jackpot_moment(lang, s))
 
 
 def control_label(lang: str, control: str) -> str:

@@ -11,7 +11,10 @@ import collections
 import hashlib
 import hmac
 import logging
+import os
 import sqlite3
+import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -41,8 +44,98 @@ class LogRing(logging.Handler):
             pass
 
 
-def check_pin(entered: str, expected: str) -> bool:
-    return bool(expected) and hmac.compare_digest(entered.encode(), expected.encode())
+#: scrypt's cost for a technician PIN: ~16 MB and a few tens of ms on a Pi per try, so a
+#: stolen configuration does not give up a 4-8 digit PIN by brute force in seconds.
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2 ** 14, 8, 1
+
+
+def hash_pin(pin: str, salt: bytes | None = None) -> str:
+    """The configuration's form of a technician PIN: ``scrypt$N$r$p$<salt hex>$<hash hex>``
+    (a random 16-byte salt; the PIN itself is never stored)."""
+    salt = os.urandom(16) if salt is None else salt
+    digest = hashlib.scrypt(pin.encode(), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=32)
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${salt.hex()}${digest.hex()}"
+
+
+def check_pin(entered: str, stored: str) -> bool:
+    """Whether ``entered`` is the PIN whose salted hash is ``stored`` (``hash_pin``'s form).
+    A stored value that is not such a hash (a plain PIN, empty, garbled) matches nothing."""
+    parts = stored.split("$") if stored else []
+    if len(parts) != 6 or parts[0] != "scrypt" or not entered:
+        return False
+    try:
+        n, r, p = (int(x) for x in parts[1:4])
+        salt, want = bytes.fromhex(parts[4]), bytes.fromhex(parts[5])
+        got = hashlib.scrypt(entered.encode(), salt=salt, n=n, r=r, p=p, dklen=len(want))
+    except (ValueError, MemoryError):
+        return False
+    return hmac.compare_digest(got, want)
+
+
+class PinLock:
+    """Wrong PINs lock the service screen: after ``tries`` wrong ones in a row, no PIN is
+    taken for ``lockout`` seconds, doubling with each further lockout (reset by a right
+    PIN). ``clock``: seconds, monotonic (injected by tests)."""
+
+    def __init__(self, stored: str, tries: int = 3, lockout: float = 60.0, clock=time.monotonic) -> None:
+        self.stored = stored
+        self.tries = tries
+        self.lockout = lockout
+        self.clock = clock
+        self.failed = 0
+        self.lockouts = 0
+        self.until = 0.0
+
+    def locked_for(self) -> int:
+        """Whole seconds until a PIN is taken again (0: now)."""
+        return max(0, int(self.until - self.clock() + 0.999))
+
+    def enter(self, pin: str) -> str:
+        """``ok`` | ``wrong`` | ``locked`` (no PIN checked while locked) | ``no_pin``."""
+        if not self.stored:
+            return "no_pin"
+        if self.locked_for():
+            return "locked"
+        if check_pin(pin, self.stored):
+            self.failed = self.lockouts = 0
+            return "ok"
+        self.failed += 1
+        if self.failed >= self.tries:
+            self.until = self.clock() + self.lockout * 2 ** self.lockouts
+            self.lockouts += 1
+            self.failed = 0
+            logging.getLogger("betbox.ui").warning("service screen locked after %d wrong PINs", self.tries)
+            return "locked"
+        return "wrong"
+
+
+def plain(value: Any) -> str:
+    """A value as a technician reads it, never a Python repr: yes/no, 1,234, 25,000.50,
+    a lamp's "on" / "off" / "blinking 0.5 s on, 0.5 s off"."""
+    from fractions import Fraction
+    from decimal import Decimal
+    if value is None:
+        return NOT_AVAILABLE
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, (Fraction, Decimal, float)):
+        from .presenter import money
+        return money(Fraction(value))
+    mode = getattr(value, "mode", None)
+    if isinstance(mode, str):                   # hal.ports.LampState
+        if mode != "blink":
+            return mode
+        on, off = getattr(value, "on_time", None), getattr(value, "off_time", None)
+        return "blinking" + (f" {on:g} s on, {off:g} s off" if on is not None and off is not None else "")
+    if isinstance(value, str):
+        try:
+            from .presenter import money
+            return money(value) if value.replace(".", "", 1).lstrip("-").isdigit() else value
+        except ValueError:
+            return value
+    return str(value)
 
 
 def config_hash(text: bytes | None) -> str:
@@ -77,6 +170,9 @@ def service_sections(seat, table=None, controller=None, config_digest: str = NOT
         ("unit", seat.unit_id), ("role", seat.role), ("table", seat.table), ("box", str(seat.box)),
         ("firmware", firmware.__version__), ("configuration hash", config_digest),
         ("profile", profile.name if profile else NOT_AVAILABLE),
+        # betbox verify's last answer where the runtime keeps one on the seat
+        ("software verification", plain(getattr(seat, "verified", None))),
+        ("unit conditions", ", ".join(getattr(view, "conditions", ())) or "none"),
     ))
     bus = type(seat.bus).__name__
     c = view.controller
@@ -85,7 +181,7 @@ def service_sections(seat, table=None, controller=None, config_digest: str = NOT
     links = ServiceSection("Links", (
         ("broker", "in-process bus (no broker)" if bus == "InProcessBus" else bus),
         ("jackpot controller", c.link or NOT_AVAILABLE),
-        ("meter", str(c.meter) if c.meter is not None else NOT_AVAILABLE),
+        ("meter", plain(c.meter) if c.meter not in (None, "") else NOT_AVAILABLE),
         ("meter pending", "yes" if c.pending else "no"),
         ("stream position", str(seat.last_stream)),
     ))
@@ -97,13 +193,13 @@ def service_sections(seat, table=None, controller=None, config_digest: str = NOT
     reader = ServiceSection("Chip reader (live, debounced)", tuple(reader_rows))
     if table is not None:
         shoe = table.shoe
-        shoe_rows = (("connected", str(shoe.connected)), ("cards since shuffle", str(table.dealer.shoe_counter)),
+        shoe_rows = (("connected", plain(shoe.connected)), ("cards since shuffle", str(table.dealer.shoe_counter)),
                      ("shoe number", str(table.dealer.shoe_number)))
     else:
         shoe_rows = (("shoe", NOT_AVAILABLE + " (the dealer unit reads the shoe)"),)
     shoe_section = ServiceSection("Card shoe", shoe_rows)
     lamps = seat.lamps
-    lamp_rows = tuple((name, str(lamps.state(name))) for name in lamps.lamps) if lamps else (("lamps", NOT_AVAILABLE),)
+    lamp_rows = tuple((name, plain(lamps.state(name))) for name in lamps.lamps) if lamps else (("lamps", NOT_AVAILABLE),)
     try:
         stats: dict[str, Any] = journal_stats(seat.journal.path)
     except sqlite3.Error as exc:
@@ -114,9 +210,9 @@ def service_sections(seat, table=None, controller=None, config_digest: str = NOT
     except Exception as exc:  # noqa: BLE001 - the service screen says what it could not read
         depth = f"{NOT_AVAILABLE} ({exc})"
     journal = ServiceSection("Journal and outbox", (
-        ("inputs journalled", str(stats.get("accepted"))), ("messages emitted", str(stats.get("emitted"))),
-        ("undelivered", str(stats.get("undelivered"))), ("steps", str(stats.get("steps"))),
-        ("MQTT outbox depth", str(depth) if depth is not None else NOT_AVAILABLE + " (no MQTT link)"),
+        ("inputs journalled", plain(stats.get("accepted"))), ("messages emitted", plain(stats.get("emitted"))),
+        ("undelivered", plain(stats.get("undelivered"))), ("steps", plain(stats.get("steps"))),
+        ("MQTT outbox depth", plain(depth) if depth is not None else NOT_AVAILABLE + " (no MQTT link)"),
     ))
     alarms = list(seat.alarms)[-5:]
     recent = [f"alarm {a.get('alarm')}: {a.get('detail')}" for a in alarms]
@@ -140,3 +236,23 @@ def lamp_restore(seat) -> None:
     for name, on in seat.lamp_wanted().items():
         if name in seat.lamps.lamps:
             (seat.lamps.on if on else seat.lamps.off)(name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ui.service --hash-pin``: read a PIN (4-8 digits) from standard input and
+    print the ``pin_hash`` line for a seat's ``[display]`` configuration."""
+    import argparse
+    import re
+    ap = argparse.ArgumentParser(prog="python -m ui.service")
+    ap.add_argument("--hash-pin", action="store_true", required=True)
+    ap.parse_args(argv)
+    pin = sys.stdin.readline().strip()
+    if not re.fullmatch(r"[0-9]{4,8}", pin):
+        print("ui.service: a technician PIN is 4 to 8 digits", file=sys.stderr)
+        return 2
+    print(f'pin_hash = "{hash_pin(pin)}"')
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -26,7 +26,13 @@ def main(argv=None) -> int:
     ap.add_argument("--scene", choices=("screens", "jackpot"), default="screens",
                     help="screens: every screen (rws-perfect-pairs); jackpot: the progressive meter, "
                          "link down and a jackpot hit (rws-blackjack-switch)")
+    ap.add_argument("--all", action="store_true",
+                    help="every screen and state at 800x480, 1024x600 and 1280x800 in en, zh and ms: "
+                         "the screens and the jackpot scenes, and every layout combination and unit "
+                         "condition (python -m ui.layoutcheck --shots), each in its own process")
     args = ap.parse_args(argv)
+    if args.all:
+        return shoot_all(Path(args.out))
     if args.scene == "jackpot" and args.profile == "rws-perfect-pairs":
         args.profile = "rws-blackjack-switch"
     out = Path(args.out)
@@ -53,7 +59,7 @@ def main(argv=None) -> int:
     def labels(widget) -> list[str]:
         found = []
         for w in widget.walk(restrict=True):
-            t = getattr(w, "text", None)
+            t = getattr(w, "face", None) or getattr(w, "text", None)     # a card: "10♠"
             if isinstance(t, str) and t.strip():
                 found.append(t)
         return found
@@ -174,16 +180,34 @@ def main(argv=None) -> int:
 
     @step
     def pin():
-        touch(app.seat_screen.ids.seat_button)
+        # a long press on "Seat N" (a tap does nothing)
+        x, y = app.seat_screen.ids.seat_button.to_window(*app.seat_screen.ids.seat_button.center)
+        press = UnitTestTouch(x, y)
+        press.touch_down()
 
-        def keys():
+        def keys(_dt=None):
+            if app.sm.current != "pin":
+                Clock.schedule_once(keys, 0.1)      # the long press has not opened the pad yet
+                return
+            if not press.ud.get("up"):
+                press.touch_up()                    # let go only once the pad is open
+                press.ud["up"] = True
+                Clock.schedule_once(keys, 0.3)
+                return
             for k in "2468":
                 touch(find(k))
             shot("pin")
             touch(find("OK"))
-            Clock.schedule_once(lambda _dt: (shot("service"), touch(app.sm.current_screen.ids.back),
-                                             Clock.schedule_once(run_next, 0.1)), 0.3)
-        Clock.schedule_once(lambda _dt: keys(), 0.2)
+
+            def service(_dt=None):
+                if app.sm.current != "service":
+                    Clock.schedule_once(service, 0.1)
+                    return
+                shot("service")
+                touch(app.sm.current_screen.ids.back)
+                Clock.schedule_once(run_next, 0.1)
+            Clock.schedule_once(service, 0.3)
+        Clock.schedule_once(keys, app.seat_screen.LONG_PRESS + 0.4)
 
     def find_control(name: str):
         for w in app.seat_screen.ids.dealer_bar.children:
@@ -268,6 +292,30 @@ def main(argv=None) -> int:
         print(f"table error: {table.error!r}", file=sys.stderr)
         return 1
     return 0 if not steps else 1
+
+
+def shoot_all(out: Path) -> int:
+    """One command for every screenshot (``--all``): DIR/<size>/<lang>/… and DIR/<size>/layout/…"""
+    import subprocess
+    failed = []
+    for size in ("800x480", "1024x600", "1280x800"):
+        runs = [["--size", size, "--lang", lang, "--scene", scene,
+                 "--out", str(out / size / lang)] for lang in ("en", "zh", "ms") for scene in ("screens", "jackpot")]
+        for argv in runs:
+            done = subprocess.run([sys.executable, "-m", "ui.shots", *argv], capture_output=True, text=True,
+                                  timeout=300)
+            print(f"ui.shots {' '.join(argv)}: {'ok' if done.returncode == 0 else 'FAILED'}", flush=True)
+            if done.returncode:
+                failed.append((argv, done.stderr[-1500:]))
+        argv = ["--size", size, "--out", str(out / size / "layout"), "--shots"]
+        done = subprocess.run([sys.executable, "-m", "ui.layoutcheck", *argv], capture_output=True, text=True,
+                              timeout=600)
+        print(f"ui.layoutcheck {' '.join(argv)}: {'ok' if done.returncode == 0 else 'FAILED'}", flush=True)
+        if done.returncode:
+            failed.append((argv, done.stderr[-1500:]))
+    for argv, err in failed:
+        print(f"{' '.join(argv)}:\n{err}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def jackpot_scene(table, step, table_then, then_shoot, shot, Clock, run_next) -> None:

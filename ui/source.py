@@ -49,6 +49,16 @@ class ControllerFeed:
             callback(state)
 
 
+def _conditions_now(seat) -> tuple[str, ...] | None:
+    """The seat's unit conditions as of now (some, like its bus link, change between
+    steps); None for a seat that is not a seat unit."""
+    from firmware.runtime.seatview import unit_conditions
+    try:
+        return unit_conditions(seat)
+    except AttributeError:
+        return None
+
+
 class SeatSource:
     """Snapshots of one seat unit for its screen: its view, and the demo's controller
     while the view knows none."""
@@ -66,4 +76,7 @@ class SeatSource:
 
     def snapshot(self) -> SeatSnapshot:
         view = self.seat.view
+        now = _conditions_now(self.seat)
+        if now is not None and now != view.conditions:
+            view = replace(view, conditions=now)   # the bus link changed since the last step
         return SeatSnapshot(view=view, title=self.title or "", controller=self.controller_state(view))

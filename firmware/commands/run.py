@@ -325,6 +325,13 @@ def run(args: argparse.Namespace) -> int:
             worker.start()
             try:
                 _display(config, unit, link, stopping, getattr(args, "screenshot", None))
+            except RuntimeError as exc:
+                # ui.app.DisplayUnavailable: no screen to draw on, said in one sentence
+                if type(exc).__name__ != "DisplayUnavailable":
+                    raise
+                log.error("%s: %s", config.unit_id, exc)
+                print(f"betbox run: {config.unit_id}: {exc}", file=sys.stderr, flush=True)
+                failed.append(exc)
             finally:
                 stopping.set()
                 worker.join(10)

@@ -17,7 +17,7 @@ start-up with a message naming the section and the key.
                 bets after "no more bets", above 0 and at most 600, default 5; false: wait for all)
     [limits]    BET = [minimum, maximum]        (dealer)
     [seat]      box, spots, chips (CSV registry), confirm_cycles, release_cycles
-    [display]   lang, size, fullscreen, pin     (seat: run the seat display in a window)
+    [display]   lang, size, fullscreen, pin_hash    (seat: run the seat display in a window)
     [hardware.PORT]  backend = "mock" | "serial" | "gpio", then the backend's own options
                 PORT: card_shoe, console (dealer); chip_reader, lamps (seat)
     [jackpot]   db, pools.NAME = {seed, rate, maximum, tables}   (role "jackpot")
@@ -50,6 +50,8 @@ ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DISPLAY_LANGS = ("en", "zh", "ms")
 DISPLAY_SIZES = ("800x480", "1024x600", "1280x800")
 PIN = re.compile(r"^[0-9]{4,8}$")
+#: a technician PIN's salted hash (ui.service.hash_pin: scrypt$N$r$p$salt$hash, hex)
+PIN_HASH = re.compile(r"^scrypt\$[0-9]{1,8}\$[0-9]{1,3}\$[0-9]{1,3}\$[0-9a-f]{16,128}\$[0-9a-f]{32,128}$")
 CLOSE_WAIT = 5.0                            # firmware.runtime.dealer.CLOSE_WAIT (not imported here)
 MAX_CLOSE_WAIT = 600.0
 MAX_ROUNDS = 1_000_000
@@ -78,7 +80,7 @@ class DisplayConfig:
     lang: str = "en"
     size: str = "800x480"
     fullscreen: bool | None = None          # None: full screen when there is no desktop
-    pin: str = "2468"                       # the service menu's PIN
+    pin: str = ""                           # the service PIN's salted hash ([display] pin_hash); "" none
 
 
 STORAGE_LOW = 64 * 1024 * 1024
@@ -161,9 +163,12 @@ def _display(top: _Section) -> DisplayConfig | None:
         top.used.add("display")
         return None
     d = top.section("display")
-    pin = d.get("pin", str, "2468")
-    if not PIN.match(pin):
-        raise d.fail("pin", "4 to 8 digits, written as a string (pin = \"2468\")")
+    if "pin" in d.data:
+        raise d.fail("pin", "a PIN is never kept in plain text: write its salted hash instead, "
+                            "pin_hash = \"scrypt$...\" (echo 2468 | python -m ui.service --hash-pin)")
+    pin = d.get("pin_hash", str, "")
+    if pin and not PIN_HASH.match(pin):
+        raise d.fail("pin_hash", "not a PIN hash of `python -m ui.service --hash-pin` (scrypt$N$r$p$salt$hash)")
     out = DisplayConfig(lang=d.choice("lang", DISPLAY_LANGS, "en"), size=d.choice("size", DISPLAY_SIZES, "800x480"),
                         fullscreen=d.get("fullscreen", bool, None), pin=pin)
     d.finish()

@@ -284,23 +284,48 @@ def _turn(seat: "SeatUnit", state: Round | None) -> str | None:
     return "mine" if cur[0].number == seat.box else "others"
 
 
-# --- the view ---------------------------------------------------------------------------
+# --- unit conditions ----------------------------------------------------------------------
+
+#: Every unit condition code a seat's screen knows, in the order it is shown (worst first).
+CONDITIONS = ("recovering", "no_dealer", "broker_down", "not_verified", "reader_down",
+              "shoe_down", "console_down", "storage_low", "behind_confirmed", "jackpot_link_down")
+
 
 def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
-    """The codes of the seat's unit conditions in force (SeatView.conditions)."""
-    codes: list[str] = []
+    """The seat's unit conditions in force, as codes (``CONDITIONS`` order). Read from the
+    seat's state only; cheap, so the screen may ask again when the bus link changes."""
+    found: set[str] = set()
+    # the seat's own MQTT link (MqttBus.connected; an in-process bus has none: always up)
+    broker_down = getattr(getattr(seat, "bus", None), "connected", True) is False
+    if broker_down:
+        found.add("broker_down")
+    # a restarted seat replaying its journal, or catching up on a stream it has played
+    catching_up = bool(getattr(seat, "awaiting_catchup", False))
+    history = bool(seat.round_no or getattr(seat, "last_stream", 0))
+    if getattr(seat, "replaying", False) or (catching_up and history):
+        found.add("recovering")
+    elif catching_up and not broker_down:
+        found.add("no_dealer")          # said hello; no dealer has answered with its stream
+    if getattr(seat, "dealer_present", True) is False:
+        found.add("no_dealer")          # the runtime's presence watch, where it posts one
+    if seat.controller.get("link") == "down" and "progressive" in seat.spots:
+        found.add("jackpot_link_down")  # a seat without a progressive spot misses nothing
     # device links: the seat's own chip reader; the dealer's shoe and console (table faults)
     if any(d.get("kind") == "chip_reader" for d in getattr(seat, "devices_down", {}).values()) or (
             seat.round_no and seat.round_no in getattr(seat, "spot_faults", {}).values()
             and seat.phase in ("open", "closing")):
-        codes.append("reader_down")
-    codes += [code for code in ("shoe_down", "console_down") if code in getattr(seat, "table_faults", {})]
+        found.add("reader_down")
+    found.update(code for code in ("shoe_down", "console_down") if code in getattr(seat, "table_faults", {}))
     if getattr(seat, "storage_low", False) or getattr(seat, "halted", None):   # state partition low/full
-        codes.append("storage_low")
+        found.add("storage_low")
     if getattr(seat, "behind", None) is not None:
-        codes.append("behind_confirmed")      # restarted from an older copy: bets refused
-    return tuple(codes)
+        found.add("behind_confirmed")   # restarted from an older copy: bets refused
+    if getattr(seat, "verified", True) is False:
+        found.add("not_verified")       # the installed software failed its verification
+    return tuple(c for c in CONDITIONS if c in found)
 
+
+# --- the view ---------------------------------------------------------------------------
 
 def build_seat_view(seat: "SeatUnit") -> SeatView:
     state: Round | None = seat.round

@@ -121,3 +121,16 @@ def test_the_pace_is_bounded_and_changed_by_keys(tmp_path):
     for _ in range(30):
         d.change_pace(+1)
     assert d.pace == 3.0
+
+
+def test_a_meter_in_cents_reaches_the_seat_and_its_screen(tmp_path):
+    """The simulated controller's meter is posted as the wire writes amounts ("25009.25"):
+    str() of a Fraction ("100037/4") was refused by the seat, so the meter never moved."""
+    w = Watched(tmp_path, "rws-blackjack-switch")
+    try:
+        w.demo.controller.set(link="up", meter=Fraction(100037, 4))
+        w.run(lambda _d: None)
+        assert w.demo.source.seat.view.controller.meter == "25009.25"
+        assert present(w.snap).meter == "Jackpot 25,009.25"
+    finally:
+        w.demo.stop()

@@ -69,7 +69,7 @@ def test_header_and_phases_through_a_round(table):
     table.press("stand")
     table.deal("TC")
     s = present(table.snap())
-    assert s.phase == "Settling" and s.dealer_total == "18"
+    assert s.phase == "Round over" and s.dealer_total == "18"
     assert s.hands[0].result == "Lose  −20" and s.net == "Round net −20" and s.net_tone == "bad"
 
 
@@ -78,7 +78,7 @@ def test_spot_statuses_counted_and_pro_rata(table):
     table.bet(1, "main", 20)
     table.bet(1, "perfect_pairs", 10)
     s = present(table.snap())
-    assert (spot(s, "main").amount, spot(s, "main").note, spot(s, "main").tone) == ("20", "Counted", "ok")
+    assert (spot(s, "main").amount, spot(s, "main").note, spot(s, "main").tone) == ("20", "", "ok")
     table.bet(1, "main", 600, layer=1)       # rws: over the maximum is played pro rata (§5.1.1)
     s = present(table.snap())
     assert spot(s, "main").note == "Over the maximum: paid on 500" and spot(s, "main").tone == "warn"
@@ -89,7 +89,7 @@ def test_unknown_chip_and_side_bet_without_main(table):
     table.bet(1, "perfect_pairs", 10)
     table.unknown_chip(1, "main")
     s = present(table.snap())
-    assert spot(s, "main").note == "1 unknown chip: not counted" and spot(s, "main").tone == "bad"
+    assert spot(s, "main").note == "1 chip not accepted: please ask the dealer" and spot(s, "main").tone == "bad"
     assert spot(s, "main").amount == ""
     assert spot(s, "perfect_pairs").note == "Needs a main bet: will be returned"
     view = table.snap().view
@@ -102,8 +102,8 @@ def test_unknown_chip_beside_counted_chips_says_what_is_counted(table):
     table.bet(1, "main", 20)
     table.unknown_chip(1, "main")
     s = present(table.snap())
-    assert (spot(s, "main").amount, spot(s, "main").note) == ("20", "1 unknown chip not counted · 20 counted")
-    assert spot(present(table.snap(), "zh"), "main").note == "1 枚未知筹码不计数 · 已计 20"
+    assert (spot(s, "main").amount, spot(s, "main").note) == ("20", "1 chip not accepted")
+    assert spot(present(table.snap(), "zh"), "main").note == "1 枚筹码未被接受"
     main = table.snap().view.spots[0]
     assert [c.status for c in main.chips].count("unknown") == 1
     assert {c.denomination for c in main.chips if c.status == "valid"} == {"5"}
@@ -114,7 +114,7 @@ def test_barred_chip_is_named_and_not_counted(table):
     table.bet(1, "main", 20)
     table.barred_chip(1, "main")
     s = present(table.snap())
-    assert spot(s, "main").note == "1 barred chip not counted · 20 counted"
+    assert spot(s, "main").note == "1 chip not accepted"
     chips = table.snap().view.spots[0].chips
     assert any(c.status == "barred" and c.denomination == "25" for c in chips)
 
@@ -146,8 +146,11 @@ def test_bets_closed_past_posting_is_shown_on_the_spot(table):
     table.press("no_more_bets")
     table.bet(1, "perfect_pairs", 5, layer=1)
     s = present(table.snap())
-    assert spot(s, "perfect_pairs").note == "Bets closed: added chips not counted"
-    assert any(b.kind == "fault" and "Security alarm" in b.text for b in s.banners)
+    assert spot(s, "perfect_pairs").note == "Bets closed: please wait for the dealer"
+    # past posting is the pit's business: the player is asked to wait, told nothing alarming
+    assert any(b.kind == "fault" and b.text == "Please wait for the dealer." for b in s.banners)
+    words = " ".join(s.texts()).lower()
+    assert not any(w in words for w in ("security", "alarm", "supervisor", "past post", "counted"))
     assert spot(s, "main").note == "Bet accepted"
 
 
@@ -160,7 +163,7 @@ def test_perfect_pair_result_with_its_pay_line(table):
     table.press("stand")
     table.deal("TC")
     s = present(table.snap())
-    assert s.phase == "Settling"
+    assert s.phase == "Round over"
     texts = [r.text for r in s.results]
     assert "Perfect Pair 25:1  +250" in texts and "Main bet  −20" in texts
     assert s.net == "Round net +230" and s.net_tone == "ok"
@@ -185,7 +188,7 @@ def test_soft_blackjack_and_bust_totals(table):
     assert s.hands[0].total == "Bust 26"
     table.press("stand")
     table.deal("TD", "5C")
-    assert present(table.snap()).phase == "Settling"
+    assert present(table.snap()).phase == "Round over"
 
 
 def test_blackjack_total(table):
@@ -222,14 +225,14 @@ def test_meter_live_pending_and_link_down(table, tmp_path):
         t.bet(1, "main", 20)
         t.bet(1, "progressive", 5)
         s = present(t.snap())
-        assert s.meter == "Jackpot 25,000" and spot(s, "progressive").note == "Counted"
+        assert s.meter == "Jackpot 25,000" and spot(s, "progressive").note == ""
         t.controller.set(pending=True)
         assert present(t.snap()).meter == "Jackpot PENDING"
         t.controller.set(link="down")
         s = present(t.snap())
         assert s.meter == "Progressive unavailable — jackpot link down"
         assert spot(s, "progressive").note == "Unavailable: jackpot link down"
-        assert any(b.text.startswith("Jackpot link lost") for b in s.banners)
+        assert [c.code for c in s.conditions] == ["jackpot_link_down"] and s.conditions[0].text.startswith("Progressive bets are off")
     finally:
         t.close()
 
@@ -256,7 +259,15 @@ def test_jackpot_celebration_and_envy_bonus(tmp_path):
         s = present(t.snap())
         jackpot = [b for b in s.banners if b.kind == "jackpot"]
         assert jackpot and jackpot[0].title == "JACKPOT! Suited Four of a Kind"
-        assert jackpot[0].text == "You win 25,000"
+        assert jackpot[0].text == "Award 25,000"
+        # the full-screen moment: the gross award, paid once settled, and the plain sums that
+        # make it the pay line's net on the progressive spot (no "You win 25,000" vs "+24,995")
+        j = s.jackpot
+        assert (j.title, j.category, j.award, j.state) == ("JACKPOT", "Suited Four of a Kind", "Award 25,000", "paid")
+        assert j.status == "Paid: 25,000"
+        assert j.net == "Award 25,000 · your progressive bet 5 · net +24,995"
+        assert spot(s, "progressive").result == "+24,995"
+        assert present(t.snap(), "zh").jackpot.net == "奖金 25,000 · 您的累积奖金注码 5 · 净额 +24,995"
         s2 = present(other.snapshot())
         envy = [b for b in s2.banners if b.kind == "envy"]
         assert envy and envy[0].text == "Envy bonus 1,000: seat 1 hit the jackpot"
@@ -277,7 +288,7 @@ def test_shoe_fault_tamper_and_void(table):
     assert not any(b.text.startswith("Card shoe fault") for b in present(table.snap()).banners)
     table.table.shoe.open_door()
     table.table.settle()
-    assert any(b.text.startswith("Security alarm") for b in present(table.snap()).banners)
+    assert any(b.text == "Please wait for the dealer." for b in present(table.snap()).banners)
     table.table.shoe.close_door()
     table.press("void_round")
     s = present(table.snap())

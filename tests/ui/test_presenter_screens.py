@@ -10,7 +10,7 @@ import pytest
 from firmware.engine.profile import load_profile
 from ui import fonts
 from ui.rulesinfo import odds_for, rules_screen
-from ui.service import NOT_AVAILABLE, LogRing, check_pin, lamp_restore, lamp_test, service_sections
+from ui.service import NOT_AVAILABLE, LogRing, PinLock, check_pin, hash_pin, lamp_restore, lamp_test, service_sections
 from ui.source import ControllerFeed
 
 from .helpers import Table
@@ -58,8 +58,12 @@ def test_service_sections_say_not_available_honestly(tmp_path):
         assert "unknown" in secs["Chip reader (live, debounced)"]["perfect_pairs"]
         assert "valid 5" in secs["Chip reader (live, debounced)"]["main"]
         assert secs["Journal and outbox"]["MQTT outbox depth"].startswith(NOT_AVAILABLE)
-        assert int(secs["Journal and outbox"]["inputs journalled"]) > 0
-        assert secs["Card shoe"]["connected"] == "True"
+        assert int(secs["Journal and outbox"]["inputs journalled"].replace(",", "")) > 0
+        assert secs["Card shoe"]["connected"] == "yes"
+        # formatted for a technician: no Python reprs anywhere (LampState(...), Fraction(...), True)
+        rows = [v for sec in secs.values() for v in sec.values()]
+        assert not any(x in v for v in rows for x in ("LampState(", "Fraction(", "True", "False", "None"))
+        assert set(secs["Lamps"].values()) <= {"on", "off"} and secs["Links"]["meter"] == "100"
         alone = {s.heading: dict(s.rows) for s in service_sections(seat)}
         assert alone["Links"]["jackpot controller"] == NOT_AVAILABLE
         assert alone["Card shoe"]["shoe"].startswith(NOT_AVAILABLE)
@@ -70,8 +74,45 @@ def test_service_sections_say_not_available_honestly(tmp_path):
         t.close()
 
 
-def test_pin():
-    assert check_pin("2468", "2468") and not check_pin("2469", "2468") and not check_pin("", "")
+def test_pin_is_kept_as_a_salted_hash_and_checked_against_it():
+    stored = hash_pin("2468")
+    assert "2468" not in stored and stored.startswith("scrypt$")
+    assert stored != hash_pin("2468")                       # a new salt each time
+    assert check_pin("2468", stored) and not check_pin("2469", stored) and not check_pin("", stored)
+    # a plain PIN where the hash belongs matches nothing, not even itself
+    assert not check_pin("2468", "2468") and not check_pin("", "")
+    assert not check_pin("2468", "scrypt$16384$8$1$zz$00")
+
+
+def test_wrong_pins_lock_the_service_screen_for_longer_each_time():
+    now = [100.0]
+    lock = PinLock(hash_pin("2468"), tries=3, lockout=60, clock=lambda: now[0])
+    assert [lock.enter("1111"), lock.enter("2222")] == ["wrong", "wrong"]
+    assert lock.enter("3333") == "locked" and lock.locked_for() == 60
+    assert lock.enter("2468") == "locked"                  # the right PIN is not even checked
+    now[0] += 60
+    assert lock.enter("2468") == "ok"
+    for pin in ("1", "2", "3"):
+        lock.enter(pin)
+    now[0] += 59
+    assert lock.enter("2468") == "locked"
+    now[0] += 1
+    for pin in ("1", "2", "3"):
+        lock.enter(pin)
+    assert lock.locked_for() == 120                        # a second lockout in a row: twice as long
+    assert PinLock("").enter("2468") == "no_pin"
+
+
+def test_hash_pin_command_prints_the_configuration_line():
+    import subprocess
+    import sys
+    run = subprocess.run([sys.executable, "-m", "ui.service", "--hash-pin"], input="2468\n",
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.startswith('pin_hash = "scrypt$')
+    assert check_pin("2468", run.stdout.split('"')[1])
+    bad = subprocess.run([sys.executable, "-m", "ui.service", "--hash-pin"], input="12\n",
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "4 to 8 digits" in bad.stderr
 
 
 def test_cjk_font_is_found_or_the_error_says_what_to_install(monkeypatch):
@@ -84,3 +125,23 @@ def test_cjk_font_is_found_or_the_error_says_what_to_install(monkeypatch):
         fonts.cjk_font()
     fonts.cjk_font.cache_clear()
     assert "kivy" not in sys.modules
+
+
+def test_a_seat_configuration_keeps_the_pin_only_as_a_salted_hash():
+    import tomllib
+    from pathlib import Path
+
+    import pytest
+
+    from firmware.runtime.config import ConfigError, parse_config
+    seat = tomllib.loads((Path(__file__).resolve().parents[2] / "docs/examples/seat.toml").read_text())
+    config = parse_config(seat)
+    assert check_pin("2468", config.display.pin)           # the example's hash is of 2468
+    plain = dict(seat, display={k: v for k, v in seat["display"].items() if k != "pin_hash"} | {"pin": "2468"})
+    with pytest.raises(ConfigError, match=r"\[display\] pin: a PIN is never kept in plain text"):
+        parse_config(plain)
+    garbled = dict(seat, display=dict(seat["display"], pin_hash="2468"))
+    with pytest.raises(ConfigError, match=r"\[display\] pin_hash: not a PIN hash"):
+        parse_config(garbled)
+    none = dict(seat, display={k: v for k, v in seat["display"].items() if k != "pin_hash"})
+    assert parse_config(none).display.pin == ""            # no PIN: the service screen stays shut

@@ -117,3 +117,40 @@ def test_a_seat_with_a_display_runs_draws_and_stops_cleanly(display, tmp_path):
     with sqlite3.connect(state / "journal.db") as db:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert db.execute("SELECT count(*) FROM record").fetchone()[0] >= 1
+
+
+def test_no_display_is_one_clear_sentence_and_a_non_zero_exit(tmp_path):
+    """`betbox run` of a seat with a [display] where no X server answers: the unit says so in
+    one sentence (not only Kivy's "Couldn't connect to X server") and exits non-zero."""
+    broker = Broker(tmp_path / "mosquitto").start()
+    profile = load_profile("rws-blackjack")
+    spots = list(seat_spots(profile))
+    chips = tmp_path / "chips.csv"
+    chips.write_text("uid,denomination,status\n" + "".join(f"{u},{d},valid\n" for u, d in CHIPS.items()))
+    config = write_toml(tmp_path / "seat.toml", {
+        "unit": {"role": "seat", "id": "seat-4", "table": "disp-2", "state_dir": str(tmp_path / "seat-4")},
+        "link": {"broker": f"mqtt://127.0.0.1:{broker.port}"},
+        "display": {"lang": "en", "size": "800x480", "fullscreen": False},
+        "seat": {"box": 4, "spots": spots, "chips": str(chips)},
+        "hardware.chip_reader": {"backend": "mock", "spots": spots},
+        "hardware.lamps": {"backend": "mock", "lamps": ["progressive", "bets_locked"]}})
+    n = next(n for n in range(399, 150, -1) if not Path(f"/tmp/.X11-unix/X{n}").exists())
+    env = dict(os.environ, DISPLAY=f":{n}", KIVY_NO_ARGS="1", KIVY_HOME=str(tmp_path / "kivy"))
+    try:
+        run = subprocess.run([sys.executable, "-m", "firmware", "run", "--config", str(config)], cwd=ROOT,
+                             env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        broker.stop()
+    assert run.returncode != 0
+    assert (f"no display: DISPLAY is :{n} but no X server answers at /tmp/.X11-unix/X{n}"
+            in run.stderr), run.stderr[-2000:]
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+
+
+def test_display_problem_names_what_is_missing(tmp_path):
+    from ui.app import display_problem
+    assert "no X server answers at /tmp/.X11-unix/X398" in display_problem({"DISPLAY": ":398"})
+    assert "does not exist; start the compositor" in display_problem(
+        {"WAYLAND_DISPLAY": "wayland-9", "XDG_RUNTIME_DIR": str(tmp_path)})
+    if not Path("/dev/dri").is_dir():      # this machine: no DRM device
+        assert "no DRM device (/dev/dri/card*)" in display_problem({})
