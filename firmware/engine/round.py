@@ -89,7 +89,7 @@ class Hand:
 
     @property
     def at_risk(self) -> Fraction:
-        return self.stake + self.doubled
+        return self.stake + self.doubled if self.doubled else self.stake
 
 
 @dataclass(slots=True)
@@ -132,7 +132,9 @@ class Box:
 
     def book(self, bet: str, amount: Fraction) -> None:
         # a new dict: the old one may be shared with an earlier round
-        self.ledger = {**self.ledger, bet: self.ledger.get(bet, ZERO) + amount}
+        old = self.ledger.get(bet)
+        total = amount if old is None and type(amount) is Fraction else (old or ZERO) + amount
+        self.ledger = {**self.ledger, bet: total}
 
     def initial_cards(self) -> list[Card]:
         """The box's initial cards: two, or four in Blackjack Switch (before any switch)."""
@@ -294,7 +296,8 @@ class Round:
 
     @property
     def is_over(self) -> bool:
-        return self.phase in (Phase.COMPLETE, Phase.VOID)
+        phase = self.phase
+        return phase is Phase.COMPLETE or phase is Phase.VOID
 
     def hand_by_id(self, number: int, hand_id: int) -> Hand:
         """The hand an outcome names: ids stay with their hand when later splits move it."""
