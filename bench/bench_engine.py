@@ -10,12 +10,13 @@ engine reports illegal is replaced by the first legal one). No assertions: it pr
 
 Side by side with cardsharp (the peer pure-Python engine, PyPI ``cardsharp``): it is never
 a project dependency. The bench runs it in its own venv, by default
-``~/.cache/betbox-bench/cardsharp`` (created with ``python3 -m venv`` and
-``pip install cardsharp==0.6.0`` on first use), or the interpreter given with
-``--cardsharp-python``. Both play 6 decks with basic strategy on the same number of spots,
-in alternating runs (betbox, cardsharp, betbox, ...); the medians are printed with the ratio.
-cardsharp 0.6.0 has no side bets, so "with side bets" is betbox with them against
-cardsharp's main game; it rebuilds and reshuffles its shoe every round (its own flow).
+``~/.cache/betbox-bench/cardsharp`` (made on first use with the newest ``python3.N`` on PATH
+and ``pip install cardsharp``: releases after 0.1.0 need Python >= 3.12, 0.6.0 needs 3.14),
+or the interpreter given with ``--cardsharp-python``. Both play 6 decks with basic strategy
+on the same number of spots, in alternating runs (betbox, cardsharp, betbox, ...); the
+medians are printed with the ratio and cardsharp's version. "main+side" is betbox with
+``player_pair``, ``under_13``, ``over_13`` against cardsharp's bonus payouts (>= 0.2; 0.1.0
+has none and rebuilds its shoe every round).
 """
 
 from __future__ import annotations
@@ -27,34 +28,68 @@ import json
 import os
 import platform
 import random
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-CARDSHARP = "cardsharp==0.6.0"
+CARDSHARP = "cardsharp"        # the newest release the venv's Python can install
 CARDSHARP_VENV = Path.home() / ".cache" / "betbox-bench" / "cardsharp"
 
 
 # --- cardsharp's side: runs in its own interpreter (no betbox import) ----------------------
 
-def cardsharp_worker(boxes: int, rounds: int, seed: int) -> dict:
-    """Plays ``rounds`` cardsharp rounds with ``boxes`` basic-strategy players on 6 decks."""
+def cardsharp_worker(boxes: int, rounds: int, seed: int, side: int) -> dict:
+    """Plays ``rounds`` cardsharp rounds with ``boxes`` basic-strategy players on 6 decks.
+    cardsharp >= 0.2 (Python >= 3.12): its own 6-deck shoe (75% penetration), S17, DAS,
+    late surrender, and with ``side`` its bonus payouts (suited 6-7-8, 7-7-7, five-card 21).
+    cardsharp 0.1.0 (the only release for Python 3.11): async, no side bets, a 52-card deck
+    rebuilt every round, so the bench gives it a 6-deck one (rebuilt and shuffled per round)."""
+    from importlib.metadata import version
+
     from cardsharp.blackjack.actor import Player
     from cardsharp.blackjack.blackjack import BlackjackGame
     from cardsharp.blackjack.state import PlacingBetsState
     from cardsharp.blackjack.strategy import BasicStrategy
-    from cardsharp.common.deck import Deck
     from cardsharp.common.io_interface import DummyIOInterface
+
+    random.seed(seed)
+    io = DummyIOInterface()
+    out = {"version": version("cardsharp"), "side": False}
+    try:
+        from cardsharp.blackjack.rules import Rules
+        from cardsharp.common.shoe import Shoe  # noqa: F401  (>= 0.2 only)
+    except ImportError:
+        Rules = None
+    if Rules is not None:
+        bonus = {"suited-6-7-8": 2.0, "7-7-7": 3.0, "five-card-21": 1.5} if side else {}
+        out["side"] = bool(side)
+        rules = Rules(blackjack_payout=1.5, dealer_hit_soft_17=False, dealer_peek=True, allow_split=True,
+                      allow_double_down=True, allow_double_after_split=True, allow_insurance=False,
+                      allow_surrender=True, allow_late_surrender=True, num_decks=6, min_bet=10,
+                      max_bet=1000, bonus_payouts=bonus)
+        game = BlackjackGame(rules, io)
+        for i in range(boxes):
+            game.add_player(Player(f"p{i}", io, BasicStrategy(), initial_money=10**15))
+        hands = 0
+        t0 = time.perf_counter()
+        for _ in range(rounds):
+            game.set_state(PlacingBetsState())
+            game.play_round()
+            hands += sum(len(p.hands) for p in game.players)
+            game.reset()
+        dt = time.perf_counter() - t0
+        return {**out, "rounds_s": rounds / dt, "hands_s": hands / dt}
+
+    from cardsharp.common.deck import Deck
 
     class SixDecks(Deck):
         def initialize_default_deck(self):
             return super().initialize_default_deck() * 6
 
     async def run() -> dict:
-        random.seed(seed)
-        io = DummyIOInterface()
         game = BlackjackGame({"blackjack_payout": 1.5, "allow_insurance": False, "min_players": 1,
                               "min_bet": 10, "max_players": boxes}, io)
         game.deck = SixDecks()
@@ -69,13 +104,13 @@ def cardsharp_worker(boxes: int, rounds: int, seed: int) -> dict:
             game.reset()
             game.deck = SixDecks()
         dt = time.perf_counter() - t0
-        return {"rounds_s": rounds / dt, "hands_s": hands / dt}
+        return {**out, "rounds_s": rounds / dt, "hands_s": hands / dt}
 
     return asyncio.run(run())
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--cardsharp-worker"]:
-    print(json.dumps(cardsharp_worker(*map(int, sys.argv[2:5]))))
+    print(json.dumps(cardsharp_worker(*map(int, sys.argv[2:6]))))
     sys.exit(0)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -251,10 +286,15 @@ def cardsharp_python(given: str | None) -> str | None:
     if given:
         return given
     python = CARDSHARP_VENV / "bin" / "python"
-    if not python.exists():
-        print(f"making {CARDSHARP_VENV} with {CARDSHARP} (once) ...", flush=True)
+    has = python.exists() and subprocess.run([str(python), "-c", "import cardsharp"],
+                                             capture_output=True).returncode == 0
+    if not has:
+        # recent cardsharp needs Python >= 3.12: make the venv with the newest Python found
+        base = next((p for p in (shutil.which(f"python3.{v}") for v in range(20, 11, -1)) if p),
+                    sys.executable)
+        print(f"making {CARDSHARP_VENV} with {base} and {CARDSHARP} (once) ...", flush=True)
         try:
-            subprocess.run([sys.executable, "-m", "venv", str(CARDSHARP_VENV)], check=True, timeout=300)
+            subprocess.run([base, "-m", "venv", "--clear", str(CARDSHARP_VENV)], check=True, timeout=300)
             subprocess.run([str(python), "-m", "pip", "install", "-q", CARDSHARP], check=True, timeout=600)
         except (subprocess.SubprocessError, OSError) as exc:
             print(f"cardsharp could not be installed ({exc}); only betbox is measured")
@@ -262,9 +302,10 @@ def cardsharp_python(given: str | None) -> str | None:
     return str(python)
 
 
-def run_cardsharp(python: str, boxes: int, rounds: int, seed: int) -> dict | None:
+def run_cardsharp(python: str, boxes: int, rounds: int, seed: int, side: bool) -> dict | None:
     try:
-        done = subprocess.run([python, __file__, "--cardsharp-worker", str(boxes), str(rounds), str(seed)],
+        done = subprocess.run([python, __file__, "--cardsharp-worker", str(boxes), str(rounds), str(seed),
+                               str(int(side))],
                               capture_output=True, text=True, timeout=1200, check=True)
         return json.loads(done.stdout)
     except (subprocess.SubprocessError, OSError, ValueError) as exc:
@@ -273,7 +314,7 @@ def run_cardsharp(python: str, boxes: int, rounds: int, seed: int) -> dict | Non
 
 
 def side_by_side(python: str | None, rounds: int, runs: int, seed: int) -> None:
-    print(f"side by side, rws-blackjack vs cardsharp 0.6.0: 6 decks, basic strategy, {rounds} rounds "
+    print(f"side by side, rws-blackjack vs cardsharp: 6 decks, basic strategy, {rounds} rounds "
           f"a run, median of {runs} alternating runs")
     print(f"  {'spots':5s} {'bets':10s} {'betbox rounds/s':>16s} {'hands/s':>9s}   "
           f"{'cardsharp rounds/s':>18s} {'hands/s':>9s}   ratio")
@@ -283,14 +324,16 @@ def side_by_side(python: str | None, rounds: int, runs: int, seed: int) -> None:
             for run in range(runs):
                 ours.append(betbox_vs(boxes, side, rounds, seed + run))
                 if python:
-                    got = run_cardsharp(python, boxes, rounds, seed + run)
+                    got = run_cardsharp(python, boxes, rounds, seed + run, side)
                     if got:
                         theirs.append(got)
             med = lambda rs, k: statistics.median(r[k] for r in rs) if rs else float("nan")   # noqa: E731
             b_r, b_h, c_r, c_h = med(ours, "rounds_s"), med(ours, "hands_s"), med(theirs, "rounds_s"), med(theirs, "hands_s")
             ratio = b_r / c_r if theirs else float("nan")
+            peer = (f"cardsharp {theirs[0]['version']}" + (" with its bonus payouts" if theirs[0]["side"]
+                    else " main only")) if theirs else "no cardsharp"
             print(f"  {boxes:5d} {'main+side' if side else 'main':10s} {b_r:16.0f} {b_h:9.0f}   "
-                  f"{c_r:18.0f} {c_h:9.0f}   {ratio:5.2f}x", flush=True)
+                  f"{c_r:18.0f} {c_h:9.0f}   {ratio:5.2f}x  ({peer})", flush=True)
 
 
 def bench_rounds(name, wagers, rounds, seed):
