@@ -290,8 +290,10 @@ def cardsharp_python(given: str | None) -> str | None:
                                              capture_output=True).returncode == 0
     if not has:
         # recent cardsharp needs Python >= 3.12: make the venv with the newest Python found
-        base = next((p for p in (shutil.which(f"python3.{v}") for v in range(20, 11, -1)) if p),
-                    sys.executable)
+        found = (shutil.which(f"python3.{v}") for v in range(20, 11, -1))
+        base = next((p for p in found if p and subprocess.run([p, "-c", "import venv"],
+                                                               capture_output=True).returncode == 0),
+                    sys.executable)       # (a pyenv shim of a version not selected fails: skipped)
         print(f"making {CARDSHARP_VENV} with {base} and {CARDSHARP} (once) ...", flush=True)
         try:
             subprocess.run([base, "-m", "venv", "--clear", str(CARDSHARP_VENV)], check=True, timeout=300)
