@@ -2,23 +2,116 @@
 ``apply``, and baselines measured in the same run so the figures can be compared across
 machines.
 
-    python3 bench/bench_engine.py [--rounds N] [--seed S]
+    python3 bench/bench_engine.py [--rounds N] [--seed S] [--vs-rounds N] [--runs K]
+                                  [--cardsharp-python PATH | --no-cardsharp]
 
 Seeded shuffled shoe, fixed simple strategy (hit below 17, stand otherwise; a decision the
 engine reports illegal is replaced by the first legal one). No assertions: it prints.
+
+Side by side with cardsharp (the peer pure-Python engine, PyPI ``cardsharp``): it is never
+a project dependency. The bench runs it in its own venv, by default
+``~/.cache/betbox-bench/cardsharp`` (made on first use with the newest ``python3.N`` on PATH
+and ``pip install cardsharp``: releases after 0.1.0 need Python >= 3.12, 0.6.0 needs 3.14),
+or the interpreter given with ``--cardsharp-python``. Both play 6 decks with basic strategy
+on the same number of spots, in alternating runs (betbox, cardsharp, betbox, ...); the
+medians are printed with the ratio and cardsharp's version. "main+side" is betbox with
+``player_pair``, ``under_13``, ``over_13`` against cardsharp's bonus payouts (>= 0.2; 0.1.0
+has none and rebuilds its shoe every round).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import copy
+import json
 import os
 import platform
 import random
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
+
+CARDSHARP = "cardsharp"        # the newest release the venv's Python can install
+CARDSHARP_VENV = Path.home() / ".cache" / "betbox-bench" / "cardsharp"
+
+
+# --- cardsharp's side: runs in its own interpreter (no betbox import) ----------------------
+
+def cardsharp_worker(boxes: int, rounds: int, seed: int, side: int) -> dict:
+    """Plays ``rounds`` cardsharp rounds with ``boxes`` basic-strategy players on 6 decks.
+    cardsharp >= 0.2 (Python >= 3.12): its own 6-deck shoe (75% penetration), S17, DAS,
+    late surrender, and with ``side`` its bonus payouts (suited 6-7-8, 7-7-7, five-card 21).
+    cardsharp 0.1.0 (the only release for Python 3.11): async, no side bets, a 52-card deck
+    rebuilt every round, so the bench gives it a 6-deck one (rebuilt and shuffled per round)."""
+    from importlib.metadata import version
+
+    from cardsharp.blackjack.actor import Player
+    from cardsharp.blackjack.blackjack import BlackjackGame
+    from cardsharp.blackjack.state import PlacingBetsState
+    from cardsharp.blackjack.strategy import BasicStrategy
+    from cardsharp.common.io_interface import DummyIOInterface
+
+    random.seed(seed)
+    io = DummyIOInterface()
+    out = {"version": version("cardsharp"), "side": False}
+    try:
+        from cardsharp.blackjack.rules import Rules
+        from cardsharp.common.shoe import Shoe  # noqa: F401  (>= 0.2 only)
+    except ImportError:
+        Rules = None
+    if Rules is not None:
+        bonus = {"suited-6-7-8": 2.0, "7-7-7": 3.0, "five-card-21": 1.5} if side else {}
+        out["side"] = bool(side)
+        rules = Rules(blackjack_payout=1.5, dealer_hit_soft_17=False, dealer_peek=True, allow_split=True,
+                      allow_double_down=True, allow_double_after_split=True, allow_insurance=False,
+                      allow_surrender=True, allow_late_surrender=True, num_decks=6, min_bet=10,
+                      max_bet=1000, bonus_payouts=bonus)
+        game = BlackjackGame(rules, io)
+        for i in range(boxes):
+            game.add_player(Player(f"p{i}", io, BasicStrategy(), initial_money=10**15))
+        hands = 0
+        t0 = time.perf_counter()
+        for _ in range(rounds):
+            game.set_state(PlacingBetsState())
+            game.play_round()
+            hands += sum(len(p.hands) for p in game.players)
+            game.reset()
+        dt = time.perf_counter() - t0
+        return {**out, "rounds_s": rounds / dt, "hands_s": hands / dt}
+
+    from cardsharp.common.deck import Deck
+
+    class SixDecks(Deck):
+        def initialize_default_deck(self):
+            return super().initialize_default_deck() * 6
+
+    async def run() -> dict:
+        game = BlackjackGame({"blackjack_payout": 1.5, "allow_insurance": False, "min_players": 1,
+                              "min_bet": 10, "max_players": boxes}, io)
+        game.deck = SixDecks()
+        for i in range(boxes):
+            await game.add_player(Player(f"p{i}", io, BasicStrategy(), initial_money=10**15))
+        await game.set_state(PlacingBetsState())
+        hands = 0
+        t0 = time.perf_counter()
+        for _ in range(rounds):
+            await game.play_round()
+            hands += sum(len(p.hands) for p in game.players)
+            game.reset()
+            game.deck = SixDecks()
+        dt = time.perf_counter() - t0
+        return {**out, "rounds_s": rounds / dt, "hands_s": hands / dt}
+
+    return asyncio.run(run())
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--cardsharp-worker"]:
+    print(json.dumps(cardsharp_worker(*map(int, sys.argv[2:6]))))
+    sys.exit(0)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -94,6 +187,157 @@ def play_round(profile, wagers, shoe, timings=None, meter=100000):
     return state, n
 
 
+# --- basic strategy for the side-by-side run (6 decks, S17, DAS, late surrender) ---------
+
+def _chart(rows: str) -> dict[int, str]:
+    """``"16: HHHHHSSSSS"``-style rows: one letter per dealer up card 2..9, T, A."""
+    out = {}
+    for row in rows.strip().splitlines():
+        key, _, acts = row.partition(":")
+        out[int(key)] = acts.strip()
+    return out
+
+
+HARD = _chart("""
+8: HHHHHHHHHH
+9: HDDDDHHHHH
+10: DDDDDDDDHH
+11: DDDDDDDDDH
+12: HHSSSHHHHH
+13: SSSSSHHHHH
+14: SSSSSHHHHH
+15: SSSSSHHHRH
+16: SSSSSHHRRR
+17: SSSSSSSSSS""")
+SOFT = _chart("""
+13: HHHDDHHHHH
+14: HHHDDHHHHH
+15: HHDDDHHHHH
+16: HHDDDHHHHH
+17: HDDDDHHHHH
+18: SDDDDSSHHH
+19: SSSSSSSSSS""")
+PAIRS = _chart("""
+1: PPPPPPPPPP
+2: PPPPPPHHHH
+3: PPPPPPHHHH
+4: HHHPPHHHHH
+6: PPPPPHHHHH
+7: PPPPPPHHHH
+8: PPPPPPPPPP
+9: PPPPPSPPSS""")
+
+
+def basic_action(hand, up, first_two: bool) -> Action:
+    """Total-dependent basic strategy; the caller falls back when the engine refuses."""
+    col = (up.value if up.value > 1 else 11) - 2
+    if first_two and len(hand.cards) == 2 and hand.cards[0].value == hand.cards[1].value:
+        if PAIRS.get(hand.cards[0].value, "H" * 10)[col] == "P":
+            return Action.SPLIT
+    total, soft = hand.total, hand.soft
+    if soft:
+        code = SOFT[min(max(total, 13), 19)][col]
+    else:
+        code = HARD[min(max(total, 8), 17)][col]
+    return {"H": Action.HIT, "S": Action.STAND, "D": Action.DOUBLE, "R": Action.SURRENDER}[code]
+
+
+def play_basic(profile, wagers, boxes, shoe):
+    """One round of basic strategy through ``Round.apply``: (state, hands played)."""
+    state = Round.new(profile)
+    state, _ = state.apply(BetsClosed.of({box: wagers for box in range(1, boxes + 1)}))
+    fallback = {Action.DOUBLE: Action.HIT, Action.SURRENDER: Action.HIT, Action.SPLIT: Action.HIT}
+    while not state.is_over:
+        expect = state.expecting()
+        if expect.kind == "card":
+            state, _ = state.apply(CardDrawn(shoe.draw()))
+            continue
+        _, hand = state.hand_in_play()
+        want = basic_action(hand, state.dealer[0], not hand.decided)
+        if want == Action.SURRENDER:
+            d = Decision(expect.box, want, None, 1)
+        else:
+            d = Decision(expect.box, want)
+        while state.why_not(d) is not None:
+            want = fallback.get(want, Action.STAND)
+            if want == Action.HIT and hand.total >= 17:
+                want = Action.STAND
+            d = Decision(expect.box, want)
+        state, _ = state.apply(d)
+    return state, sum(len(b.hands) for b in state.boxes)
+
+
+def betbox_vs(boxes, side_bets, rounds, seed) -> dict:
+    profile = load_profile("rws-blackjack")
+    wagers = TABLES["rws-blackjack"] if side_bets else {"main": 10}
+    shoe = Shoe(6, random.Random(seed))
+    hands = 0
+    t0 = time.perf_counter()
+    for _ in range(rounds):
+        state, n = play_basic(profile, wagers, boxes, shoe)
+        settlement(state)
+        hands += n
+    dt = time.perf_counter() - t0
+    return {"rounds_s": rounds / dt, "hands_s": hands / dt}
+
+
+def cardsharp_python(given: str | None) -> str | None:
+    """The interpreter of a venv with cardsharp: given, or the bench's own (made on first use)."""
+    if given:
+        return given
+    python = CARDSHARP_VENV / "bin" / "python"
+    has = python.exists() and subprocess.run([str(python), "-c", "import cardsharp"],
+                                             capture_output=True).returncode == 0
+    if not has:
+        # recent cardsharp needs Python >= 3.12: make the venv with the newest Python found
+        found = (shutil.which(f"python3.{v}") for v in range(20, 11, -1))
+        base = next((p for p in found if p and subprocess.run([p, "-c", "import venv"],
+                                                               capture_output=True).returncode == 0),
+                    sys.executable)       # (a pyenv shim of a version not selected fails: skipped)
+        print(f"making {CARDSHARP_VENV} with {base} and {CARDSHARP} (once) ...", flush=True)
+        try:
+            subprocess.run([base, "-m", "venv", "--clear", str(CARDSHARP_VENV)], check=True, timeout=300)
+            subprocess.run([str(python), "-m", "pip", "install", "-q", CARDSHARP], check=True, timeout=600)
+        except (subprocess.SubprocessError, OSError) as exc:
+            print(f"cardsharp could not be installed ({exc}); only betbox is measured")
+            return None
+    return str(python)
+
+
+def run_cardsharp(python: str, boxes: int, rounds: int, seed: int, side: bool) -> dict | None:
+    try:
+        done = subprocess.run([python, __file__, "--cardsharp-worker", str(boxes), str(rounds), str(seed),
+                               str(int(side))],
+                              capture_output=True, text=True, timeout=1200, check=True)
+        return json.loads(done.stdout)
+    except (subprocess.SubprocessError, OSError, ValueError) as exc:
+        print(f"  cardsharp run failed: {exc}")
+        return None
+
+
+def side_by_side(python: str | None, rounds: int, runs: int, seed: int) -> None:
+    print(f"side by side, rws-blackjack vs cardsharp: 6 decks, basic strategy, {rounds} rounds "
+          f"a run, median of {runs} alternating runs")
+    print(f"  {'spots':5s} {'bets':10s} {'betbox rounds/s':>16s} {'hands/s':>9s}   "
+          f"{'cardsharp rounds/s':>18s} {'hands/s':>9s}   ratio")
+    for boxes in (1, 7):
+        for side in (False, True):
+            ours, theirs = [], []
+            for run in range(runs):
+                ours.append(betbox_vs(boxes, side, rounds, seed + run))
+                if python:
+                    got = run_cardsharp(python, boxes, rounds, seed + run, side)
+                    if got:
+                        theirs.append(got)
+            med = lambda rs, k: statistics.median(r[k] for r in rs) if rs else float("nan")   # noqa: E731
+            b_r, b_h, c_r, c_h = med(ours, "rounds_s"), med(ours, "hands_s"), med(theirs, "rounds_s"), med(theirs, "hands_s")
+            ratio = b_r / c_r if theirs else float("nan")
+            peer = (f"cardsharp {theirs[0]['version']}" + (" with its bonus payouts" if theirs[0]["side"]
+                    else " main only")) if theirs else "no cardsharp"
+            print(f"  {boxes:5d} {'main+side' if side else 'main':10s} {b_r:16.0f} {b_h:9.0f}   "
+                  f"{c_r:18.0f} {c_h:9.0f}   {ratio:5.2f}x  ({peer})", flush=True)
+
+
 def bench_rounds(name, wagers, rounds, seed):
     profile = load_profile(name)
     shoe = Shoe(profile.default_decks, random.Random(seed))
@@ -146,6 +390,10 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=20240611)
+    ap.add_argument("--vs-rounds", type=int, default=1000, help="rounds per side-by-side run")
+    ap.add_argument("--runs", type=int, default=3, help="alternating side-by-side runs per figure")
+    ap.add_argument("--cardsharp-python", help="python of a venv that has cardsharp installed")
+    ap.add_argument("--no-cardsharp", action="store_true", help="skip the side-by-side run")
     args = ap.parse_args(argv)
     print(f"machine: {machine()}")
     print(f"rounds per profile: {args.rounds}, seed {args.seed}, 7 boxes, "
@@ -166,6 +414,9 @@ def main(argv=None) -> None:
     print(f"  hand_total(), one call:                  {total_us:.3f} us")
     print(f"  empty Python for-loop iteration:         {loop_us:.3f} us")
     print(f"  => one apply p50 = {p50 / deepcopy_us:.2f} deepcopies = {p50 / total_us:.0f} hand_total calls")
+    if not args.no_cardsharp:
+        print()
+        side_by_side(cardsharp_python(args.cardsharp_python), args.vs_rounds, args.runs, args.seed)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .cards import Card
+from .cards import RANKS, Card
+
+#: Each rank's value with an Ace as 1 (§3.2), the same as :attr:`Card.value`.
+_VALUE = {rank: Card(rank, "S").value for rank in RANKS}
 
 
 def hand_total(cards: Sequence[Card]) -> tuple[int, bool]:
@@ -16,8 +19,9 @@ def hand_total(cards: Sequence[Card]) -> tuple[int, bool]:
     total = 0
     has_ace = False
     for card in cards:
-        total += card.value
-        if card.rank == "A":
+        rank = card.rank
+        total += _VALUE[rank]      # a dict look-up: this runs several times per event
+        if rank == "A":
             has_ace = True
     if has_ace and total + 10 <= 21:
         return total + 10, True

@@ -79,7 +79,9 @@ def format_amount(amount: Fraction) -> str:
 
 def is_whole_cents(amount: Fraction) -> bool:
     """Chips and wagers come in cents; anything finer cannot be placed (or journalled)."""
-    return (amount / CENT).denominator == 1
+    # a Fraction is kept in lowest terms: whole cents exactly when its denominator divides 100
+    # (no division: this runs for every wager of every round)
+    return 100 % amount.denominator == 0
 
 
 def round_down_to_cent(amount: Fraction) -> Fraction:

@@ -12,7 +12,6 @@ and outcome quotes the clause of the round's own profile (:meth:`Profile.clause`
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
@@ -44,7 +43,7 @@ class Phase(StrEnum):
     VOID = "void"
 
 
-@dataclass
+@dataclass(slots=True)
 class Hand:
     """One hand of a box. ``family`` is the initial hand it descends from (0, or 0/1 in
     Blackjack Switch); split hands share their family's initial bet."""
@@ -63,6 +62,12 @@ class Hand:
     status: str = "play"           # play | stood | bust | twenty_one | doubled | blackjack | surrendered | even_money
     result: str | None = None      # set when settled
     net: Fraction | None = None
+
+    def copy(self) -> "Hand":
+        """A hand that can be changed without touching this one (its own card list)."""
+        return Hand(self.family, self.stake, self.id, list(self.cards), self.doubled, self.from_split,
+                    self.split_aces, self.switched, self.wants_card, self.done, self.decided,
+                    self.status, self.result, self.net)
 
     @property
     def total(self) -> int:
@@ -84,11 +89,16 @@ class Hand:
 
     @property
     def at_risk(self) -> Fraction:
-        return self.stake + self.doubled
+        return self.stake + self.doubled if self.doubled else self.stake
 
 
-@dataclass
+@dataclass(slots=True)
 class Box:
+    """One box's bets and hands. Rounds share unchanged boxes, so the containers below are
+    never changed in place once the box belongs to a round that ``apply`` returned: they
+    are replaced (``book`` and the engine's writes build new dicts and sets); only
+    ``hands`` is the box's own list (copied with the box)."""
+
     number: int
     wagers: dict[str, Fraction]            # as placed
     stakes: dict[str, Fraction]            # as counted (after pro rata, returns)
@@ -112,8 +122,19 @@ class Box:
     def dealt(self) -> bool:
         return "main" in self.stakes
 
+    def copy(self) -> "Box":
+        """A box that can be changed without touching this one: its own list of (shared) hands."""
+        return Box(self.number, self.wagers, self.stakes, list(self.hands), self.insurance,
+                   self.insurance_settled, self.walked_away, self.switched, self.acted, self.ledger,
+                   self.side_results, self.flags, self.returned, self.progressive_hand,
+                   self.progressive_award, self.progressive_share, self.progressive_pending,
+                   self.envy_from)
+
     def book(self, bet: str, amount: Fraction) -> None:
-        self.ledger[bet] = self.ledger.get(bet, ZERO) + amount
+        # a new dict: the old one may be shared with an earlier round
+        old = self.ledger.get(bet)
+        total = amount if old is None and type(amount) is Fraction else (old or ZERO) + amount
+        self.ledger = {**self.ledger, bet: total}
 
     def initial_cards(self) -> list[Card]:
         """The box's initial cards: two, or four in Blackjack Switch (before any switch)."""
@@ -142,7 +163,16 @@ class Expect:
 
 
 class Round:
-    """The state of one round at one table. Create with :meth:`Round.new`."""
+    """The state of one round at one table. Create with :meth:`Round.new`.
+
+    Rounds share structure: ``apply`` copies the list of boxes, and a box or hand only when
+    the event writes to it (:meth:`_wbox`, :meth:`_whand`), so every other box and hand is
+    the very object of the round it came from. Nothing a returned round holds is changed
+    in place afterwards."""
+
+    __slots__ = ("profile", "decks", "limits", "meter", "phase", "boxes", "dealer", "deal_order",
+                 "deal_pos", "cursor", "subsequent_deal", "second_card_seen", "shoe", "_events",
+                 "_n_events", "void_reason", "void_clause", "_fresh")
 
     profile: Profile
     decks: int
@@ -159,9 +189,13 @@ class Round:
         self.subsequent_deal = False    # a card has been dealt after the initial deal
         self.second_card_seen = False   # the dealer's second card has settled insurance & waiting Blackjacks
         self.shoe: ShoeComposition
-        self.history: list[Event] = []
+        # the events so far as a persistent list, newest first: (event, earlier) | None;
+        # appending shares every earlier cell, so no apply copies the history
+        self._events: tuple[Event, object] | None = None
+        self._n_events = 0
         self.void_reason: str | None = None
         self.void_clause: str | None = None
+        self._fresh: set[int] | None = None   # ids of the boxes/hands this apply made (writable)
 
     # --- construction and the functional interface ------------------------------------
 
@@ -191,22 +225,79 @@ class Round:
         An illegal event raises a :class:`RuleError` that explains itself."""
         new = self._clone()
         outcomes: list[Outcome] = []
+        new._fresh = set()
         new._apply(event, outcomes)
-        new.history.append(event)
+        new._fresh = None          # from here on the new round is as unchangeable as this one
+        new._events = (event, self._events)
+        new._n_events = self._n_events + 1
         return new, outcomes
 
     def _clone(self) -> "Round":
-        new = copy.copy(self)
-        new.boxes = [_clone_box(b) for b in self.boxes]
+        """A shallow copy: the boxes list is its own, the boxes and hands are shared."""
+        new = Round.__new__(Round)
+        new.profile = self.profile
+        new.decks = self.decks
+        new.limits = self.limits
+        new.meter = self.meter
+        new.phase = self.phase
+        new.boxes = list(self.boxes)
         new.dealer = list(self.dealer)
-        new.history = list(self.history)
+        new.deal_order = self.deal_order       # replaced, never changed in place
+        new.deal_pos = self.deal_pos
+        new.cursor = self.cursor
+        new.subsequent_deal = self.subsequent_deal
+        new.second_card_seen = self.second_card_seen
+        new.shoe = self.shoe
+        new._events = self._events
+        new._n_events = self._n_events
+        new.void_reason = self.void_reason
+        new.void_clause = self.void_clause
+        new._fresh = None
         return new
+
+    def _wbox(self, bi: int) -> Box:
+        """Box ``bi``, copied on the first write in this apply (the original stays with the
+        round ``apply`` was called on)."""
+        box = self.boxes[bi]
+        if id(box) not in self._fresh:
+            box = box.copy()
+            self.boxes[bi] = box
+            self._fresh.add(id(box))
+        return box
+
+    def _whand(self, bi: int, hi: int) -> Hand:
+        """Hand ``hi`` of box ``bi``, copied (with its box) on the first write in this apply."""
+        box = self._wbox(bi)
+        hand = box.hands[hi]
+        if id(hand) not in self._fresh:
+            hand = hand.copy()
+            box.hands[hi] = hand
+            self._fresh.add(id(hand))
+        return hand
+
+    def _box_index(self, number: int) -> int:
+        for bi, b in enumerate(self.boxes):
+            if b.number == number:
+                return bi
+        raise IllegalDecision(f"box {number} has no bets in this round")
+
+    @property
+    def history(self) -> list[Event]:
+        """Every event applied so far, oldest first (a new list on each read)."""
+        out: list[Event] = [None] * self._n_events     # type: ignore[list-item]
+        cell = self._events
+        i = self._n_events
+        while cell is not None:
+            i -= 1
+            out[i], cell = cell
+        return out
 
     # --- queries ----------------------------------------------------------------------
 
     @property
     def is_over(self) -> bool:
-        return self.phase in (Phase.COMPLETE, Phase.VOID)
+        phase = self.phase
+        return phase is Phase.COMPLETE or phase is Phase.VOID
 
     def hand_by_id(self, number: int, hand_id: int) -> Hand:
         """The hand an outcome names: ids stay with their hand when later splits move it."""
@@ -458,8 +549,7 @@ class Round:
             if target == DEALER:
                 self.dealer.append(card)
             else:
-                bi, hi = target
-                self.boxes[bi].hands[hi].cards.append(card)
+                self._whand(*target).cards.append(card)
         elif self.phase == Phase.DEALER:
             self.dealer.append(card)
             self.subsequent_deal = True
@@ -468,6 +558,7 @@ class Round:
             if not hand.wants_card:
                 raise UnexpectedCard(f"box {box.number} hand {self.cursor[1] + 1} ({describe(hand.cards)}) "
                                      f"is waiting for a decision, not a card", self.profile.clause("deal"))
+            hand = self._whand(*self.cursor)
             hand.cards.append(card)
             hand.wants_card = False
             self.subsequent_deal = True
@@ -483,9 +574,8 @@ class Round:
             if self.cursor is None:
                 self.phase = Phase.DEALER
                 break
-            box, hand = self.hand_in_play()
-            if self._settle_hand_flow(box, hand, out):
-                bi, hi = self.cursor
+            bi, hi = self.cursor
+            if self._settle_hand_flow(bi, hi, out):
                 self.cursor = self._first_open_hand(bi, hi + 1)
                 continue
             break
@@ -502,30 +592,36 @@ class Round:
             bi, hi = bi + 1, 0
         return None
 
-    def _settle_hand_flow(self, box: Box, hand: Hand, out: list[Outcome]) -> bool:
-        """Complete what the rules do by themselves for the hand in play; True when it is done."""
+    def _settle_hand_flow(self, bi: int, hi: int, out: list[Outcome]) -> bool:
+        """Complete what the rules do by themselves for the hand in play; True when it is done.
+        The hand is only copied (:meth:`_whand`) when the rules change it."""
         r = self.profile.rules
+        box = self.boxes[bi]
+        hand = box.hands[hi]
         if hand.done:
             return True
         if hand.wants_card:
             return False
         if len(hand.cards) < 2:
             # §3.21.2: a split hand receives its second card when the hand before it is complete
-            hand.wants_card = True
+            self._whand(bi, hi).wants_card = True
             return False
         total = hand.total
         if total > 21:
+            hand = self._whand(bi, hi)
             hand.status = "bust"
             hand.done = True
             # §3.18: a Player who Busts loses his Bets
-            self._settle(box, hand, "bust", -hand.at_risk, "bust", out)
+            self._settle(self.boxes[bi], hand, "bust", -hand.at_risk, "bust", out)
             return True
         if total == 21:
             # §3.17: no drawing on a Blackjack or 21
+            hand = self._whand(bi, hi)
             hand.status = "twenty_one"
             hand.done = True
             return True
         if hand.doubled and len(hand.cards) >= 3:
+            hand = self._whand(bi, hi)
             hand.status = "doubled"   # §3.22: exactly one card after a double
             hand.done = True
             return True
@@ -534,11 +630,13 @@ class Round:
             # only where the rules allow it.
             if not (r.resplit_aces and self._can_split_count(box, hand)
                     and hand.cards[0].rank == hand.cards[1].rank == "A"):
+                hand = self._whand(bi, hi)
                 hand.status = "stood"
                 hand.done = True
                 return True
         if box.walked_away:
             # §5.3: the House draws for the player until the hand reaches 12 or more
+            hand = self._whand(bi, hi)
             if total < r.walked_away_draw_to:
                 hand.wants_card = True
                 return False
@@ -554,9 +652,10 @@ class Round:
         before any further card; Switch §3.7 progressive hands likewise (100% at the end)."""
         p = self.profile
         up = self.dealer[0]
-        for box in self.boxes:
-            if not box.dealt:
+        for bi in range(len(self.boxes)):
+            if not self.boxes[bi].dealt:
                 continue
+            box = self._wbox(bi)
             for name, stake in box.stakes.items():
                 if name in ("main", "progressive"):
                     continue
@@ -564,12 +663,13 @@ class Round:
                 category = rule.evaluate(tuple(box.hands[0].cards[:2]), up)
                 odds = p.side_bets[name].pays.get(category) if category else None
                 net = stake * odds if odds is not None else -stake
-                box.side_results[name] = category if odds is not None else None
+                box.side_results = {**box.side_results, name: category if odds is not None else None}
                 box.book(name, net)
                 out.append(SideBetSettled(box.number, name, category if odds is not None else None,
                                           odds, stake, net, p.clause(name) if name in p.clauses else p.clause("side_bets")))
             for hi, hand in enumerate(box.hands):
                 if hand.is_blackjack:
+                    hand = self._whand(bi, hi)
                     hand.status = "blackjack"
                     hand.done = True
                     if p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value):
@@ -593,9 +693,10 @@ class Round:
             if evaluator.cards == 3:
                 cards = [*box.hands[0].cards[:2], self.dealer[0]]
             hits[box.number] = evaluator.evaluate(tuple(cards))
-        for box in self.boxes:
-            if "progressive" not in box.stakes:
+        for bi in range(len(self.boxes)):
+            if "progressive" not in self.boxes[bi].stakes:
                 continue
+            box = self._wbox(bi)
             box.book("progressive", -box.stakes["progressive"])
             category = hits.get(box.number)
             award = table.pays.get(category) if category else None
@@ -799,33 +900,35 @@ class Round:
             raise IllegalDecision("the switch must be decided before hit, stand, split or double", clause)
 
     def _decide(self, d: Decision, out: list[Outcome]) -> None:
-        box = self.box(d.box)
+        bi = self._box_index(d.box)
+        box = self._wbox(bi)
         if d.action == Action.INSURANCE:
-            box.insurance[self._family(box, d)] = d.amount
+            box.insurance = {**box.insurance, self._family(box, d): d.amount}
             return
         if d.action == Action.EVEN_MONEY:
-            hand = box.hands[0]
+            hand = self._whand(bi, 0)
             hand.status = "even_money"
             # §3.14.1: paid 1 to 1 before the dealer draws on
             self._settle(box, hand, "even_money", hand.stake, "even_money", out)
             return
         if d.action == Action.SURRENDER:
-            hand = self._family_hand(box, self._family(box, d))
+            family = self._family(box, d)
+            hand = self._whand(bi, next(i for i, h in enumerate(box.hands) if h.family == family))
             hand.status = "surrendered"
             hand.done = True
             hand.decided = True
             # §3.16, §1.17: half the initial bet is given up at the interim settlement
             self._settle(box, hand, "surrender", -hand.stake / 2, "surrender", out)
             return
-        _, hand = self.hand_in_play()
-        bi, hi = self.cursor
+        bi, hi = self.cursor       # _check: the box decided on is the box in play
         box.acted = True
         if d.action == Action.SWITCH:
-            first, second = box.hands
+            first, second = self._whand(bi, 0), self._whand(bi, 1)
             first.cards[1], second.cards[1] = second.cards[1], first.cards[1]
             first.switched = second.switched = True
             box.switched = True
             return
+        hand = self._whand(bi, hi)
         hand.decided = True
         if d.action == Action.HIT:
             hand.wants_card = True
@@ -844,14 +947,15 @@ class Round:
             hand.split_aces = aces
             hand.decided = False
             box.hands.insert(hi + 1, new)
+            self._fresh.add(id(new))
             # §3.21.2: the first split hand gets its second card at once
             hand.wants_card = True
 
     def _walked_away(self, number: int, out: list[Outcome]) -> None:
-        box = self.box(number)
-        if not box.dealt:
+        bi = self._box_index(number)
+        if not self.boxes[bi].dealt:
             raise IllegalDecision(f"box {number} has no initial bet", self.profile.clause("no_initial_bet"))
-        box.walked_away = True
+        self._wbox(bi).walked_away = True
 
     # dealer and final settlement ------------------------------------------------------
 
@@ -890,14 +994,18 @@ class Round:
         """The dealer's second card decides insurance and the Blackjacks that waited (§3.14, §3.15)."""
         p = self.profile
         dealer_bj = self.dealer_blackjack
-        for box in self.boxes:
+        for bi in range(len(self.boxes)):
+            box = self.boxes[bi]
             for family, stake in sorted(box.insurance.items()):
                 net = stake * p.rules.insurance_pays if dealer_bj else -stake
-                box.insurance_settled.add(family)
+                box = self._wbox(bi)
+                box.insurance_settled = box.insurance_settled | {family}
                 box.book("insurance", net)
                 out.append(InsuranceSettled(box.number, family + 1, stake, net, p.clause("insurance")))
-            for hand in box.hands:
+            for hi, hand in enumerate(box.hands):
                 if hand.status == "blackjack" and not hand.settled:
+                    hand = self._whand(bi, hi)
+                    box = self.boxes[bi]
                     if dealer_bj:
                         self._settle(box, hand, "stand_off", ZERO, "blackjack_settlement", out)
                     else:
@@ -909,19 +1017,24 @@ class Round:
         r = p.rules
         dealer_total = hand_total(self.dealer)[0]
         dealer_bj = self.dealer_blackjack
-        for box in self.boxes:
+        for bi in range(len(self.boxes)):
+            box = self.boxes[bi]
             if dealer_bj and r.dealer_blackjack_collects == "initial_bet":
                 # §3.21.3 / §3.22.2: hands that have not bust lose only the initial bet
                 for family in sorted({h.family for h in box.hands}):
-                    live = [h for h in box.hands if h.family == family and self._live(h)]
+                    live = [hi for hi, h in enumerate(box.hands) if h.family == family and self._live(h)]
                     if not live:
                         continue
-                    loss = min(live[0].stake, sum(h.at_risk for h in live))
-                    for i, hand in enumerate(live):
+                    loss = min(box.hands[live[0]].stake, sum(box.hands[hi].at_risk for hi in live))
+                    for i, hi in enumerate(live):
+                        hand = self._whand(bi, hi)
+                        box = self.boxes[bi]
                         self._settle(box, hand, "lose", -loss if i == 0 else ZERO, "dealer_blackjack", out)
-            for hand in box.hands:
+            for hi, hand in enumerate(box.hands):
                 if not self._live(hand):
                     continue
+                hand = self._whand(bi, hi)
+                box = self.boxes[bi]
                 if dealer_bj:
                     self._settle(box, hand, "lose", -hand.at_risk, "dealer_blackjack", out)
                 elif r.dealer_push_total and dealer_total == r.dealer_push_total:
@@ -934,16 +1047,17 @@ class Round:
                     self._settle(box, hand, "lose", -hand.at_risk, "dealer", out)
                 else:
                     self._settle(box, hand, "stand_off", ZERO, "dealer", out)
-            self._settle_progressive_end(box, out)
+            self._settle_progressive_end(bi, out)
         self.phase = Phase.COMPLETE
         self.cursor = None
         out.append(RoundComplete(dealer_total))
 
-    def _settle_progressive_end(self, box: Box, out: list[Outcome]) -> None:
+    def _settle_progressive_end(self, bi: int, out: list[Outcome]) -> None:
         """Switch §3.7: 100% wins and their envy bonuses settle at the end of the round."""
         table = self.profile.progressive
-        if table is None or "progressive" not in box.stakes:
+        if table is None or "progressive" not in self.boxes[bi].stakes:
             return
+        box = self._wbox(bi)
         if box.progressive_pending and box.progressive_award is not None:
             box.book("progressive", box.progressive_award)
         for other in box.envy_from:
@@ -965,30 +1079,11 @@ class Round:
         self.cursor = None
         self.void_reason = reason if detail is None else f"{reason}: {detail}"
         self.void_clause = clause
-        for box in self.boxes:
-            for name in list(box.ledger):
-                box.ledger[name] = ZERO
+        for bi in range(len(self.boxes)):
+            if self.boxes[bi].ledger:
+                box = self._wbox(bi)
+                box.ledger = dict.fromkeys(box.ledger, ZERO)
         out.append(RoundVoided(self.void_reason, clause))
-
-
-def _clone_box(box: Box) -> Box:
-    new = copy.copy(box)
-    new.stakes = dict(box.stakes)
-    new.hands = [_clone_hand(h) for h in box.hands]
-    new.insurance = dict(box.insurance)
-    new.insurance_settled = set(box.insurance_settled)
-    new.ledger = dict(box.ledger)
-    new.side_results = dict(box.side_results)
-    new.flags = list(box.flags)
-    new.returned = list(box.returned)
-    new.envy_from = list(box.envy_from)
-    return new
-
-
-def _clone_hand(hand: Hand) -> Hand:
-    new = copy.copy(hand)
-    new.cards = list(hand.cards)
-    return new
 
 
 def _read_limits(profile: Profile, limits: Mapping[str, Sequence[object]]) -> dict[str, tuple[Fraction, Fraction]]:

@@ -14,6 +14,7 @@ Randomness comes only from hypothesis (``st.randoms`` / drawn data), never the g
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import random
 from collections import Counter
 from fractions import Fraction
@@ -577,6 +578,60 @@ def test_decisions_before_the_initial_deal_is_complete_are_refused(name, data):
         with pytest.raises(RuleError):
             state.apply(BetsClosed.of(table.wagers))
         state, _ = state.apply(CardDrawn(shoe.draw()))
+
+
+def canonical(obj: Any) -> Any:
+    """Everything ``obj`` holds, deeply, as plain values: every slot and attribute of every
+    object (the engine's own copy-on-write bookkeeping included), dicts and sets in sorted
+    order. The profile is shared configuration and is named, not walked."""
+    if obj is None or isinstance(obj, (bool, int, str, Fraction)):
+        return (type(obj).__name__, repr(obj))
+    if isinstance(obj, Profile):
+        return ("Profile", obj.name)
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, [canonical(v) for v in obj])
+    if isinstance(obj, dict):
+        return ("dict", sorted((repr(k), canonical(v)) for k, v in obj.items()))
+    if isinstance(obj, (set, frozenset)):
+        return (type(obj).__name__, sorted(repr(v) for v in obj))
+    names = [n for klass in type(obj).__mro__ for n in getattr(klass, "__slots__", ())]
+    names += sorted(getattr(obj, "__dict__", {}))
+    return (type(obj).__name__, [(n, canonical(getattr(obj, n))) for n in names if hasattr(obj, n)])
+
+
+def serialised(state: Round) -> bytes:
+    return pickle.dumps(canonical(state), protocol=5)
+
+
+class KeepingDriver(Driver):
+    """Keeps every round of the game with its serialisation taken before it was applied from."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.kept: list[tuple[Round, bytes]] = []
+
+    def apply(self, event, why: str) -> None:
+        old = self.state
+        self.kept.append((old, serialised(old)))
+        super().apply(event, why)
+        # the same event again from the same round: the same result, and neither apply
+        # disturbed the other (they share everything the event did not touch)
+        again, _ = old.apply(event)
+        assert serialised(again) == serialised(self.state), f"apply({event!r}) twice differs"
+
+
+@given_rounds(examples=60)
+def test_a_round_applied_from_is_byte_for_byte_unchanged(table: Table, rnd: random.Random):
+    """issue 17: ``apply`` shares the boxes and hands an event does not touch with the round it
+    came from; every earlier round of the game must still serialise exactly as it did before
+    it was applied from, after all the later events (legal and refused) have been applied."""
+    driver = KeepingDriver(table, rnd, check_illegal=True)
+    played = driver.play()
+    assert driver.kept, "no event was applied"
+    for i, (state, before) in enumerate(driver.kept):
+        assert serialised(state) == before, (f"round {i} (after {state.history[-1:]!r}) changed "
+                                             f"after it was applied from")
+    assert played.state.is_over
 
 
 # --- engine bugs found by the properties, as minimal reproductions -------------------------
