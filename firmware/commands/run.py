@@ -38,6 +38,8 @@ from firmware.runtime.storage import StorageError
 from firmware.runtime.preflight import check_startable
 
 log = logging.getLogger("betbox.run")
+#: The device name under which a unit journals its broker link's state.
+BROKER_DEVICE = "broker"
 
 DRAIN_ON_STOP = 5.0          # seconds a stopping seat waits for the broker to take its reports
 
@@ -141,12 +143,33 @@ class Link:
             self.reporter.sync()
             # a unit restarted from an older copy of its state refuses bets (issue #11.5)
             self.bus.add_behind_listener(lambda behind: unit.post((BEHIND, behind)))
+            self._follow_broker(unit)
         self.watch = ControllerWatch(self.bus, self.config.jackpot_link, self.config.table)
         if takes_controller_input(unit):
             self.watch.feed(unit)
         else:
             log.warning("%s: this firmware's %s unit does not take the controller's state yet; "
                         "progressive wagers are not gated by the link", self.config.bus_id, self.config.role)
+
+    def _follow_broker(self, unit) -> None:
+        """The broker link lost / back is a journalled device input like a port's (alarms
+        broker_down / broker_restored to the pit, issue #12.4): paho's thread posts it, the
+        unit's loop journals it. Only changes are posted; the state replayed from the
+        journal is where it starts."""
+        from hal.events import ConnectionLost, ConnectionRestored
+
+        unit.device_kinds[BROKER_DEVICE] = "broker"
+        down = [BROKER_DEVICE in unit.devices_down]
+
+        def changed(up: bool) -> None:
+            if up and down[0]:
+                unit.post(ConnectionRestored(device=BROKER_DEVICE))
+            elif not up and not down[0]:
+                unit.post(ConnectionLost(device=BROKER_DEVICE, reason=f"no link to the MQTT broker {self.config.link.host}:{self.config.link.port}"))
+            down[0] = not up
+
+        self.bus.add_link_listener(changed)
+        changed(self.bus.connected)
 
     def close(self) -> None:
         if self.bus.outbox is not None and not self.bus.wait_drained(DRAIN_ON_STOP):

@@ -54,7 +54,7 @@ class ReplayDiverged(RuntimeError):
 
 #: A port's kind -> the code its states go by in alarms and on the seat's screen
 #: (``shoe_down`` / ``shoe_restored``, ``console_down``, ``reader_down``, ...).
-DEVICE_CODES = {"card_shoe": "shoe", "console": "console", "chip_reader": "reader"}
+DEVICE_CODES = {"card_shoe": "shoe", "console": "console", "chip_reader": "reader", "broker": "broker"}
 #: Log a device's state changes at most this often (seconds); the ones between are counted.
 LOG_EVERY = 5.0
 
@@ -537,7 +537,8 @@ class Unit(ABC):
         """At start every port was opened again: a port that was down is up until its HAL
         says otherwise (a serial device silent past its timeout is reported lost again)."""
         for name, d in sorted(self.devices_down.items()):
-            self.on_device({"device": name, "kind": d["kind"], "state": "up"})
+            if d["kind"] != "broker":         # not a port: the link says when it is back
+                self.on_device({"device": name, "kind": d["kind"], "state": "up"})
 
     def log_change(self, key: str, fmt: str, *args: Any) -> None:
         """A state change at INFO (journald takes stderr), at most one per ``key`` every
