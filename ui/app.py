@@ -758,7 +758,8 @@ def run_demo_window(options: Any) -> int:
         table = DemoTable(profile, box=int(getattr(options, "box", None) or 1), seed=int(getattr(options, "seed", 1)),
                           state_dir=Path(state_dir) if state_dir else None,
                           auto=not getattr(options, "manual", False),
-                          pace=DEFAULT_PACE if pace is None else float(pace))
+                          pace=DEFAULT_PACE if pace is None else float(pace),
+                          rounds=getattr(options, "rounds", None))
     except ValueError as exc:
         print(f"betbox demo: {exc}", file=sys.stderr)
         return 2
@@ -773,6 +774,9 @@ def run_demo_window(options: Any) -> int:
     except Exception as exc:  # noqa: BLE001 - font missing etc.: say it plainly
         print(f"betbox demo: {exc}", file=sys.stderr)
         return 2
+    if table.rounds is not None:        # --rounds: close the window when they are played
+        from kivy.clock import Clock
+        table.on_done = lambda: Clock.schedule_once(lambda _dt: app.stop(), table.pace * 3)
     app.run()
     return 0
 

@@ -11,6 +11,7 @@ its own thread with ``@mainthread``). Plain Python, no Kivy.
 from __future__ import annotations
 
 import queue
+import sys
 import tempfile
 import threading
 import time
@@ -62,9 +63,12 @@ DEMO_BET = Fraction(20)
 
 class DemoTable:
     def __init__(self, profile: Profile, box: int = 1, seed: int = 1, pace: float = DEFAULT_PACE,
-                 state_dir: Path | None = None, auto: bool = True) -> None:
+                 state_dir: Path | None = None, auto: bool = True, rounds: int | None = None,
+                 on_done: Callable[[], None] | None = None) -> None:
         self.profile = profile
         self.box = box
+        # auto play stops after this many rounds and calls on_done (None: until closed)
+        self.rounds, self.on_done, self.played = rounds, on_done, 0
         if not 0 <= pace <= MAX_PACE:
             raise ValueError(f"the demo's pace is 0 to {MAX_PACE} seconds a step, not {pace}")
         self.pace = pace
@@ -135,6 +139,12 @@ class DemoTable:
                     self._drain()
                     if self.auto and not self._stop.is_set():
                         self.driver.play_round()
+                        self.played += 1
+                        print(f"demo: round {self.played} played", file=sys.stderr, flush=True)
+                        if self.rounds is not None and self.played >= self.rounds:
+                            if self.on_done is not None:
+                                self.on_done()
+                            break
                         self._pause(self.pace * 3)
                 else:
                     fn = self._commands.get()

@@ -31,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run whole tables of simulated players on mock hardware",
                        description=__doc__.split("\n\n")[1])
     p.add_argument("--headless", action="store_true", help="no window: progress and summary on the terminal")
-    p.add_argument("--rounds", type=bounded_int("--rounds", 1, MAX_DEMO_ROUNDS), default=20, help="rounds per table (default 20)")
+    p.add_argument("--rounds", type=bounded_int("--rounds", 1, MAX_DEMO_ROUNDS), default=None,
+                   help="rounds per table (headless: default 20); with the window: auto play closes it after N rounds")
     p.add_argument("--seed", type=bounded_int("--seed", 0, 2**63 - 1), default=1, help="random seed (default 1)")
     p.add_argument("--tables", type=bounded_int("--tables", 1, MAX_DEMO_TABLES), default=1, help="number of tables (default 1)")
     p.add_argument("--state-dir", help="where the units keep their journals (default: a temporary directory)")
@@ -62,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if not args.headless:
         return _window(args)
+    if args.rounds is None:
+        args.rounds = 20
     if args.rounds < 1 or args.tables < 1:
         print("betbox demo: --rounds and --tables must be at least 1", file=sys.stderr)
         return 2
@@ -111,7 +114,8 @@ def _window(args: argparse.Namespace) -> int:
     mode = "you deal with the on-screen controls" if args.manual else "the simulated table plays by itself"
     print(f"demo: box {args.box}'s seat display in a window ({args.size}, {args.lang}); {mode}; "
           f"keys: a auto play on/off, o open bets, b bet, n no more bets, space deal, h/s/d/p/r decisions "
-          f"(docs/ui.md); close the window or press Ctrl-C to stop", file=sys.stderr, flush=True)
+          f"(docs/ui.md); " + (f"closes after {args.rounds} round(s)" if args.rounds and not args.manual else
+                               "close the window or press Ctrl-C to stop"), file=sys.stderr, flush=True)
     return run_demo_window(args)
 
 
