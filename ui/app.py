@@ -475,8 +475,10 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             self._shown_controls = s.controls
             bar.clear_widgets()
             app = App.get_running_app()
+            from .demo import CONTROL_KEYS
             for control, label in s.controls:
-                b = make('DealerButton', text=label)
+                key = CONTROL_KEYS.get(control)     # the keyboard's key, on the button: no hidden knob
+                b = make('DealerButton', text=label if key is None else f"{label} ({'space' if key == ' ' else key})")
                 b.control = control
                 b.bind(on_release=lambda _b, c=control: app.control(c))
                 bar.add_widget(b)
