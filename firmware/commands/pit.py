@@ -45,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--cert")
         q.add_argument("--key")
         q.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer (default 10)")
+        q.add_argument("--allow-insecure", action="store_true",
+                       help="allow the password over plain mqtt:// (a lab or loopback broker; default: mqtts:// only)")
         q.set_defaults(func=command)
 
 
@@ -73,7 +75,7 @@ def command(args: argparse.Namespace) -> int:
         if not 0 < args.timeout <= 600:
             raise ValueError(f"--timeout {args.timeout}: seconds above 0 and at most 600")
         cfg = config_from_url(args.broker, username=args.username, password=_password(args.password_file),
-                              tls=tls or None)
+                              tls=tls or None, allow_insecure=args.allow_insecure or None)
     except (LinkConfigError, ValueError, OSError) as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         return 2

@@ -22,7 +22,10 @@ from .units import CHIPS, ROOT, UnitProcess, write_toml
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "mqtt"
 TABLE = "table-1"
-USERS = {"table-1/dealer": "pwd", "table-1/seat-1": "pw1", "pit": "pwp", "jackpot/main": "pwj"}
+USERS = {"table-1/dealer": "pwd", "table-1/seat-1": "pw1", "pit": "pwp", "jackpot/main": "pwj", "observer": "pwo"}
+#: A test-only reader of everything: the broker binds client ids to usernames, so a sniffer
+#: under the dealer's own user would take the dealer's place.
+OBSERVER = "\nuser observer\ntopic read betbox/v1/#\n"
 
 
 def configs(tmp: Path, url: str) -> tuple[Path, Path]:
@@ -32,13 +35,13 @@ def configs(tmp: Path, url: str) -> tuple[Path, Path]:
     chips.write_text("uid,denomination,status\n" + "".join(f"{u},{d},valid\n" for u, d in CHIPS.items()))
     dealer = write_toml(tmp / "dealer.toml", {
         "unit": {"role": "dealer", "id": "dealer", "table": TABLE, "state_dir": str(tmp / "dealer")},
-        "link": {"broker": url, "username": "table-1/dealer", "password": "pwd"},
+        "link": {"broker": url, "username": "table-1/dealer", "password": "pwd", "allow_insecure": True},
         "game": {"profile": profile.name},
         "hardware.card_shoe": {"backend": "mock"},
         "hardware.console": {"backend": "mock"}})
     seat = write_toml(tmp / "seat-1.toml", {
         "unit": {"role": "seat", "id": "seat-1", "table": TABLE, "state_dir": str(tmp / "seat-1")},
-        "link": {"broker": url, "username": "table-1/seat-1", "password": "pw1"},
+        "link": {"broker": url, "username": "table-1/seat-1", "password": "pw1", "allow_insecure": True},
         "seat": {"box": 1, "spots": spots, "chips": str(chips)},
         "hardware.chip_reader": {"backend": "mock", "spots": spots},
         "hardware.lamps": {"backend": "mock", "lamps": ["progressive", "bets_locked"]}})
@@ -47,7 +50,7 @@ def configs(tmp: Path, url: str) -> tuple[Path, Path]:
 
 def pit(url: str, *args: str, user: str = "pit", password: str = "pwp") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "firmware", "pit", *args, "--broker", url, "--table", TABLE,
-                           "--username", user, "--password-file", "-", "--timeout", "5"],
+                           "--username", user, "--password-file", "-", "--timeout", "5", "--allow-insecure"],
                           input=password + "\n", cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 
@@ -96,9 +99,9 @@ def wedge(t: Table, dealer: UnitProcess, seat: UnitProcess, round_no: int) -> No
 
 
 def test_a_wedged_dealer_is_cleared_by_the_pit_and_by_the_console(tmp_path):
-    b = Broker(tmp_path / "mosquitto", acl=(DOCS / "acl").read_text(), users=USERS).start()
+    b = Broker(tmp_path / "mosquitto", acl=(DOCS / "acl").read_text() + OBSERVER, users=USERS).start()
     dealer_toml, seat_toml = configs(tmp_path, b.url)
-    sniffer = Sniffer(b.url, "betbox/v1/#", username="table-1/dealer", password="pwd")
+    sniffer = Sniffer(b.url, "betbox/v1/#", username="observer", password="pwo")
     procs: list[UnitProcess] = []
     try:
         dealer = UnitProcess("dealer", dealer_toml, tmp_path, drive=tmp_path / "dealer.fifo")

@@ -129,12 +129,12 @@ def test_cjk_font_is_found_or_the_error_says_what_to_install(monkeypatch):
 
 def test_a_seat_configuration_keeps_the_pin_only_as_a_salted_hash():
     import tomllib
-    from pathlib import Path
 
     import pytest
 
     from firmware.runtime.config import ConfigError, parse_config
-    seat = tomllib.loads((Path(__file__).resolve().parents[2] / "docs/examples/seat.toml").read_text())
+    from tests.runtime.test_config import example_text     # the example's /etc/betbox files, in place
+    seat = tomllib.loads(example_text("seat.toml"))
     config = parse_config(seat)
     assert check_pin("2468", config.display.pin)           # the example's hash is of 2468
     plain = dict(seat, display={k: v for k, v in seat["display"].items() if k != "pin_hash"} | {"pin": "2468"})
