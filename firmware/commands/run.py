@@ -148,6 +148,21 @@ class Link:
             self.bus.outbox.close()
 
 
+def _verify_at_start(config: UnitConfig, unit) -> None:
+    """``betbox verify`` before the first bet: the result is a journalled input; not
+    verified is an alarm and the unit takes no bets (firmware.runtime.software)."""
+    from firmware.verify import VerifyError, verify
+
+    try:
+        result = verify(config.verify.tree, config.verify.keyring)
+        body = {"verified": result.ok, "detail": result.summary}
+    except VerifyError as exc:
+        body = {"verified": False, "detail": str(exc)}
+    print(f"betbox: {config.bus_id} software {body['detail']}", file=sys.stderr, flush=True)
+    for kind, checked in unit.translate(("software", body)):
+        unit.step(kind, checked)
+
+
 def _drive(path: str, ports: dict[str, Any], stop: threading.Event) -> threading.Thread:
     """Read bench-script lines from a named pipe and run them on the unit's mock ports."""
     from hal.mock import MockCardShoe, MockChipReader, MockConsole
@@ -279,6 +294,8 @@ def run(args: argparse.Namespace) -> int:
         unit, ports = build(config, link.bus if link else None)
         if link is not None:
             link.attach(unit)
+        if config.verify.at_start:
+            _verify_at_start(config, unit)
         if args.drive:
             _drive(args.drive, ports, stopping)
     except (ValueError, OSError) as exc:

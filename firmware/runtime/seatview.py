@@ -286,6 +286,14 @@ def _turn(seat: "SeatUnit", state: Round | None) -> str | None:
 
 # --- the view ---------------------------------------------------------------------------
 
+def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
+    """The seat's unit conditions in force, as codes (the screen says each; see SeatView)."""
+    out: list[str] = []
+    if getattr(seat, "not_verified", None) is not None:
+        out.append("not_verified")          # betbox verify failed at start: no bets taken
+    return tuple(out)
+
+
 def build_seat_view(seat: "SeatUnit") -> SeatView:
     state: Round | None = seat.round
     profile = seat.profile
@@ -358,4 +366,4 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
                     limits=limits, turn=_turn(seat, state), pay_lines=pay_lines, switched=switched,
                     progressive=progressive, envy=envy, round_alarms=alarms,
                     table_alarms=_table_alarms(seat), controller=controller,
-                    alarm_mark=mark, offers=_offers(seat, state, box))
+                    alarm_mark=mark, offers=_offers(seat, state, box), conditions=unit_conditions(seat))
