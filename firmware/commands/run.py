@@ -319,7 +319,8 @@ def run(args: argparse.Namespace) -> int:
     # watchdog petted by the dispatch loop only (firmware.runtime.notify)
     from firmware.runtime.notify import Notifier
     notifier = Notifier()
-    ready = f"{config.bus_id} running, {unit.replayed_steps} journal steps replayed"
+    ready = f"{config.bus_id} running, {unit.replayed_steps} journal steps replayed" + (
+        "" if link is None else f", broker {'connected' if link.bus.connected else 'not connected'}")
     shows = config.role == "seat" and config.display is not None
     if not shows:
         notifier.ready(ready)
