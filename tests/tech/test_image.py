@@ -42,7 +42,8 @@ def rootfs() -> Path:
 def in_arm(root: Path, *cmd: str, timeout: float = 900) -> subprocess.CompletedProcess:
     """A command in the arm64 root (every binary there runs through qemu-aarch64)."""
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "KIVY_HOME": "/tmp/kivy", "KIVY_NO_ARGS": "1",
-           "KIVY_NO_CONSOLELOG": "1", "LANG": "C.UTF-8"}
+           "KIVY_NO_CONSOLELOG": "1", "LANG": "C.UTF-8",
+           "PYTHONDONTWRITEBYTECODE": "1"}           # the release stays as signed
     return subprocess.run(["chroot", str(root), *cmd], capture_output=True, text=True, env=env, timeout=timeout)
 
 
@@ -79,6 +80,11 @@ def test_betbox_demo_headless_three_rounds(rootfs):
 def test_the_seats_shipped_configuration_checks(rootfs):
     done = in_arm(rootfs, "/usr/local/bin/betbox", "run", "--config", "/etc/betbox/seat.toml", "--check")
     assert done.returncode == 0 and "configuration OK" in done.stdout, done.stderr
+
+
+def test_the_release_verifies_against_its_signed_manifest(rootfs):
+    done = in_arm(rootfs, "/usr/local/bin/betbox", "verify", "--tree", "/opt/betbox/current")
+    assert done.returncode == 0 and "verdict: VERIFIED" in done.stdout, done.stdout[-2000:] + done.stderr
 
 
 def test_the_image_enables_the_seat_unit_and_mounts_root_read_only(rootfs):
