@@ -9,6 +9,9 @@ release="/opt/betbox/releases/$version"
 # the betbox user and the groups its ports need (gpio is Raspberry Pi OS's group)
 in_root groupadd -f --system gpio
 in_root useradd --system --home-dir /var/lib/betbox --shell /usr/sbin/nologin betbox
+for g in dialout gpio video render input; do
+    in_root getent group "$g" >/dev/null || in_root groupadd --system "$g"
+done
 in_root usermod -aG dialout,gpio,video,render,input betbox
 
 # a versioned venv from the hash-locked wheels, offline: two builds of a version carry the same bytes
