@@ -135,6 +135,7 @@ def _console(name: str, hw: dict[str, Any], wait: float) -> Iterator[Check]:
     port = open_backend(name, hw["backend"], hw["options"])
     try:
         port.start(lambda e: None)
+        time.sleep(min(wait / 4, 0.5))      # past the debounce: a button down now is held down
         fitted = [str(b) for b in port.buttons]
         stuck = [b for b in fitted if port.is_pressed(b)]
         if stuck:

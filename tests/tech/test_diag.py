@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
@@ -219,3 +220,37 @@ def test_no_broker_listening_is_a_failed_broker(tmp_path, capsys):
     config = seat_config(tmp_path, 'backend = "mock"', f'[link]\nbroker = "mqtt://127.0.0.1:{free_port()}"\n')
     code, report = diag(config, capsys)
     assert code == 1 and by_name(report)["broker"][0] == "fail"
+
+
+def test_gpio_lamps_and_a_stuck_console_button_under_gpiozeros_mock_factory(tmp_path, capsys, monkeypatch):
+    from gpiozero import Device
+    from gpiozero.pins.mock import MockFactory
+
+    monkeypatch.setenv("GPIOZERO_PIN_FACTORY", "mock")
+    factory = MockFactory()
+    monkeypatch.setattr(Device, "pin_factory", factory)
+    lamps = seat_config(tmp_path, 'backend = "mock"').read_text().replace(
+        'backend = "mock"\nlamps = ["progressive", "bets_locked"]',
+        'backend = "gpio"\nlamps = { progressive = 17, bets_locked = 27 }')
+    (tmp_path / "seat.toml").write_text(lamps)
+    code, report = diag(tmp_path / "seat.toml", capsys)
+    assert by_name(report)["lamps lamp test"] == ("ok", "on and off in turn: progressive, bets_locked")
+    assert [s.state for s in factory.pin(17).states] == [False, True, False]      # the lamp went on, then off
+    dealer = dealer_config(tmp_path, 'backend = "mock"').read_text().replace(
+        '[hardware.console]\nbackend = "mock"',
+        '[hardware.console]\nbackend = "gpio"\nbuttons = { open_bets = 5, no_more_bets = 6 }')
+    (tmp_path / "dealer.toml").write_text(dealer)
+    pin = factory.pin(6)
+
+    def hold_down() -> None:                         # no_more_bets held down (pull-up: pressed is low)
+        deadline = time.monotonic() + 20
+        while pin.pull != "up" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        pin.drive_low()
+
+    t = threading.Thread(target=hold_down, daemon=True)
+    t.start()
+    code, report = diag(tmp_path / "dealer.toml", capsys)
+    t.join(20)
+    assert by_name(report)["console buttons"] == ("fail", "held down (stuck?): no_more_bets")
+    assert code == 1
