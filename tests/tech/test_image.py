@@ -5,8 +5,9 @@ minutes). Run it with the one command in docs/technician.md::
 
     scripts/setup image && .venv/bin/python -m pytest tests/tech/test_image.py -m image
 
-It uses ``$BETBOX_IMAGE_OUT/rootfs-seat`` (default ``build/image``) and builds it with
-``scripts/image --role seat`` first when it is not there.
+It uses ``$BETBOX_IMAGE_OUT/rootfs-seat`` (default ``build/image``; a full image build
+leaves it there) and builds it with ``scripts/image --role seat --rootfs-only`` first when it
+is not there.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ pytestmark = [
 def rootfs() -> Path:
     root = OUT / "rootfs-seat"
     if not (root / "usr/local/bin/betbox").exists():
-        subprocess.run([str(ROOT / "scripts/image"), "--role", "seat", "--out", str(OUT)], check=True, timeout=7200)
+        subprocess.run([str(ROOT / "scripts/image"), "--role", "seat", "--out", str(OUT), "--rootfs-only"],
+                       check=True, timeout=7200)
     return root
 
 
