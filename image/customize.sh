@@ -3,12 +3,12 @@
 #   usage: image/customize.sh ROOTFS ROLE VERSION SOURCE_TREE
 set -euo pipefail
 root="$1" role="$2" version="$3" src="$4"
-in_root() { chroot "$root" "$@"; }
+in_root() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 chroot "$root" "$@"; }   # none of the host's PIP_* settings
 release="/opt/betbox/releases/$version"
 
 # the betbox user and the groups its ports need (gpio is Raspberry Pi OS's group)
 in_root groupadd -f --system gpio
-in_root useradd --system --home-dir /var/lib/betbox --shell /usr/sbin/nologin betbox
+in_root id betbox >/dev/null 2>&1 || in_root useradd --system --home-dir /var/lib/betbox --shell /usr/sbin/nologin betbox
 for g in dialout gpio video render input; do
     in_root getent group "$g" >/dev/null || in_root groupadd --system "$g"
 done
@@ -18,7 +18,8 @@ in_root usermod -aG dialout,gpio,video,render,input betbox
 in_root python3 -m venv "$release"
 in_root "$release/bin/pip" install -q --no-index --find-links /tmp/betbox-build/wheels \
     --require-hashes -r /tmp/betbox-build/requirements.txt
-in_root "$release/bin/pip" install -q --no-index --no-deps /tmp/betbox-build/wheels/betbox-*.whl
+wheel="$(cd "$root/tmp/betbox-build/wheels" && ls betbox-*.whl)"     # expanded in the image's /tmp
+in_root "$release/bin/pip" install -q --no-index --no-deps "/tmp/betbox-build/wheels/$wheel"
 find "$root$release" -name __pycache__ -prune -exec rm -rf {} +
 ln -sfn "releases/$version" "$root/opt/betbox/current"
 ln -sfn /opt/betbox/current/bin/betbox "$root/usr/local/bin/betbox"
