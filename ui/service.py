@@ -170,8 +170,9 @@ def service_sections(seat, table=None, controller=None, config_digest: str = NOT
         ("unit", seat.unit_id), ("role", seat.role), ("table", seat.table), ("box", str(seat.box)),
         ("firmware", firmware.__version__), ("configuration hash", config_digest),
         ("profile", profile.name if profile else NOT_AVAILABLE),
-        # betbox verify's last answer where the runtime keeps one on the seat
-        ("software verification", plain(getattr(seat, "verified", None))),
+        # this start's betbox verify (when [verify] at_start): the reason it failed, or none
+        ("software verification", f"FAILED: {seat.not_verified}" if getattr(seat, "not_verified", None)
+         else "no failure at start"),
         ("unit conditions", ", ".join(getattr(view, "conditions", ())) or "none"),
     ))
     bus = type(seat.bus).__name__

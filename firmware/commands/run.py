@@ -97,13 +97,17 @@ def build(config: UnitConfig, bus: Any = None):
 TICK = 0.25                  # seconds between the dealer's clock readings
 
 
-def serve(unit, stop: Callable[[], bool], clock: Callable[[], float] = time.monotonic) -> None:
+def serve(unit, stop: Callable[[], bool], clock: Callable[[], float] = time.monotonic,
+          pet: Callable[[], None] | None = None) -> None:
     """The one dispatch queue: one input at a time, journal first, then act. The dealer's
     bounded wait for locks reads the clock as an input (``("tick", {"now": ...})``, only
-    the readings that start or end a wait are journalled)."""
+    the readings that start or end a wait are journalled). ``pet``: the systemd watchdog,
+    called from this loop only, so a stuck loop stops petting it."""
     ticks = getattr(unit, "close_wait", None) is not None
     next_tick = 0.0
     while not stop():
+        if pet is not None:
+            pet()
         try:
             item = unit.inbox.get(timeout=0.2)
         except queue.Empty:
@@ -180,6 +184,21 @@ class Link:
             self.bus.outbox.close()
 
 
+def _verify_at_start(config: UnitConfig, unit) -> None:
+    """``betbox verify`` before the first bet: the result is a journalled input; not
+    verified is an alarm and the unit takes no bets (firmware.runtime.software)."""
+    from firmware.verify import VerifyError, verify
+
+    try:
+        result = verify(config.verify.tree, config.verify.keyring)
+        body = {"verified": result.ok, "detail": result.summary}
+    except VerifyError as exc:
+        body = {"verified": False, "detail": str(exc)}
+    print(f"betbox: {config.bus_id} software {body['detail']}", file=sys.stderr, flush=True)
+    for kind, checked in unit.translate(("software", body)):
+        unit.step(kind, checked)
+
+
 def _drive(path: str, ports: dict[str, Any], stop: threading.Event) -> threading.Thread:
     """Read bench-script lines from a named pipe and run them on the unit's mock ports."""
     from hal.mock import MockCardShoe, MockChipReader, MockConsole
@@ -215,7 +234,8 @@ def _drive(path: str, ports: dict[str, Any], stop: threading.Event) -> threading
     return thread
 
 
-def _first_frame(label: str, screenshot: str | None, stopping: threading.Event) -> threading.Thread:
+def _first_frame(label: str, screenshot: str | None, stopping: threading.Event,
+                 on_first_frame: Callable[[], None] | None = None) -> threading.Thread:
     """Say on stderr when the seat display has drawn its first frame (``<label> display
     showing``) and, with ``screenshot``, have the UI thread write the window as a PNG."""
 
@@ -231,6 +251,8 @@ def _first_frame(label: str, screenshot: str | None, stopping: threading.Event) 
         while app is not None and not stopping.is_set():
             if app.first_frame.wait(0.5):
                 print(f"betbox: {label} display showing (first frame)", file=sys.stderr, flush=True)
+                if on_first_frame is not None:
+                    on_first_frame()
                 if screenshot:
                     from kivy.clock import Clock
 
@@ -247,7 +269,7 @@ def _first_frame(label: str, screenshot: str | None, stopping: threading.Event) 
 
 
 def _display(config: UnitConfig, unit, link: Link | None, stopping: threading.Event,
-             screenshot: str | None = None) -> None:
+             screenshot: str | None = None, on_first_frame: Callable[[], None] | None = None) -> None:
     """The seat display on this (main) thread until it is closed or the unit is stopped."""
     from firmware.engine.money import parse_amount
     from firmware.link.config import config_hash
@@ -268,7 +290,7 @@ def _display(config: UnitConfig, unit, link: Link | None, stopping: threading.Ev
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, stop_window)
-    _first_frame(config.bus_id, screenshot, stopping)
+    _first_frame(config.bus_id, screenshot, stopping, on_first_frame)
     d = config.display
     run_seat_display(unit, controller=feed, bus=link.bus if link else None, lang=d.lang, pin=d.pin,
                      size=d.size, fullscreen=d.fullscreen, config_digest=config_hash(config.raw))
@@ -320,6 +342,8 @@ def run(args: argparse.Namespace) -> int:
         unit, ports = build(config, link.bus if link else None)
         if link is not None:
             link.attach(unit)
+        if config.verify.at_start:
+            _verify_at_start(config, unit)
         if args.drive:
             _drive(args.drive, ports, stopping)
     except (ValueError, OSError, RuntimeError, sqlite3.Error, StorageError) as exc:
@@ -333,10 +357,19 @@ def run(args: argparse.Namespace) -> int:
     print(f"betbox: {config.role} {config.unit_id} running{where} (journal {unit.journal.path}, "
           f"{unit.replayed_steps} steps replayed)", file=sys.stderr, flush=True)
     failed: list[BaseException] = []
+    # systemd: READY once recovered (a seat with a display: at its first frame), the
+    # watchdog petted by the dispatch loop only (firmware.runtime.notify)
+    from firmware.runtime.notify import Notifier
+    notifier = Notifier()
+    ready = f"{config.bus_id} running, {unit.replayed_steps} journal steps replayed" + (
+        "" if link is None else f", broker {'connected' if link.bus.connected else 'not connected'}")
+    shows = config.role == "seat" and config.display is not None
+    if not shows:
+        notifier.ready(ready)
 
     def dispatch() -> None:
         try:
-            serve(unit, stopping.is_set)
+            serve(unit, stopping.is_set, pet=notifier.pet)
         except Exception as exc:  # noqa: BLE001 - a unit that cannot go on stops, saying why
             log.exception("%s: the dispatch loop failed", config.unit_id)
             failed.append(exc)
@@ -347,7 +380,8 @@ def run(args: argparse.Namespace) -> int:
             worker = threading.Thread(target=dispatch, name=f"dispatch:{config.unit_id}", daemon=True)
             worker.start()
             try:
-                _display(config, unit, link, stopping, getattr(args, "screenshot", None))
+                _display(config, unit, link, stopping, getattr(args, "screenshot", None),
+                         on_first_frame=lambda: notifier.ready(ready + ", display showing"))
             except RuntimeError as exc:
                 # ui.app.DisplayUnavailable: no screen to draw on, said in one sentence
                 if type(exc).__name__ != "DisplayUnavailable":
@@ -361,11 +395,13 @@ def run(args: argparse.Namespace) -> int:
         else:
             dispatch()
     finally:
+        notifier.stopping()
         for port in ports.values():
             port.close()
         if link is not None:
             link.close()
         unit.journal.close()
+        notifier.close()
     if failed:
         print(f"betbox run: {config.unit_id} stopped: {failed[0]!r}", file=sys.stderr)
         return 1

@@ -21,6 +21,8 @@ start-up with a message naming the section and the key.
     [hardware.PORT]  backend = "mock" | "serial" | "gpio", then the backend's own options
                 PORT: card_shoe, console (dealer); chip_reader, lamps (seat)
     [jackpot]   db, pools.NAME = {seed, rate, maximum, tables}   (role "jackpot")
+    [verify]    at_start (default false), tree (the installed release, default /opt/betbox/current),
+                keyring (default /etc/rauc/keyring.pem): ``betbox verify`` at start (dealer, seat)
 
 With ``[link]`` the unit's bus is MQTT: its id on the broker (and its username under the
 documented ACL) is ``<table>/<id>``; a seat reports to the jackpot controller through a
@@ -88,6 +90,14 @@ STORAGE_RESERVE = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
+class VerifyConfig:
+    """``[verify]``: check the installed software at start (firmware.verify)."""
+    at_start: bool = False
+    tree: Path = Path("/opt/betbox/current")
+    keyring: Path = Path("/etc/rauc/keyring.pem")
+
+
+@dataclass(frozen=True)
 class UnitConfig:
     role: str
     unit_id: str
@@ -113,6 +123,7 @@ class UnitConfig:
     jackpot_link: str = "main"              # the jackpot controller's link id (topics)
     display: DisplayConfig | None = None
     jackpot: Any = None                     # firmware.jackpot.config.JackpotConfig (role jackpot)
+    verify: VerifyConfig = VerifyConfig()   # betbox verify at start (dealer, seat)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -145,6 +156,24 @@ def _link(top: _Section, source: str, base: Path | None, required: bool) -> tupl
     except ValueError as exc:
         raise section.fail("jackpot", str(exc)) from None
     return link, jackpot
+
+
+def _verify(top: _Section, base: Path | None) -> VerifyConfig:
+    """``[verify]``: at_start, tree, keyring (paths relative to the configuration file)."""
+    if "verify" not in top.data:
+        top.used.add("verify")
+        return VerifyConfig()
+    v = top.section("verify")
+    paths = {}
+    for key in ("tree", "keyring"):
+        value = v.get(key, str, str(getattr(VerifyConfig, key)))
+        if not value:
+            raise v.fail(key, "must be a path")
+        path = Path(value)
+        paths[key] = base / path if base is not None and not path.is_absolute() else path
+    out = VerifyConfig(at_start=v.get("at_start", bool, False), **paths)
+    v.finish()
+    return out
 
 
 def _close_wait(game: _Section) -> float | None:
@@ -218,6 +247,7 @@ def parse_config(data: Mapping[str, Any], source: str = "<config>", base: Path |
     transport = bus.choice("transport", TRANSPORTS, "inproc")
     bus.finish()
     display = _display(top) if role == "seat" else None
+    verify = _verify(top, base)
     journal = _Section(top.get("journal", dict, {}), "journal", source)
     synchronous = journal.choice("synchronous", ("FULL", "EXTRA"), "FULL")
     rotate_rounds = journal.int_in("rotate_rounds", 1, MAX_ROUNDS, None) if "rotate_rounds" in journal.data else None
@@ -285,7 +315,7 @@ def parse_config(data: Mapping[str, Any], source: str = "<config>", base: Path |
     top.finish()
     return UnitConfig(role=role, unit_id=unit_id, table=table, state_dir=state_dir, transport=transport,
                       synchronous=synchronous, hardware=hardware, link=link, jackpot_link=jackpot_link,
-                      display=display, raw=dict(data), **kw)
+                      display=display, verify=verify, raw=dict(data), **kw)
 
 
 def load_config(path: str | Path) -> UnitConfig:

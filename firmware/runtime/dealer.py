@@ -24,6 +24,7 @@ from hal.events import ButtonPressed, CardDrawn as HalCard, CardKeyed, HalEvent,
 from .bus import (Bus, Message, alarm_topic, console_topic, down_topic, pit_command_topic, pit_response_topic,
                   stream_topic, up_topic)
 from .journal import Journal
+from .software import software_input
 from .spots import insurance_hand, insurance_spot
 from .unit import (BEHIND, Codec, Recent, amounts_from_json, amounts_to_json, ck_int, ck_json, ck_optional,
                    ck_str, frac_from_json, frac_to_json, Unit)
@@ -100,6 +101,9 @@ class DealerUnit(Unit):
                  decks: int | None = None, limits: Mapping[str, tuple[Fraction, Fraction]] | None = None,
                  meter: Fraction | None = None, close_wait: float | None = CLOSE_WAIT) -> None:
         super().__init__(unit_id, table, bus, journal)
+        # why this start's software verification failed, or None: no round opens while set
+        # (not checkpointed: each start verifies again)
+        self.not_verified: str | None = None
         if close_wait is not None and not 0 < close_wait <= 600:
             raise ValueError(f"close_wait {close_wait!r}: seconds above 0 and at most 600, or None")
         # seats that have not locked this long after "no more bets" are closed without
@@ -163,6 +167,8 @@ class DealerUnit(Unit):
             return [("keyed_card", keyed_card_input(item[1]))]
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "tick":
             return [("tick", clock_reading(item[1]))]
+        if isinstance(item, tuple) and len(item) == 2 and item[0] == "software":
+            return [("software", software_input(item[1]))]
         return super().translate(item)
 
     def current_round(self) -> int | None:
@@ -188,6 +194,8 @@ class DealerUnit(Unit):
             return self.on_device(body)
         elif kind == BEHIND:
             return self.on_behind(body)
+        elif kind == "software":
+            return self._on_software(software_input(body))
         elif kind == "boot":
             # seats re-send what the dealer may have lost (offers, locks, additions); a
             # clock reading from before the restart means nothing now: the wait starts again
@@ -479,7 +487,20 @@ class DealerUnit(Unit):
         lost = [n for n, d in sorted(self.devices_down.items()) if d["kind"] == "card_shoe"]
         return f"the card shoe ({', '.join(lost)}) is not connected: no round can be dealt" if lost else None
 
+    def _on_software(self, result: dict[str, Any]) -> bool:
+        """This start's verification: not verified is an alarm, and no round opens."""
+        now = None if result["verified"] else result["detail"]
+        if now == self.not_verified:
+            return False
+        self.not_verified = now
+        if now is not None:
+            self.alarm("not_verified", f"software not verified, no bets taken: {now}"[:200])
+        return True
+
     def _open_bets(self) -> None:
+        if self.not_verified is not None:
+            self._refuse("the dealer unit's software is not verified: no bets (betbox verify)")
+            return
         if self.behind is not None:
             self._refuse(f"{self.unit_id} is behind its confirmed mark (seq {self.behind['outbox_seq']} < "
                          f"{self.behind['confirmed']}): no bets until its newest state is restored")
@@ -767,6 +788,7 @@ class DealerUnit(Unit):
 
     def after_recover(self) -> None:
         self.finished = []
+        self.not_verified = None    # a past start's verification: this start verifies again
 
     def take_finished(self) -> list[Round]:
         out, self.finished = self.finished, []

@@ -41,6 +41,7 @@ from .journal import Journal
 from .unit import (BEHIND, Codec, Recent, amounts_from_json, amounts_to_json, ck_bool, ck_int, ck_json, ck_optional,
                    ck_str, Unit)
 from .seatview import build_seat_view
+from .software import software_input
 from .spots import insurance_hand, insurance_spot
 from .view import SeatView
 from .wire import (TABLE_LASTING, as_json_value, bets_to_json, check_down_message, check_stream_message,
@@ -103,6 +104,9 @@ class SeatUnit(Unit):
         # rounds that ended while this seat was down, rebuilt by its engine from the
         # dealer's record in the catch-up: the seat's reporter reports them like its own
         self.missed_rounds: dict[int, Round] = {}
+        # why this start's software verification failed (betbox verify), or None: a seat
+        # whose software is not verified takes no bets (not checkpointed: each start verifies)
+        self.not_verified: str | None = None
         self.view: SeatView = self._build_view()
         self._profiles: dict[str, Profile] = {}
         bus.subscribe(stream_topic(table), self.post, unit_id)
@@ -126,6 +130,8 @@ class SeatUnit(Unit):
             return self.device_event(item)        # the reader's link lost / restored
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "controller":
             return [("controller", controller_input(item[1]))]
+        if isinstance(item, tuple) and len(item) == 2 and item[0] == "software":
+            return [("software", software_input(item[1]))]
         return super().translate(item)
 
     def start(self) -> None:
@@ -161,7 +167,21 @@ class SeatUnit(Unit):
             if changed and self.phase == "open":
                 self._offer()             # withdraw the offer: bets are refused now
             return changed
+        if kind == "software":
+            return self._on_software(software_input(body))
         raise ValueError(f"seat: unknown input {kind!r}")
+
+    def _on_software(self, result: dict[str, Any]) -> bool:
+        """This start's verification: not verified is an alarm, and no bets are taken."""
+        now = None if result["verified"] else result["detail"]
+        if now == self.not_verified:
+            return False
+        self.not_verified = now
+        if now is not None:
+            self.alarm("not_verified", f"software not verified, no bets taken: {now}")
+        if self.phase == "open":
+            self._offer()                   # an offer already made is withdrawn
+        return True
 
     def _hello(self) -> None:
         """Presence, the last stream message held, and what the dealer may have lost."""
@@ -315,11 +335,15 @@ class SeatUnit(Unit):
 
     def wagers(self) -> dict[str, Fraction]:
         """What the seat offers: every spot's valid chips, except addition-only spots and
-        the progressive spot while progressive play is refused here."""
+        the progressive spot while progressive play is refused here; nothing while its
+        reader is down, while it is behind its confirmed mark or while its software is not
+        verified."""
         if self.reader_refusal is not None:
             return {}
         if self.behind is not None:
             return {}                     # issue #11.5: no bets until the newest state is back
+        if self.not_verified is not None:
+            return {}
         refused = self.progressive_refusal
         return {spot: self._worth(uids) for spot, uids in self.present.items()
                 if insurance_hand(spot) is None and self._worth(uids) > 0
@@ -573,6 +597,10 @@ class SeatUnit(Unit):
                         self.unwagered[spot] = self.reader_refusal
                     elif self._worth(uids) > 0 and self.spot_faults.get(spot) == self.round_no:
                         self.unwagered[spot] = "antenna_fault"
+                if self.not_verified is not None:
+                    for spot, uids in self.present.items():
+                        if self._worth(uids) > 0:
+                            self.unwagered[spot] = "not_verified"
                 refused = self.progressive_refusal
                 if refused is not None and self._worth(self.present.get("progressive", ())) > 0:
                     self.unwagered["progressive"] = refused
@@ -695,7 +723,7 @@ class SeatUnit(Unit):
     # -- lamps and screen --------------------------------------------------------------
 
     def lamp_wanted(self) -> dict[str, bool]:
-        progressive = (self.phase == "open" and self.profile is not None
+        progressive = (self.phase == "open" and self.profile is not None and self.not_verified is None
                        and self.profile.progressive is not None and "progressive" in self.present
                        and self.progressive_refusal is None)
         return {"progressive": progressive, "bets_locked": self.phase in ("closing", "play")}
@@ -716,6 +744,7 @@ class SeatUnit(Unit):
         # the debouncer starts empty: chips still on the spots are sensed again and any
         # difference from the journal is judged like any other change
         self.debouncer.clear()
+        self.not_verified = None        # a past start's verification: this start verifies again
 
     def _build_view(self) -> SeatView:
         return build_seat_view(self)

@@ -320,8 +320,8 @@ def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
         found.add("storage_low")
     if getattr(seat, "behind", None) is not None:
         found.add("behind_confirmed")   # restarted from an older copy: bets refused
-    if getattr(seat, "verified", True) is False:
-        found.add("not_verified")       # the installed software failed its verification
+    if getattr(seat, "not_verified", None) is not None:
+        found.add("not_verified")       # betbox verify failed at start: no bets taken
     return tuple(c for c in CONDITIONS if c in found)
 
 

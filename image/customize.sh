@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# mmdebstrap customize hook: betbox into the arm64 root ROOTFS for ROLE at VERSION.
+#   usage: image/customize.sh ROOTFS ROLE VERSION SOURCE_TREE
+set -euo pipefail
+root="$1" role="$2" version="$3" src="$4"
+in_root() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 chroot "$root" "$@"; }   # none of the host's PIP_* settings
+release="/opt/betbox/releases/$version"
+
+# the betbox user and the groups its ports need (gpio is Raspberry Pi OS's group)
+in_root groupadd -f --system gpio
+in_root id betbox >/dev/null 2>&1 || in_root useradd --system --home-dir /var/lib/betbox --shell /usr/sbin/nologin betbox
+for g in dialout gpio video render input; do
+    in_root getent group "$g" >/dev/null || in_root groupadd --system "$g"
+done
+in_root usermod -aG dialout,gpio,video,render,input betbox
+
+# a versioned venv from the hash-locked wheels, offline: two builds of a version carry the same bytes
+in_root python3 -m venv "$release"
+in_root "$release/bin/pip" install -q --no-index --find-links /tmp/betbox-build/wheels \
+    --require-hashes -r /tmp/betbox-build/requirements.txt
+wheel="$(cd "$root/tmp/betbox-build/wheels" && ls betbox-*.whl)"     # expanded in the image's /tmp
+in_root "$release/bin/pip" install -q --no-index --no-deps "/tmp/betbox-build/wheels/$wheel"
+find "$root$release" -name __pycache__ -prune -exec rm -rf {} +
+ln -sfn "releases/$version" "$root/opt/betbox/current"
+ln -sfn /opt/betbox/current/bin/betbox "$root/usr/local/bin/betbox"
+# the release's signed manifest (betbox verify at every start) and the keyring it is checked
+# against (also RAUC's): the development CA unless BETBOX_SIGNER_CERT/KEY and BETBOX_KEYRING
+# name the production ones
+echo "$version" > "$root$release/VERSION"
+if [ -n "${BETBOX_SIGNER_CERT:-}" ]; then
+    cert="$BETBOX_SIGNER_CERT" key="$BETBOX_SIGNER_KEY" keyring="$BETBOX_KEYRING"
+else
+    "$src/image/dev-ca" "$src/build/dev-ca"
+    cert="$src/build/dev-ca/signer.pem" key="$src/build/dev-ca/signer.key" keyring="$src/build/dev-ca/ca.pem"
+fi
+"$src/.venv/bin/python" -m firmware verify --sign --tree "$root$release" --cert "$cert" --key "$key"
+install -d "$root/etc/rauc"
+install -m 0644 "$keyring" "$root/etc/rauc/keyring.pem"
+
+# configuration: the role's layout; `betbox provision` adds identity and secrets
+install -d -m 0750 -g 0 "$root/etc/betbox"
+install -m 0640 "$src/image/config/$role.toml" "$root/etc/betbox/$role.toml"
+in_root chgrp -R betbox /etc/betbox
+
+# systemd: the role's unit, provisioning on first boot, read-only root, state partition
+install -m 0644 "$src/systemd/betbox-$role.service" "$root/etc/systemd/system/"
+[ -f "$src/systemd/betbox-provision.service" ] && install -m 0644 "$src/systemd/betbox-provision.service" "$root/etc/systemd/system/"
+in_root systemctl enable "betbox-$role.service" >/dev/null 2>&1 || \
+    ln -sf "/etc/systemd/system/betbox-$role.service" "$root/etc/systemd/system/multi-user.target.wants/"
+[ -f "$root/etc/systemd/system/betbox-provision.service" ] && in_root systemctl enable betbox-provision.service >/dev/null 2>&1 || true
+install -d -o 0 -g 0 "$root/var/lib/betbox"
+cat > "$root/etc/fstab" <<FSTAB
+# read-only root: a power cut cannot corrupt it; state lives on its own partition
+LABEL=rootfs  /                ext4  ro,noatime                   0 1
+LABEL=BOOT    /boot/firmware   vfat  ro,noatime,umask=0077        0 2
+LABEL=state   /var/lib/betbox  ext4  rw,noatime,data=journal,nodev,nosuid,noexec  0 2
+tmpfs         /tmp             tmpfs nodev,nosuid,size=64M        0 0
+tmpfs         /var/tmp         tmpfs nodev,nosuid,size=16M        0 0
+tmpfs         /var/log         tmpfs nodev,nosuid,size=32M        0 0
+FSTAB
+mkdir -p "$root/etc/systemd/journald.conf.d"
+printf '[Journal]\nStorage=volatile\nRuntimeMaxUse=16M\n' > "$root/etc/systemd/journald.conf.d/betbox.conf"
+# boot: read-only root, no console blanking (the seat's screen stays on)
+if [ -d "$root/boot/firmware" ]; then
+    echo "console=tty1 root=LABEL=rootfs rootfstype=ext4 ro rootwait fsck.repair=yes consoleblank=0 quiet" \
+        > "$root/boot/firmware/cmdline.txt"
+fi
+echo "betbox-$role" > "$root/etc/hostname"
+in_root systemctl enable chrony >/dev/null 2>&1 || true
+in_root systemctl enable systemd-networkd >/dev/null 2>&1 || true
+printf '[Match]\nName=e*\n[Network]\nDHCP=yes\n' > "$root/etc/systemd/network/50-wired.network"
+echo "customize: betbox $version ($role) in $release"

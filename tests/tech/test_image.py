@@ -1,0 +1,96 @@
+"""The ARM proof: betbox in the image's arm64 root file system, run under qemu-user-static.
+
+Deselected by default (``-m "not image"``): it needs an image build (mmdebstrap, tens of
+minutes). Run it with the one command in docs/technician.md::
+
+    scripts/setup image && .venv/bin/python -m pytest tests/tech/test_image.py -m image
+
+It uses ``$BETBOX_IMAGE_OUT/rootfs-seat`` (default ``build/image``; a full image build
+leaves it there) and builds it with ``scripts/image --role seat --rootfs-only`` first when it
+is not there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = Path(os.environ.get("BETBOX_IMAGE_OUT", ROOT / "build" / "image"))
+GOLDEN = ROOT / "tests/golden/rws-blackjack/split-double-insurance.json"
+
+pytestmark = [
+    pytest.mark.image,
+    pytest.mark.skipif(os.geteuid() != 0, reason="chroot into the image's root needs root"),
+    pytest.mark.skipif(not os.path.exists("/proc/sys/fs/binfmt_misc/qemu-aarch64")
+                       and shutil.which("qemu-aarch64-static") is None, reason="needs qemu-user-static"),
+]
+
+
+@pytest.fixture(scope="module")
+def rootfs() -> Path:
+    root = OUT / "rootfs-seat"
+    if not (root / "opt/betbox/current/bin/betbox").is_file():      # (a symlink into the image: not followed here)
+        subprocess.run([str(ROOT / "scripts/image"), "--role", "seat", "--out", str(OUT), "--rootfs-only"],
+                       check=True, timeout=7200)
+    return root
+
+
+def in_arm(root: Path, *cmd: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """A command in the arm64 root (every binary there runs through qemu-aarch64)."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "KIVY_HOME": "/tmp/kivy", "KIVY_NO_ARGS": "1",
+           "KIVY_NO_CONSOLELOG": "1", "LANG": "C.UTF-8",
+           "PYTHONDONTWRITEBYTECODE": "1"}           # the release stays as signed
+    return subprocess.run([shutil.which("chroot") or "/usr/sbin/chroot", str(root), *cmd], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_the_root_is_arm64_with_python_3_11(rootfs):
+    done = in_arm(rootfs, "/opt/betbox/current/bin/python", "-c",
+                  "import platform, sys; print(platform.machine(), sys.version_info[:2])")
+    assert done.stdout.strip() == "aarch64 (3, 11)", done.stderr
+
+
+def test_the_wheels_import_on_aarch64(rootfs):
+    done = in_arm(rootfs, "/opt/betbox/current/bin/python", "-c",
+                  "import kivy, paho.mqtt, serial, gpiozero; print(kivy.__version__)")
+    assert done.returncode == 0 and done.stdout.strip().splitlines()[-1].startswith("2."), done.stderr[-2000:]
+
+
+def test_betbox_version(rootfs):
+    done = in_arm(rootfs, "/usr/local/bin/betbox", "--version")
+    assert done.returncode == 0 and done.stdout.startswith("betbox "), done.stderr
+
+
+def test_betbox_settle_gives_the_golden_result(rootfs):
+    golden = json.loads(GOLDEN.read_text())
+    (rootfs / "tmp/golden-script.json").write_text(json.dumps(golden["script"]))
+    done = in_arm(rootfs, "/usr/local/bin/betbox", "settle", "/tmp/golden-script.json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == golden["expected"]
+
+
+def test_betbox_demo_headless_three_rounds(rootfs):
+    done = in_arm(rootfs, "/usr/local/bin/betbox", "demo", "--headless", "--rounds", "3", "--state-dir", "/tmp/demo")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_the_seats_shipped_configuration_checks(rootfs):
+    done = in_arm(rootfs, "/usr/local/bin/betbox", "run", "--config", "/etc/betbox/seat.toml", "--check")
+    assert done.returncode == 0 and "configuration OK" in done.stdout, done.stderr
+
+
+def test_the_release_verifies_against_its_signed_manifest(rootfs):
+    done = in_arm(rootfs, "/usr/local/bin/betbox", "verify", "--tree", "/opt/betbox/current")
+    assert done.returncode == 0 and "verdict: VERIFIED" in done.stdout, done.stdout[-2000:] + done.stderr
+
+
+def test_the_image_enables_the_seat_unit_and_mounts_root_read_only(rootfs):
+    assert (rootfs / "etc/systemd/system/multi-user.target.wants/betbox-seat.service").is_symlink()
+    fstab = (rootfs / "etc/fstab").read_text()
+    assert "LABEL=rootfs  /                ext4  ro," in fstab and "/var/lib/betbox" in fstab
+    assert (rootfs / "opt/betbox/current").resolve().parent.name == "releases"
