@@ -26,7 +26,7 @@ from ..link.broker import Broker, free_port
 
 
 def seat_config(tmp_path: Path, reader: str, link: str = "") -> Path:
-    (tmp_path / "chips.csv").write_text("uid,denomination,status\n")
+    (tmp_path / "chips.csv").write_text("uid,denomination,status\n0A01,5,valid\n")
     (tmp_path / "state").mkdir(exist_ok=True)
     config = tmp_path / "seat.toml"
     config.write_text(f"""

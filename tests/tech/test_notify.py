@@ -26,7 +26,7 @@ def listen(path: Path) -> socket.socket:
 
 
 def seat_config(tmp_path: Path) -> Path:
-    (tmp_path / "chips.csv").write_text("uid,denomination,status\n")
+    (tmp_path / "chips.csv").write_text("uid,denomination,status\n0A01,5,valid\n")
     config = tmp_path / "seat.toml"
     config.write_text(f"""
 [unit]

@@ -129,7 +129,7 @@ device={self.slots['B']}
 type=ext4
 bootname=B
 """)
-        (d / "chips.csv").write_text("uid,denomination,status\n")
+        (d / "chips.csv").write_text("uid,denomination,status\n0A01,5,valid\n")
         self.config = d / "seat.toml"
         self.config.write_text(f"""
 [unit]

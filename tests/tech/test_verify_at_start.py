@@ -89,7 +89,7 @@ def test_a_malformed_software_input_is_refused_by_translate(tmp_path):
 def _seat_config(tmp_path: Path, tree: Path, keyring: Path) -> Path:
     state = tmp_path / "state"
     chips = tmp_path / "chips.csv"
-    chips.write_text("uid,denomination,status\n")
+    chips.write_text("uid,denomination,status\n0A01,5,valid\n")
     config = tmp_path / "seat.toml"
     config.write_text(f"""
 [unit]
