@@ -212,6 +212,7 @@ class MqttBus:
             client.subscribe(self.sync_topic, qos=1)
         if self.outbox is not None:
             client.subscribe(topics.confirmed_topic(self.link_id, self.unit_id), qos=1)
+            client.subscribe(topics.jackpot_status_topic(self.link_id), qos=1)
         client.publish(self.status_topic, self._status("online"), qos=1, retain=True)
         self.connects += 1
         self._connected.set()
@@ -252,10 +253,27 @@ class MqttBus:
         # keepalive) and the message, never PUBACKed, would come back on every restart.
         # Whatever goes wrong, the message is counted, logged (rate-limited) and dropped.
         try:
+            if (self.outbox is not None and not msg.retain
+                    and msg.topic == topics.jackpot_status_topic(self.link_id)):
+                self._controller_status(msg.payload)
             self._take(msg.topic, msg.payload)
         except Exception as exc:                        # noqa: BLE001 - see above
             self._drop("dropped a message on %s: %s while handling it: %.200s", str(msg.topic)[:200],
                        type(exc).__name__, exc)
+
+    def _controller_status(self, payload: bytes) -> None:
+        """The controller (re)connected: send again everything it has not confirmed. A
+        broker restarted without the controller's session (killed before its autosave)
+        dropped what the outbox resent before the controller subscribed again."""
+        try:
+            online = wirejson.loads(payload).get("state") == "online"
+        except (ValueError, AttributeError):
+            return                                      # its other receivers judge it
+        if online:
+            with self._lock:
+                self._gen += 1
+                self._sent_through = 0 if self.resend_acked else self._first_unacked()
+            self._wake.set()
 
     def _take(self, topic: str, payload: bytes) -> None:
         if len(payload) > self.max_payload:
