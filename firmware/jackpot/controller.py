@@ -89,6 +89,8 @@ class JackpotController:
         self.db.execute("COMMIT")
         self.dirty_units: set[str] = set()
         self._stored_pools: dict[str, PoolState] | None = None     # what the pool rows hold now
+        self._unit_rows: dict[str, list[int]] = {}      # unit -> [events, highest, contiguous]
+        self._rows_dirty: set[str] = set()
         self.counts = {"accepted": 0, "duplicate": 0, "rejected": 0, "repeated": 0, "integrity": 0}
         self.rejected_log = RateLimitedLog(log)     # a flood of junk: all counted, a few logged
         # units with a hole in their seqs (highest > contiguous): since when (monotonic, this
@@ -121,12 +123,15 @@ class JackpotController:
             try:
                 for topic, payload in messages:
                     results.append(self._ingest_one(topic, payload))
+                self._store_units()
                 self._store_pools()
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 self.states.update(before)
                 self._stored_pools = None         # re-read from the database on the next store
+                self._unit_rows.clear()
+                self._rows_dirty.clear()
                 raise
             for result in results:
                 self.counts[result.status] += 1
@@ -142,6 +147,8 @@ class JackpotController:
         except ReportRejected as exc:
             return self._reject(topic, None, exc, payload)
         states = dict(self.states)
+        row = self._unit_rows.get(report.unit)
+        saved = None if row is None else list(row)
         self.db.execute("SAVEPOINT report")
         try:
             result = self._apply(report)
@@ -149,6 +156,10 @@ class JackpotController:
             self.db.execute("ROLLBACK TO report")
             self.db.execute("RELEASE report")
             self.states.update(states)
+            if saved is None:
+                self._unit_rows.pop(report.unit, None)      # its new row was rolled back too
+            else:
+                self._unit_rows[report.unit][:] = saved
             return self._reject(topic, report.unit, exc, payload)
         self.db.execute("RELEASE report")
         return result
@@ -169,9 +180,25 @@ class JackpotController:
                 self.db.execute("UPDATE pool SET state = json_patch(state, ?) WHERE name = ?", (dumps(patch), name))
             self._stored_pools[name] = state
 
+    def _unit_row(self, unit: str) -> list[int]:
+        """[events, highest, contiguous] of ``unit``: kept in memory, written once per batch
+        (:meth:`_store_units`); a unit seen for the first time gets its row at once."""
+        row = self._unit_rows.get(unit)
+        if row is None:
+            found = self.db.execute("SELECT events, highest, contiguous FROM unit WHERE unit = ?",
+                                    (unit,)).fetchone()
+            if found is None:
+                self.db.execute("INSERT INTO unit (unit) VALUES (?)", (unit,))
+            row = self._unit_rows[unit] = list(found or (0, 0, 0))
+        return row
+
+    def _store_units(self) -> None:
+        self.db.executemany("UPDATE unit SET events = ?, highest = ?, contiguous = ? WHERE unit = ?",
+                            [(*self._unit_rows[u], u) for u in self._rows_dirty])
+        self._rows_dirty.clear()
+
     def _track_hole(self, unit: str) -> None:
-        highest, contiguous = self.db.execute("SELECT highest, contiguous FROM unit WHERE unit = ?",
-                                              (unit,)).fetchone()
+        _, highest, contiguous = self._unit_rows[unit]
         if highest > contiguous:
             self._holes.setdefault(unit, time.monotonic())
         elif unit in self._holes:
@@ -212,17 +239,17 @@ class JackpotController:
                 raise ReportRejected("seq_reused", f"{r.unit} seq {r.seq} was report {row[0]}, now {r.id}")
             db.execute("UPDATE unit SET duplicates = duplicates + 1 WHERE unit = ?", (r.unit,))
             return Ingested("duplicate", None, r.unit, r.seq)
-        if db.execute("SELECT 1 FROM event WHERE id = ?", (r.id,)).fetchone():
-            raise ReportRejected("id_reused", f"report id {r.id} was already used by another report")
         spec = self.pool_for(r.table)
-        cur = db.execute("INSERT INTO event (unit, seq, id, kind, table_id, box, round, pool, body) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
-                          spec.name if spec else None, dumps(r.body)))
+        try:
+            cur = db.execute("INSERT INTO event (unit, seq, id, kind, table_id, box, round, pool, body) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             (r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
+                              spec.name if spec else None, dumps(r.body)))
+        except sqlite3.IntegrityError:      # (unit, seq) is free (above): the id is taken
+            raise ReportRejected("id_reused", f"report id {r.id} was already used by another report") from None
         n = int(cur.lastrowid or 0)
-        db.execute("INSERT OR IGNORE INTO unit (unit) VALUES (?)", (r.unit,))
-        events, highest, contiguous = db.execute(
-            "SELECT events, highest, contiguous FROM unit WHERE unit = ?", (r.unit,)).fetchone()
+        row = self._unit_row(r.unit)
+        events, highest, contiguous = row
         if r.seq > highest + 1:
             db.execute("INSERT INTO gap (unit, first, last, detected_at) VALUES (?, ?, ?, ?)",
                        (r.unit, highest + 1, r.seq - 1, n))
@@ -230,11 +257,12 @@ class JackpotController:
                      "still open after %gs)", r.unit, r.seq, highest + 1, r.seq - 1, GAP_GRACE)
         if r.seq == contiguous + 1:
             contiguous = r.seq
-            while db.execute("SELECT 1 FROM event WHERE unit = ? AND seq = ?",
-                             (r.unit, contiguous + 1)).fetchone():
+            # later reports may be held already only when this one fills a hole
+            while contiguous < highest and db.execute("SELECT 1 FROM event WHERE unit = ? AND seq = ?",
+                                                      (r.unit, contiguous + 1)).fetchone():
                 contiguous += 1
-        db.execute("UPDATE unit SET events = ?, highest = ?, contiguous = ? WHERE unit = ?",
-                   (events + 1, max(highest, r.seq), contiguous, r.unit))
+        row[:] = [events + 1, max(highest, r.seq), contiguous]
+        self._rows_dirty.add(r.unit)
         before = dict(self.states)
         if r.kind in BOOKED_KINDS or stage_of_record(r.kind) is not None:
             self._held_bound(r)
