@@ -250,9 +250,11 @@ def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path, bare: bool =
     watch.disconnect()
     watch.loop_stop()
     t0 = time.perf_counter()
-    for c, batch in zip(clients, batches):
-        for topic, payload in batch:
-            c.publish(topic, payload, qos=1)
+    # round by round: each seat's wager, then the dealer's record of that round (a table's
+    # order; all of one seat first would hold every claim waiting for the dealer's record)
+    for i in range(per):
+        for c, batch in zip(clients, batches):
+            c.publish(*batch[i], qos=1)
     total = per * (publishers + 1)
     wait_until(lambda: sum(ctl.marks().values()) >= total, 600, "the controller's ingest", step=0.01)
     dt = time.perf_counter() - t0
@@ -264,6 +266,7 @@ def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path, bare: bool =
         return total / dt, 0
     gaps = sum(u["gaps_recorded"] for u in report(ctl.db)["units"].values())
     ctl.close()
+    print(f"    (controller: {total} reports in {svc.batches} transactions)", flush=True)
     return total / dt, gaps
 
 
