@@ -38,6 +38,7 @@ log = logging.getLogger("betbox.jackpot")
 _failed_log = wirejson.RateLimitedLog(log, level=logging.ERROR)
 MAX_NUMBER = 2 ** 53            # hit and round numbers (SQLite's integers are 64-bit)
 MAX_BATCH = 512                 # reports per transaction (the broker's in-flight window bounds it too)
+MAX_WAITING = 4096              # reports queued for the ingest thread; then paho's thread waits
 Arrived = tuple[str, bytes, Callable[[], None]]     # topic, payload, its PUBACK
 
 
@@ -58,7 +59,9 @@ class JackpotService:
         self.failed = 0                 # reports and commands that raised (logged, dropped)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._publisher, name="jackpot-publisher", daemon=True)
-        self._inbox: queue.SimpleQueue[Arrived | None] = queue.SimpleQueue()
+        # bounded: QoS 0 reports are not held back by the broker's in-flight window, and a
+        # flood of them must wait in the socket (as before group commit), not in memory
+        self._inbox: queue.Queue[Arrived | None] = queue.Queue(MAX_WAITING)
         self._ingester = threading.Thread(target=self._ingest_loop, name="jackpot-ingest", daemon=True)
         self.batches = 0                # transactions committed (reports / batches: the grouping)
 
