@@ -207,6 +207,34 @@ def fresh_controller_session(url: str) -> None:
     c.disconnect()
 
 
+PUBLISHERS = """
+import json, sys, threading
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+host, port, n, plan = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+clients = []
+for p in range(n):
+    c = mqtt.Client(CallbackAPIVersion.VERSION2)
+    c.max_inflight_messages_set(1000)
+    up = threading.Event()
+    c.on_connect = lambda *a, e=up: e.set()
+    c.connect(host, port)
+    c.loop_start()
+    if not up.wait(10):
+        sys.exit(f"publisher {p + 1}: no CONNACK")
+    clients.append(c)
+messages = json.load(open(plan))
+print("ready", flush=True)
+sys.stdin.readline()
+infos = [clients[k].publish(t, m, qos=1) for k, t, m in messages]
+for info in infos:
+    info.wait_for_publish(300)
+for c in clients:
+    c.disconnect()
+    c.loop_stop()
+"""
+
+
 def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path, bare: bool = False) -> tuple[float, int]:
     """Reports/s through the broker into a new controller, and the gaps it recorded; with
     ``bare``, into a plain paho subscriber on the controller's persistent session instead
@@ -219,12 +247,18 @@ def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path, bare: bool =
     else:
         ctl = controller(tmp / f"served-{time.monotonic_ns()}.db")
         svc = JackpotService(ctl, config_from_url(url)).start()
-    clients = []
     per = n // publishers
-    batches = []
-    # Start the clock only once every publisher's CONNACK is in and the controller's
-    # subscription is in place (it subscribes before it says online): the run measures
-    # ingest, not connection set-up, and no report can go out before anyone listens.
+    batches = [payloads(f"bench/seat-{p + 1}", per) for p in range(publishers)]
+    batches.append(dealer_payloads("bench", per, publishers))   # the dealer's record of every round
+    # round by round: each seat's wager, then the dealer's record of that round (a table's
+    # order; all of one seat first would hold every claim waiting for the dealer's record)
+    plan = tmp / f"plan-{time.monotonic_ns()}.json"
+    plan.write_text(json.dumps([[min(k, publishers - 1), t, p.decode()] for i in range(per)
+                                for k, batch in enumerate(batches) for t, p in [batch[i]]]))
+    # The publishers run in a process of their own (as seats do): in this one they would
+    # take the controller's CPU (one interpreter lock). Start the clock only once every
+    # publisher's CONNACK is in and the controller's subscription is in place (it
+    # subscribes before it says online): the run measures ingest, not connection set-up.
     online = threading.Event()
     watch = mqtt.Client(CallbackAPIVersion.VERSION2)
     watch.on_message = lambda c, u, m: online.set() if m.payload and json.loads(m.payload).get(
@@ -232,35 +266,24 @@ def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path, bare: bool =
     watch.connect(host, int(port))
     watch.subscribe(topics.jackpot_status_topic(svc.link_id), qos=1)
     watch.loop_start()
-    for p in range(publishers):
-        c = mqtt.Client(CallbackAPIVersion.VERSION2)
-        c.max_inflight_messages_set(1000)
-        connected = threading.Event()
-        c.on_connect = lambda *a, e=connected: e.set()
-        c.connect(host, int(port))
-        c.loop_start()
-        if not connected.wait(10):
-            raise RuntimeError(f"publisher {p + 1}: no CONNACK from {url}")
-        clients.append(c)
-        batches.append(payloads(f"bench/seat-{p + 1}", per))
-    clients.append(clients[-1])                 # and the dealer's record of every round
-    batches.append(dealer_payloads("bench", per, publishers))
-    if not online.wait(10):
-        raise RuntimeError("the controller did not come online")
-    watch.disconnect()
-    watch.loop_stop()
-    t0 = time.perf_counter()
-    # round by round: each seat's wager, then the dealer's record of that round (a table's
-    # order; all of one seat first would hold every claim waiting for the dealer's record)
-    for i in range(per):
-        for c, batch in zip(clients, batches):
-            c.publish(*batch[i], qos=1)
-    total = per * (publishers + 1)
-    wait_until(lambda: sum(ctl.marks().values()) >= total, 600, "the controller's ingest", step=0.01)
-    dt = time.perf_counter() - t0
-    for c in clients[:-1]:
-        c.disconnect()
-        c.loop_stop()
+    pub = subprocess.Popen([sys.executable, "-c", PUBLISHERS, host, port, str(publishers), str(plan)],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        if pub.stdout.readline().strip() != "ready":
+            raise RuntimeError("the publishers did not connect")
+        if not online.wait(10):
+            raise RuntimeError("the controller did not come online")
+        watch.disconnect()
+        watch.loop_stop()
+        t0 = time.perf_counter()
+        pub.stdin.write("go\n")
+        pub.stdin.flush()
+        total = per * (publishers + 1)
+        wait_until(lambda: sum(ctl.marks().values()) >= total, 600, "the controller's ingest", step=0.01)
+        dt = time.perf_counter() - t0
+    finally:
+        pub.stdin.close()
+        pub.wait(30)
     svc.stop()
     if bare:
         return total / dt, 0
