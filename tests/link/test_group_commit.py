@@ -4,6 +4,7 @@ from the broker (its persistent session) and books each report once."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -11,8 +12,9 @@ import threading
 from pathlib import Path
 
 from firmware.jackpot.controller import report
+from firmware.jackpot.pools import PoolState
 from firmware.jackpot.service import JackpotService
-from firmware.link import connect_bus
+from firmware.link import connect_bus, topics
 from firmware.link.config import config_from_url
 
 from .helpers import Expected, check_accounting, controller, seat_script, send_dealer, wait_until
@@ -68,14 +70,10 @@ def test_a_controller_killed_between_commit_and_puback_gets_the_batch_again_and_
 
 
 def test_a_batch_is_one_transaction_a_rejected_report_in_it_changes_nothing_and_pools_are_stored_exactly(tmp_path):
-    from firmware.jackpot.pools import PoolState
-    from firmware.link import topics
-
-    import json
-
     def wager(seq, rnd, amount="5", unit="table-3/seat-1", rid=None):
         return (topics.report_topic(unit), json.dumps({
-            "schema": 1, "id": rid or f"table-3-seat-1-{seq:08d}", "unit": unit, "table": "table-3", "box": 1, "seq": seq,
+            "schema": 1, "id": rid or f"table-3-seat-1-{seq:08d}", "unit": unit, "table": "table-3", "box": 1,
+            "seq": seq,
             "kind": "progressive_wager", "round": rnd, "body": {"amount": amount}}).encode())
 
     def record(seq, rnd):
