@@ -11,6 +11,10 @@ import sys
 import threading
 from pathlib import Path
 
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+
+from firmware.jackpot import service as S
 from firmware.jackpot.controller import report
 from firmware.jackpot.pools import PoolState
 from firmware.jackpot.service import JackpotService
@@ -114,3 +118,35 @@ def test_a_batch_is_one_transaction_a_rejected_report_in_it_changes_nothing_and_
     assert [r.status for r in ctl.ingest_batch([wager(3, 3), record(3, 3)])] == ["accepted", "accepted"]
     assert report(ctl.db)["pools"]["main"]["meters"]["wagers"] == 3
     ctl.close()
+
+
+def test_a_flood_of_qos0_reports_waits_in_the_socket_not_in_memory_and_every_one_is_counted(broker, tmp_path):
+    ctl = controller(tmp_path / "jackpot.db")
+    svc = JackpotService(ctl, config_from_url(broker.url))
+    release = threading.Event()
+    ingest = ctl.ingest_batch
+
+    def slow(messages):
+        release.wait(60)                        # the controller falls behind
+        return ingest(messages)
+
+    ctl.ingest_batch = slow
+    svc.start()
+    flood = mqtt.Client(CallbackAPIVersion.VERSION2)
+    flood.connect("127.0.0.1", broker.port)
+    flood.loop_start()
+    n = S.MAX_WAITING + 2000
+    try:
+        for i in range(n):
+            flood.publish(topics.report_topic("table-1/seat-1"), b"junk %d" % i, qos=0)
+        wait_until(lambda: svc._inbox.full(), 30, "the ingest queue full")
+        assert svc._inbox.qsize() == S.MAX_WAITING      # the rest waits in the socket / at the broker
+        release.set()
+        wait_until(lambda: ctl.counts["rejected"] == n, 60, "every report counted")
+        assert svc.failed == 0 and svc.bus.dropped == 0
+    finally:
+        release.set()
+        flood.loop_stop()
+        flood.disconnect()
+        svc.stop()
+        ctl.close()
