@@ -123,7 +123,7 @@ def retain(url: str, n: int) -> None:
 
 
 def outbox_round_trips(url: str, n: int, tmp: Path) -> list[float]:
-    bus = connect_bus(url, "bench/seat-1", outbox_path=tmp / "lat.db")
+    bus = connect_bus(url, "outbox-bench/seat-1", outbox_path=tmp / "lat.db")   # not a unit the ingest runs use
     acked: dict[int, float] = {}
     event = threading.Event()
     original = bus.outbox.mark_acked_many
@@ -140,7 +140,7 @@ def outbox_round_trips(url: str, n: int, tmp: Path) -> list[float]:
     for i in range(n):
         event.clear()
         t0 = time.perf_counter()
-        seq = bus.report("progressive_wager", {"amount": "5"}, table="bench", box=1, round=i + 1)
+        seq = bus.report("progressive_wager", {"amount": "5"}, table="outbox-bench", box=1, round=i + 1)
         while seq not in acked:
             event.wait(10)
             event.clear()
@@ -150,10 +150,10 @@ def outbox_round_trips(url: str, n: int, tmp: Path) -> list[float]:
 
 
 def outbox_burst(url: str, n: int, tmp: Path) -> tuple[float, float]:
-    bus = connect_bus(url, "bench/seat-2", outbox_path=tmp / "burst.db")
+    bus = connect_bus(url, "outbox-bench/seat-2", outbox_path=tmp / "burst.db")
     t0 = time.perf_counter()
     for i in range(n):
-        bus.report("progressive_wager", {"amount": "5"}, table="bench", box=2, round=i + 1)
+        bus.report("progressive_wager", {"amount": "5"}, table="outbox-bench", box=2, round=i + 1)
     t_put = time.perf_counter() - t0
     wait_until(bus.drained, 300, "the burst acknowledged", step=0.005)
     t_all = time.perf_counter() - t0
