@@ -1,18 +1,24 @@
 """The MQTT link's costs against a real mosquitto on loopback.
 
-    python3 bench/bench_mqtt.py [--n 500] [--burst 5000]
+    python3 bench/bench_mqtt.py [--runs 3] [--n 300] [--burst 5000] [--rounds 60] [--retained 2000]
 
-- report → broker PUBACK latency through the durable outbox (SQLite FULL sync, sender
-  thread), one report at a time, beside a bare paho-mqtt QoS 1 publish → on_publish round
-  trip in the same run;
+The broker is configured as shipped (tests/link/broker.py: persistence on a time basis, as
+docs/mqtt/mosquitto.conf) and holds ``--retained`` retained messages (what a link of ~125
+tables keeps: statuses, marks, meters). Every figure is taken ``--runs`` times and printed
+as min / median / max, beside its baseline from the same runs:
+
+- report → broker PUBACK through the durable outbox (SQLite FULL sync, sender thread), one at
+  a time, beside a bare paho QoS 1 publish → PUBACK to a topic a persistent-session
+  subscriber reads (so the broker's queueing for a subscriber is in the baseline);
 - outbox throughput: a burst of reports, put rate and put-to-all-acknowledged rate;
-- controller ingest: reports per second applied directly (one SQLite transaction each) and
-  end to end through the broker from several publishers;
-- card to report: a dealer unit and a seat unit, each with its own MQTT client and its own
-  dispatch thread (as under ``betbox run``), the jackpot controller on the same broker: from
-  a card at the dealer's shoe port to the seat's report that card causes (the progressive
-  wager booked by the last card of the initial deal; the round's result when a card ends
-  the round) acknowledged by the broker. Beside the bare paho round trip of the same run.
+- controller ingest: reports/s applied directly (one report per call, and group-committed
+  batches) and end to end through the broker from several publishers, beside a bare paho
+  subscriber on the same broker (what the broker alone delivers);
+- card to report: a dealer unit and a seat unit, each with its own MQTT client and dispatch
+  thread (as under ``betbox run``), the jackpot controller on the same broker: from a card at
+  the dealer's shoe port to the broker's PUBACK of the seat's report it causes. The next card
+  is dealt only once the dealer's step for the previous one is in its journal (durable), as a
+  dealer waits for the table to show the card before dealing the next.
 """
 
 from __future__ import annotations
@@ -71,7 +77,16 @@ def fmt(xs: list[float]) -> str:
 
 
 def bare_round_trips(url: str, n: int) -> list[float]:
+    """Bare paho QoS 1 publish → PUBACK, to a topic a persistent-session subscriber reads."""
     host, port = url.removeprefix("mqtt://").split(":")
+    sub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="bench-bare-subscriber", clean_session=False)
+    subscribed = threading.Event()
+    sub.on_subscribe = lambda *a: subscribed.set()
+    sub.connect(host, int(port))
+    sub.subscribe("betbox/v1/bench/bare", qos=1)
+    sub.loop_start()
+    if not subscribed.wait(10):
+        raise RuntimeError("the baseline's subscriber did not subscribe")
     done = threading.Event()
     c = mqtt.Client(CallbackAPIVersion.VERSION2)
     c.on_publish = lambda *a: done.set()
@@ -87,11 +102,28 @@ def bare_round_trips(url: str, n: int) -> list[float]:
         out.append(time.perf_counter() - t0)
     c.disconnect()
     c.loop_stop()
+    sub.disconnect()
+    sub.loop_stop()
     return out
 
 
+def retain(url: str, n: int) -> None:
+    """``n`` retained messages on the broker (kept across the runs)."""
+    host, port = url.removeprefix("mqtt://").split(":")
+    c = mqtt.Client(CallbackAPIVersion.VERSION2)
+    c.connect(host, int(port))
+    c.loop_start()
+    infos = [c.publish(f"betbox/v1/bench/retained/table-{i // 16}/unit-{i % 16}",
+                       json.dumps({"schema": 1, "state": "online", "pad": "x" * 120}), qos=1, retain=True)
+             for i in range(n)]
+    for info in infos:
+        info.wait_for_publish(30)
+    c.disconnect()
+    c.loop_stop()
+
+
 def outbox_round_trips(url: str, n: int, tmp: Path) -> list[float]:
-    bus = connect_bus(url, "bench/seat-1", outbox_path=tmp / "lat.db")
+    bus = connect_bus(url, "outbox-bench/seat-1", outbox_path=tmp / "lat.db")   # not a unit the ingest runs use
     acked: dict[int, float] = {}
     event = threading.Event()
     original = bus.outbox.mark_acked_many
@@ -108,7 +140,7 @@ def outbox_round_trips(url: str, n: int, tmp: Path) -> list[float]:
     for i in range(n):
         event.clear()
         t0 = time.perf_counter()
-        seq = bus.report("progressive_wager", {"amount": "5"}, table="bench", box=1, round=i + 1)
+        seq = bus.report("progressive_wager", {"amount": "5"}, table="outbox-bench", box=1, round=i + 1)
         while seq not in acked:
             event.wait(10)
             event.clear()
@@ -118,10 +150,10 @@ def outbox_round_trips(url: str, n: int, tmp: Path) -> list[float]:
 
 
 def outbox_burst(url: str, n: int, tmp: Path) -> tuple[float, float]:
-    bus = connect_bus(url, "bench/seat-2", outbox_path=tmp / "burst.db")
+    bus = connect_bus(url, "outbox-bench/seat-2", outbox_path=tmp / "burst.db")
     t0 = time.perf_counter()
     for i in range(n):
-        bus.report("progressive_wager", {"amount": "5"}, table="bench", box=2, round=i + 1)
+        bus.report("progressive_wager", {"amount": "5"}, table="outbox-bench", box=2, round=i + 1)
     t_put = time.perf_counter() - t0
     wait_until(bus.drained, 300, "the burst acknowledged", step=0.005)
     t_all = time.perf_counter() - t0
@@ -147,14 +179,15 @@ def dealer_payloads(table: str, rounds: int, boxes: int) -> list[tuple[str, byte
         for i in range(1, rounds + 1)]
 
 
-def ingest_direct(n: int, tmp: Path) -> float:
-    """Reports/s: a seat's wager and the dealer's record of its round, each booked."""
-    ctl = controller(tmp / "direct.db")
+def ingest_direct(n: int, tmp: Path, batch: int = 1) -> float:
+    """Reports/s: a seat's wager and the dealer's record of its round, each booked; one
+    transaction per ``batch`` reports."""
+    ctl = controller(tmp / f"direct-{batch}-{time.monotonic_ns()}.db")
     rounds = n // 2
     msgs = [m for pair in zip(payloads("bench/seat-1", rounds), dealer_payloads("bench", rounds, 1)) for m in pair]
     t0 = time.perf_counter()
-    for topic, payload in msgs:
-        ctl.ingest(topic, payload)
+    for i in range(0, len(msgs), batch):
+        ctl.ingest_batch(msgs[i:i + batch])
     dt = time.perf_counter() - t0
     assert report(ctl.db)["pools"]["main"]["meters"]["wagers"] == rounds
     ctl.close()
@@ -174,18 +207,58 @@ def fresh_controller_session(url: str) -> None:
     c.disconnect()
 
 
-def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path) -> tuple[float, int]:
-    """Reports/s through the broker into a new controller, and the gaps it recorded."""
+PUBLISHERS = """
+import json, sys, threading
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+host, port, n, plan = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+clients = []
+for p in range(n):
+    c = mqtt.Client(CallbackAPIVersion.VERSION2)
+    c.max_inflight_messages_set(1000)
+    up = threading.Event()
+    c.on_connect = lambda *a, e=up: e.set()
+    c.connect(host, port)
+    c.loop_start()
+    if not up.wait(10):
+        sys.exit(f"publisher {p + 1}: no CONNACK")
+    clients.append(c)
+messages = json.load(open(plan))
+print("ready", flush=True)
+sys.stdin.readline()
+infos = [clients[k].publish(t, m, qos=1) for k, t, m in messages]
+for info in infos:
+    info.wait_for_publish(300)
+for c in clients:
+    c.disconnect()
+    c.loop_stop()
+"""
+
+
+def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path, bare: bool = False) -> tuple[float, int]:
+    """Reports/s through the broker into a new controller, and the gaps it recorded; with
+    ``bare``, into a plain paho subscriber on the controller's persistent session instead
+    (the broker's own rate: nothing stored, each message acknowledged as it comes)."""
     host, port = url.removeprefix("mqtt://").split(":")
     fresh_controller_session(url)
-    ctl = controller(tmp / "served.db")
-    svc = JackpotService(ctl, config_from_url(url)).start()
-    clients = []
+    if bare:
+        svc = BareSubscriber(url)
+        ctl = svc
+    else:
+        ctl = controller(tmp / f"served-{time.monotonic_ns()}.db")
+        svc = JackpotService(ctl, config_from_url(url)).start()
     per = n // publishers
-    batches = []
-    # Start the clock only once every publisher's CONNACK is in and the controller's
-    # subscription is in place (it subscribes before it says online): the run measures
-    # ingest, not connection set-up, and no report can go out before anyone listens.
+    batches = [payloads(f"bench/seat-{p + 1}", per) for p in range(publishers)]
+    batches.append(dealer_payloads("bench", per, publishers))   # the dealer's record of every round
+    # round by round: each seat's wager, then the dealer's record of that round (a table's
+    # order; all of one seat first would hold every claim waiting for the dealer's record)
+    plan = tmp / f"plan-{time.monotonic_ns()}.json"
+    plan.write_text(json.dumps([[k, t, p.decode()] for i in range(per)
+                                for k, batch in enumerate(batches) for t, p in [batch[i]]]))
+    # The publishers run in a process of their own (as seats do): in this one they would
+    # take the controller's CPU (one interpreter lock). Start the clock only once every
+    # publisher's CONNACK is in and the controller's subscription is in place (it
+    # subscribes before it says online): the run measures ingest, not connection set-up.
     online = threading.Event()
     watch = mqtt.Client(CallbackAPIVersion.VERSION2)
     watch.on_message = lambda c, u, m: online.set() if m.payload and json.loads(m.payload).get(
@@ -193,37 +266,60 @@ def ingest_via_broker(url: str, n: int, publishers: int, tmp: Path) -> tuple[flo
     watch.connect(host, int(port))
     watch.subscribe(topics.jackpot_status_topic(svc.link_id), qos=1)
     watch.loop_start()
-    for p in range(publishers):
-        c = mqtt.Client(CallbackAPIVersion.VERSION2)
-        c.max_inflight_messages_set(1000)
-        connected = threading.Event()
-        c.on_connect = lambda *a, e=connected: e.set()
-        c.connect(host, int(port))
-        c.loop_start()
-        if not connected.wait(10):
-            raise RuntimeError(f"publisher {p + 1}: no CONNACK from {url}")
-        clients.append(c)
-        batches.append(payloads(f"bench/seat-{p + 1}", per))
-    clients.append(clients[-1])                 # and the dealer's record of every round
-    batches.append(dealer_payloads("bench", per, publishers))
-    if not online.wait(10):
-        raise RuntimeError("the controller did not come online")
-    watch.disconnect()
-    watch.loop_stop()
-    t0 = time.perf_counter()
-    for c, batch in zip(clients, batches):
-        for topic, payload in batch:
-            c.publish(topic, payload, qos=1)
-    total = per * (publishers + 1)
-    wait_until(lambda: sum(ctl.marks().values()) >= total, 600, "the controller's ingest", step=0.01)
-    dt = time.perf_counter() - t0
-    for c in clients[:-1]:
-        c.disconnect()
-        c.loop_stop()
+    pub = subprocess.Popen([sys.executable, "-c", PUBLISHERS, host, port, str(publishers + 1), str(plan)],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        if pub.stdout.readline().strip() != "ready":
+            raise RuntimeError("the publishers did not connect")
+        if not online.wait(10):
+            raise RuntimeError("the controller did not come online")
+        watch.disconnect()
+        watch.loop_stop()
+        t0 = time.perf_counter()
+        pub.stdin.write("go\n")
+        pub.stdin.flush()
+        total = per * (publishers + 1)
+        wait_until(lambda: sum(ctl.marks().values()) >= total, 600, "the controller's ingest", step=0.01)
+        dt = time.perf_counter() - t0
+    finally:
+        pub.stdin.close()
+        pub.wait(30)
     svc.stop()
+    if bare:
+        return total / dt, 0
     gaps = sum(u["gaps_recorded"] for u in report(ctl.db)["units"].values())
     ctl.close()
+    print(f"    (controller: {total} reports in {svc.batches} transactions)", flush=True)
     return total / dt, gaps
+
+
+class BareSubscriber:
+    """A paho client as the controller's session (same client id, persistent) that only
+    counts: ``marks()`` as the controller's, ``link_id``, ``stop()``."""
+
+    link_id = "main"
+
+    def __init__(self, url: str) -> None:
+        host, port = url.removeprefix("mqtt://").split(":")
+        self.count = 0
+        self.c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="betbox-jackpot-main", clean_session=False)
+        self.c.on_message = self._on_message
+        self.c.on_connect = lambda c, *a: (c.subscribe(topics.REPORT_PATTERN, qos=1),
+                                           c.publish(topics.jackpot_status_topic("main"),
+                                                     json.dumps({"state": "online"}), qos=1, retain=True))
+        self.c.connect(host, int(port))
+        self.c.loop_start()
+
+    def _on_message(self, client, userdata, msg) -> None:
+        self.count += 1
+
+    def marks(self) -> dict[str, int]:
+        return {"all": self.count}
+
+    def stop(self) -> None:
+        self.c.publish(topics.jackpot_status_topic("main"), json.dumps({"state": "offline"}), qos=1, retain=True)
+        self.c.disconnect()
+        self.c.loop_stop()
 
 
 def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
@@ -277,6 +373,15 @@ def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
             acked.setdefault(q, now)
 
     sbus.outbox.put, sbus.outbox.mark_acked_many = put_hook, mark_hook
+    steps = [0]                                     # dealer steps in its journal (committed)
+    write_step = dealer.journal.write_step
+
+    def step_hook(records):
+        out = write_step(records)
+        steps[0] += 1
+        return out
+
+    dealer.journal.write_step = step_hook
     SeatReporter(seat, sbus)
     for unit, bus in ((dealer, dbus), (seat, sbus)):
         ControllerWatch(bus, "main", "c2r").feed(unit)
@@ -312,17 +417,24 @@ def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
             wait_until(lambda: dealer.phase == "play", 10, "bets closed", step=0.0005)
             while dealer.phase == "play":
                 state = dealer.round
-                n = len(state.history)
+                n, written = len(state.history), steps[0]
                 expect = state.expecting()
+                if expect.kind == "nothing":        # the round is over; the dealer's phase follows
+                    wait_until(lambda: dealer.phase != "play", 10, "the round's end", step=0.0002)
+                    continue
                 if expect.kind == "card":
                     inputs.append((time.perf_counter(), "card"))
                     shoe.deal(str(sim.draw()))
                 else:
+                    legal = [a for a in (Action.STAND, Action.SWITCH, Action.HIT, *Action)
+                             if state.why_not(Decision(expect.box, a, None)) is None]
+                    if not legal:
+                        raise RuntimeError(f"no action to press for {expect}")
                     inputs.append((time.perf_counter(), "button"))
-                    console.press(next(str(a) for a in (Action.STAND, Action.SWITCH, Action.HIT)
-                                       if state.why_not(Decision(expect.box, a, None)) is None))
-                wait_until(lambda: len(dealer.round.history) > n or dealer.phase != "play", 10, "the dealer",
-                           step=0.0002)
+                    console.press(str(legal[0]))
+                # as a dealer: the next card once this one's step is durable (journalled)
+                wait_until(lambda: (len(dealer.round.history) > n or dealer.phase != "play") and steps[0] > written,
+                           10, "the dealer's step in its journal", step=0.0002)
             wait_until(lambda: seat.phase in ("over", "void"), 10, "the seat's result", step=0.0005)
             reader.remove_chips("main")
             reader.remove_chips("progressive")
@@ -350,38 +462,82 @@ def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
     return out
 
 
+def spread(xs: list[float], unit: str, scale: float = 1.0, width: int = 8, digits: int = 0) -> str:
+    """min / median / max of the runs."""
+    v = [x * scale for x in xs]
+    return " / ".join(f"{x:{width}.{digits}f}" for x in (min(v), statistics.median(v), max(v))) + f" {unit}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=500, help="sequential round trips (default 500)")
+    ap.add_argument("--runs", type=int, default=3, help="runs of every figure (default 3)")
+    ap.add_argument("--n", type=int, default=300, help="sequential round trips per run (default 300)")
     ap.add_argument("--burst", type=int, default=5000, help="reports in the throughput runs (default 5000)")
-    ap.add_argument("--rounds", type=int, default=150, help="rounds in the card-to-report run (default 150)")
+    ap.add_argument("--rounds", type=int, default=60, help="rounds in the card-to-report run (default 60)")
+    ap.add_argument("--retained", type=int, default=2000, help="retained messages on the broker (default 2000)")
     args = ap.parse_args()
-    print(f"machine: {machine()}")
+    print(f"machine: {machine()}; load average {os.getloadavg()[0]:.2f} at the start")
+    fig: dict[str, list[float]] = {}
+
+    def add(name: str, value: float) -> None:
+        fig.setdefault(name, []).append(value)
+
     with tempfile.TemporaryDirectory(prefix="bench-mqtt-") as d:
         tmp = Path(d)
         broker = Broker(tmp / "mosquitto").start()
+        # the persistence shipped before #18 (the whole database rewritten and fsynced on
+        # every change), for the same ingest beside it
+        old = Broker(tmp / "mosquitto-per-change")
+        old.conf.write_text(old.conf.read_text().replace("autosave_interval 30",
+                                                         "autosave_on_changes true\nautosave_interval 1"))
+        old.start()
         try:
+            retain(broker.url, args.retained)
+            retain(old.url, args.retained)
             bare_round_trips(broker.url, 50)                          # warm up
-            bare = bare_round_trips(broker.url, args.n)
-            ours = outbox_round_trips(broker.url, args.n, tmp)
-            print(f"publish -> PUBACK, one at a time (n={args.n}):")
-            print(f"  bare paho QoS 1        {fmt(bare)}")
-            print(f"  report via outbox      {fmt(ours)}")
-            put_rate, all_rate = outbox_burst(broker.url, args.burst, tmp)
-            print(f"outbox burst of {args.burst}: put {put_rate:8.0f} reports/s, "
-                  f"put-to-all-acknowledged {all_rate:8.0f} reports/s")
-            print(f"controller ingest, direct (one transaction each): {ingest_direct(args.burst, tmp):8.0f} reports/s")
-            rate, gaps = ingest_via_broker(broker.url, args.burst, 4, tmp)
-            print(f"controller ingest via the broker, 4 publishers:    {rate:8.0f} reports/s"
-                  + (f" ({gaps} gap(s) recorded: reports out of order)" if gaps else ""))
-            c2r = card_to_report(broker.url, args.rounds, tmp)
-            base = bare_round_trips(broker.url, args.n)
-            print(f"card at the dealer's shoe port -> seat's report acknowledged by the broker "
-                  f"({args.rounds} rounds, n={len(c2r)}):")
-            print(f"  bare paho QoS 1        {fmt(base)}")
-            print(f"  card -> report PUBACK  {fmt(c2r)}")
+            for run in range(args.runs):
+                (tmp / f"r{run}").mkdir()
+                add("bare_p50", pct(bare_round_trips(broker.url, args.n), 50))
+                add("outbox_p50", pct(outbox_round_trips(broker.url, args.n, tmp / f"r{run}"), 50))
+                put_rate, all_rate = outbox_burst(broker.url, args.burst, tmp / f"r{run}")
+                add("put", put_rate)
+                add("put_acked", all_rate)
+                add("direct_1", ingest_direct(args.burst, tmp, 1))
+                add("direct_64", ingest_direct(args.burst, tmp, 64))
+                add("broker_bare", ingest_via_broker(broker.url, args.burst, 4, tmp, bare=True)[0])
+                rate, gaps = ingest_via_broker(broker.url, args.burst, 4, tmp)
+                add("broker_ctl", rate)
+                add("gaps", gaps)
+                add("old_broker_ctl", ingest_via_broker(old.url, min(args.burst, 2000), 4, tmp)[0])
+                c2r = card_to_report(broker.url, args.rounds, tmp / f"r{run}")
+                add("c2r_p50", pct(c2r, 50))
+                add("c2r_p99", pct(c2r, 99))
+                add("c2r_bare_p50", pct(bare_round_trips(broker.url, args.n), 50))
+                print(f"  run {run + 1} done (load average {os.getloadavg()[0]:.2f})", flush=True)
         finally:
             broker.stop()
+            old.stop()
+    print(f"{args.runs} runs, min / median / max; broker as shipped (persistence every 30 s), "
+          f"{args.retained} retained messages; load average {os.getloadavg()[0]:.2f} at the end")
+    print(f"publish -> PUBACK, one at a time, p50 (n={args.n} per run):")
+    print(f"  bare paho QoS 1, a subscriber    {spread(fig['bare_p50'], 'ms', 1000, 7, 3)}")
+    print(f"  report via outbox                {spread(fig['outbox_p50'], 'ms', 1000, 7, 3)}")
+    print(f"outbox burst of {args.burst}: put {spread(fig['put'], 'reports/s')}")
+    print(f"                     put-to-all-acknowledged {spread(fig['put_acked'], 'reports/s')}")
+    print("controller ingest, direct:")
+    print(f"  one transaction per report       {spread(fig['direct_1'], 'reports/s')}")
+    print(f"  group commit, 64 per transaction {spread(fig['direct_64'], 'reports/s')}")
+    print(f"ingest through the broker, 4 seats' publishers + a dealer's in another process, "
+          f"{args.burst // 4 * 5} reports:")
+    print(f"  bare paho subscriber (broker)    {spread(fig['broker_bare'], 'reports/s')}")
+    print(f"  jackpot controller               {spread(fig['broker_ctl'], 'reports/s')}"
+          + (f"  ({int(sum(fig['gaps']))} gap(s) recorded: out of order)" if sum(fig["gaps"]) else ""))
+    print(f"  the same, broker saving per change (before #18; {min(args.burst, 2000) // 4 * 5} reports) "
+          f"{spread(fig['old_broker_ctl'], 'reports/s')}")
+    print(f"card at the dealer's shoe -> seat's report acknowledged ({args.rounds} rounds per run):")
+    print(f"  bare paho QoS 1 p50, a subscriber {spread(fig['c2r_bare_p50'], 'ms', 1000, 7, 3)}")
+    print(f"  card -> report PUBACK p50        {spread(fig['c2r_p50'], 'ms', 1000, 7, 3)}")
+    print(f"  card -> report PUBACK p99        {spread(fig['c2r_p99'], 'ms', 1000, 7, 3)}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Runtime figures: whole-table rounds per second, card-to-every-seat latency (p50/p99),
+"""Runtime figures: whole-table rounds per second and CPU per round (the whole in-process
+table: dealer, seats, their journals and views), card-to-every-seat latency (p50/p99),
 journal steps per second beside a bare SQLite commit, RSS of a seat unit.
 
     python3 bench/bench_runtime.py [--rounds N] [--dir DIR]
@@ -24,7 +25,7 @@ from firmware.runtime.table import TableSpec  # noqa: E402
 from firmware.sim.driver import TableDriver  # noqa: E402
 
 
-def table_rounds(where: Path, rounds: int) -> tuple[float, list[float]]:
+def table_rounds(where: Path, rounds: int) -> tuple[float, list[float], float]:
     driver = TableDriver.create(TableSpec("b", load_profile("rws-blackjack"), seed=1, state_dir=where))
     t = driver.table
     latencies: list[float] = []
@@ -37,12 +38,12 @@ def table_rounds(where: Path, rounds: int) -> tuple[float, list[float]]:
         latencies.append(time.perf_counter() - start)
 
     t.shoe.deal = timed_deal
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(rounds):
         driver.play_round()
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     t.close()
-    return rounds / elapsed, latencies
+    return rounds / elapsed, latencies, cpu / rounds
 
 
 def journal_rate(where: Path, n: int = 2000) -> tuple[float, float]:
@@ -99,12 +100,13 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         where = Path(tmp)
-        rps, lat = table_rounds(where / "table", args.rounds)
+        rps, lat, cpu = table_rounds(where / "table", args.rounds)
         steps, bare = journal_rate(where)
         rss = seat_rss(where)
     q = statistics.quantiles(lat, n=100)
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, journals in {args.dir or tempfile.gettempdir()}")
-    print(f"whole table (dealer + 7 seats, rws-blackjack): {rps:.1f} rounds/s over {args.rounds} rounds")
+    print(f"whole table (dealer + 7 seats, rws-blackjack): {rps:.1f} rounds/s over {args.rounds} rounds, "
+          f"CPU {cpu * 1e3:.1f} ms a round (all threads; load average {os.getloadavg()[0]:.2f})")
     print(f"card at the shoe port -> every seat updated: p50 {q[49] * 1e3:.2f} ms, p99 {q[98] * 1e3:.2f} ms "
           f"({len(lat)} cards)")
     print(f"journal steps (in + out, one transaction, FULL): {steps:.0f}/s; bare SQLite commit: {bare:.0f}/s")

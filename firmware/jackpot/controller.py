@@ -25,7 +25,7 @@ import logging
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
@@ -44,6 +44,7 @@ LAST_HITS = 25
 GAP_GRACE = 5.0             # seconds a hole in a unit's seqs may stay open before a warning
 HOLD_GRACE = 30.0           # seconds a claim may wait for its counterpart before an integrity alarm
 MAX_HELD = 2000             # claims of one unit that may wait for their counterpart at once
+POOL_FIELDS = tuple(f.name for f in fields(PoolState))
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,9 @@ class JackpotController:
                                                                      dumps(self.states[spec.name].to_json())))
         self.db.execute("COMMIT")
         self.dirty_units: set[str] = set()
+        self._stored_pools: dict[str, PoolState] | None = None     # what the pool rows hold now
+        self._unit_rows: dict[str, list[int]] = {}      # unit -> [events, highest, contiguous]
+        self._rows_dirty: set[str] = set()
         self.counts = {"accepted": 0, "duplicate": 0, "rejected": 0, "repeated": 0, "integrity": 0}
         self.rejected_log = RateLimitedLog(log)     # a flood of junk: all counted, a few logged
         # units with a hole in their seqs (highest > contiguous): since when (monotonic, this
@@ -103,31 +107,98 @@ class JackpotController:
     # -- reports -----------------------------------------------------------------------
 
     def ingest(self, topic: str, payload: bytes) -> Ingested:
+        return self.ingest_batch([(topic, payload)])[0]
+
+    def ingest_batch(self, messages: Sequence[tuple[str, bytes]]) -> list[Ingested]:
+        """Apply reports in arrival order in ONE transaction (group commit: one fsync for the
+        lot), each in a savepoint so a rejected one changes nothing but the ``rejected`` log.
+        Returns once it is committed; the caller acknowledges the messages only then. An
+        unexpected error (the disk) rolls the whole batch back and raises: nothing of it is
+        held, so the caller may try the reports one by one."""
         with self.lock:
-            try:
-                report = parse_report(topic, payload)
-            except ReportRejected as exc:
-                return self._reject(topic, None, exc, payload)
             db = self.db
+            before = dict(self.states)
+            results: list[Ingested] = []
             db.execute("BEGIN IMMEDIATE")
             try:
-                result = self._apply(report)
-            except ReportRejected as exc:
-                db.execute("ROLLBACK")
-                return self._reject(topic, report.unit, exc, payload)
+                for topic, payload in messages:
+                    results.append(self._ingest_one(topic, payload))
+                self._store_units()
+                self._store_pools()
+                db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
+                self.states.update(before)
+                self._stored_pools = None         # re-read from the database on the next store
+                self._unit_rows.clear()
+                self._rows_dirty.clear()
                 raise
-            db.execute("COMMIT")
-            self.counts[result.status] += 1
-            self.dirty_units.add(report.unit)
-            if result.status == "accepted":
-                self._track_hole(report.unit)
-            return result
+            for result in results:
+                self.counts[result.status] += 1
+                if result.status != "rejected":
+                    self.dirty_units.add(result.unit)
+                if result.status == "accepted":
+                    self._track_hole(result.unit)
+            return results
+
+    def _ingest_one(self, topic: str, payload: bytes) -> Ingested:
+        try:
+            report = parse_report(topic, payload)
+        except ReportRejected as exc:
+            return self._reject(topic, None, exc, payload)
+        states = dict(self.states)
+        row = self._unit_rows.get(report.unit)
+        saved = None if row is None else list(row)
+        self.db.execute("SAVEPOINT report")
+        try:
+            result = self._apply(report)
+        except ReportRejected as exc:
+            self.db.execute("ROLLBACK TO report")
+            self.db.execute("RELEASE report")
+            self.states.update(states)
+            if saved is None:
+                self._unit_rows.pop(report.unit, None)      # its new row was rolled back too
+            else:
+                self._unit_rows[report.unit][:] = saved
+            return self._reject(topic, report.unit, exc, payload)
+        self.db.execute("RELEASE report")
+        return result
+
+    def _store_pools(self) -> None:
+        """Write what changed in each pool's state since the last write (only those fields),
+        inside the caller's transaction: once per batch, not once per report."""
+        if self._stored_pools is None:
+            self._stored_pools = {name: PoolState.from_json(json.loads(state))
+                                  for name, state in self.db.execute("SELECT name, state FROM pool")}
+        for name, state in self.states.items():
+            old = self._stored_pools.get(name)
+            if old is state:
+                continue
+            changed = {f: getattr(state, f) for f in POOL_FIELDS if old is None or getattr(old, f) != getattr(state, f)}
+            if changed:
+                patch = {f: money(v) if isinstance(v, Fraction) else v for f, v in changed.items()}
+                self.db.execute("UPDATE pool SET state = json_patch(state, ?) WHERE name = ?", (dumps(patch), name))
+            self._stored_pools[name] = state
+
+    def _unit_row(self, unit: str) -> list[int]:
+        """[events, highest, contiguous] of ``unit``: kept in memory, written once per batch
+        (:meth:`_store_units`); a unit seen for the first time gets its row at once."""
+        row = self._unit_rows.get(unit)
+        if row is None:
+            found = self.db.execute("SELECT events, highest, contiguous FROM unit WHERE unit = ?",
+                                    (unit,)).fetchone()
+            if found is None:
+                self.db.execute("INSERT INTO unit (unit) VALUES (?)", (unit,))
+            row = self._unit_rows[unit] = list(found or (0, 0, 0))
+        return row
+
+    def _store_units(self) -> None:
+        self.db.executemany("UPDATE unit SET events = ?, highest = ?, contiguous = ? WHERE unit = ?",
+                            [(*self._unit_rows[u], u) for u in self._rows_dirty])
+        self._rows_dirty.clear()
 
     def _track_hole(self, unit: str) -> None:
-        highest, contiguous = self.db.execute("SELECT highest, contiguous FROM unit WHERE unit = ?",
-                                              (unit,)).fetchone()
+        _, highest, contiguous = self._unit_rows[unit]
         if highest > contiguous:
             self._holes.setdefault(unit, time.monotonic())
         elif unit in self._holes:
@@ -157,8 +228,7 @@ class JackpotController:
     def _reject(self, topic: str, unit: str | None, exc: ReportRejected, payload: bytes) -> Ingested:
         excerpt = payload[:200].decode("utf-8", "replace")
         self.rejected_log("rejected a message on %s: %s", topic[:200], exc)
-        keep_rejected(self.db, topic[:200], unit, exc.reason, exc.detail[:300], excerpt)
-        self.counts["rejected"] += 1
+        keep_rejected(self.db, topic[:200], unit, exc.reason, exc.detail[:300], excerpt, transaction=False)
         return Ingested("rejected", exc.reason, unit)
 
     def _apply(self, r: Report) -> Ingested:
@@ -169,17 +239,17 @@ class JackpotController:
                 raise ReportRejected("seq_reused", f"{r.unit} seq {r.seq} was report {row[0]}, now {r.id}")
             db.execute("UPDATE unit SET duplicates = duplicates + 1 WHERE unit = ?", (r.unit,))
             return Ingested("duplicate", None, r.unit, r.seq)
-        if db.execute("SELECT 1 FROM event WHERE id = ?", (r.id,)).fetchone():
-            raise ReportRejected("id_reused", f"report id {r.id} was already used by another report")
         spec = self.pool_for(r.table)
-        cur = db.execute("INSERT INTO event (unit, seq, id, kind, table_id, box, round, pool, body) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
-                          spec.name if spec else None, dumps(r.body)))
+        try:
+            cur = db.execute("INSERT INTO event (unit, seq, id, kind, table_id, box, round, pool, body) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             (r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
+                              spec.name if spec else None, dumps(r.body)))
+        except sqlite3.IntegrityError:      # (unit, seq) is free (above): the id is taken
+            raise ReportRejected("id_reused", f"report id {r.id} was already used by another report") from None
         n = int(cur.lastrowid or 0)
-        db.execute("INSERT OR IGNORE INTO unit (unit) VALUES (?)", (r.unit,))
-        events, highest, contiguous = db.execute(
-            "SELECT events, highest, contiguous FROM unit WHERE unit = ?", (r.unit,)).fetchone()
+        row = self._unit_row(r.unit)
+        events, highest, contiguous = row
         if r.seq > highest + 1:
             db.execute("INSERT INTO gap (unit, first, last, detected_at) VALUES (?, ?, ?, ?)",
                        (r.unit, highest + 1, r.seq - 1, n))
@@ -187,11 +257,12 @@ class JackpotController:
                      "still open after %gs)", r.unit, r.seq, highest + 1, r.seq - 1, GAP_GRACE)
         if r.seq == contiguous + 1:
             contiguous = r.seq
-            while db.execute("SELECT 1 FROM event WHERE unit = ? AND seq = ?",
-                             (r.unit, contiguous + 1)).fetchone():
+            # later reports may be held already only when this one fills a hole
+            while contiguous < highest and db.execute("SELECT 1 FROM event WHERE unit = ? AND seq = ?",
+                                                      (r.unit, contiguous + 1)).fetchone():
                 contiguous += 1
-        db.execute("UPDATE unit SET events = ?, highest = ?, contiguous = ? WHERE unit = ?",
-                   (events + 1, max(highest, r.seq), contiguous, r.unit))
+        row[:] = [events + 1, max(highest, r.seq), contiguous]
+        self._rows_dirty.add(r.unit)
         before = dict(self.states)
         if r.kind in BOOKED_KINDS or stage_of_record(r.kind) is not None:
             self._held_bound(r)
@@ -203,9 +274,7 @@ class JackpotController:
                     self._seat_claim(n, r, claim)
             else:
                 self._dealer_record(n, r)
-        for name, state in self.states.items():
-            if state != before[name]:
-                db.execute("UPDATE pool SET state = ? WHERE name = ?", (dumps(state.to_json()), name))
+        # the pool rows are written once per batch (:meth:`_store_pools`)
         return Ingested("accepted", None, r.unit, r.seq, self.states != before)
 
     # -- claims: the seat's word against the dealer's record ---------------------------
@@ -488,11 +557,11 @@ class JackpotController:
                 self.states[pool] = P.confirm_hit(spec, self.states[pool])
                 self.db.execute("UPDATE hit SET state = 'confirmed', confirmed_by = ? WHERE id = ?",
                                 (by[:100], hit_id))
-                self.db.execute("UPDATE pool SET state = ? WHERE name = ?",
-                                (dumps(self.states[pool].to_json()), pool))
+                self._store_pools()
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")
+                self._stored_pools = None
                 raise
             return {"hit": hit_id, "state": "confirmed"}
 

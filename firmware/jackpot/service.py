@@ -1,5 +1,5 @@
 """The jackpot controller on MQTT: reports in (QoS 1, persisted before the broker gets its
-PUBACK), meters and per-unit confirmation marks out (retained), presence with a will.
+PUBACK: group commit, below), meters and per-unit confirmation marks out (retained), presence with a will.
 
 The controller's session is persistent (fixed client id, ``clean_session=False``), so
 reports published while it is down wait at the broker; what a broker loses (killed before
@@ -9,16 +9,22 @@ them has not moved.
 A report that arrives ahead of a missing one is logged at INFO; a hole still open after
 :data:`~firmware.jackpot.controller.GAP_GRACE` seconds, or when the service stops, at WARNING
 (:meth:`~firmware.jackpot.controller.JackpotController.check_gaps`, on the publisher's tick).
+
+Group commit: paho's thread only queues a report (``manual_ack``: no PUBACK yet); the
+ingest thread takes every report that has arrived, applies them in arrival order in one
+transaction, commits, and only then acknowledges each. A crash between the commit and the
+PUBACKs makes the broker deliver them again, and the controller drops them as duplicates.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import queue
 import signal
 import threading
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from firmware import wirejson
 from firmware.link import topics
@@ -31,6 +37,9 @@ from .controller import JackpotController
 log = logging.getLogger("betbox.jackpot")
 _failed_log = wirejson.RateLimitedLog(log, level=logging.ERROR)
 MAX_NUMBER = 2 ** 53            # hit and round numbers (SQLite's integers are 64-bit)
+MAX_BATCH = 512                 # reports per transaction (the broker's in-flight window bounds it too)
+MAX_WAITING = 4096              # reports queued for the ingest thread; then paho's thread waits
+Arrived = tuple[str, bytes, Callable[[], None]]     # topic, payload, its PUBACK
 
 
 class JackpotService:
@@ -41,8 +50,8 @@ class JackpotService:
         self.tick = tick
         self.bus = MqttBus(link, f"jackpot/{self.link_id}", role="jackpot", config_digest=config_digest,
                            client_id=f"betbox-jackpot-{self.link_id}", clean_session=False,
-                           status_topic=topics.jackpot_status_topic(self.link_id))
-        self.bus.subscribe_raw(topics.REPORT_PATTERN, self._on_report)
+                           status_topic=topics.jackpot_status_topic(self.link_id), manual_ack=True)
+        self.bus.subscribe_deferred(topics.REPORT_PATTERN, self._on_report)
         self.bus.subscribe_raw(topics.command_topic(self.link_id), self._on_command)
         self.bus.add_link_listener(self._on_link)
         self._meter_dirty = True
@@ -50,15 +59,23 @@ class JackpotService:
         self.failed = 0                 # reports and commands that raised (logged, dropped)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._publisher, name="jackpot-publisher", daemon=True)
+        # bounded: QoS 0 reports are not held back by the broker's in-flight window, and a
+        # flood of them must wait in the socket (as before group commit), not in memory
+        self._inbox: queue.Queue[Arrived | None] = queue.Queue(MAX_WAITING)
+        self._ingester = threading.Thread(target=self._ingest_loop, name="jackpot-ingest", daemon=True)
+        self.batches = 0                # transactions committed (reports / batches: the grouping)
 
     def start(self, wait: float | None = 10.0) -> "JackpotService":
         self._thread.start()
+        self._ingester.start()
         self.bus.start(wait)
         return self
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(5)
+        self._inbox.put(None)       # what is queued is stored and acknowledged; later ones come again
+        self._ingester.join(10)
         self._publish_pending()
         self.controller.check_gaps(grace=0)       # every hole still open, warned before stopping
         self.bus.close()
@@ -68,20 +85,61 @@ class JackpotService:
             self._meter_dirty = True
             self._all_marks = True
 
-    def _on_report(self, topic: str, payload: bytes) -> None:
-        # persisted before returning: paho sends the PUBACK only after this returns. Nothing
-        # may escape (it would end paho's thread, and the unacknowledged message would come
-        # back on every restart): a report that cannot be stored is logged and dropped; its
-        # unit's outbox still holds it (the mark has not moved) and sends it again.
+    def _on_report(self, topic: str, payload: bytes, ack: Callable[[], None]) -> None:
+        # paho's thread: only queue; the PUBACK goes when the ingest thread has committed it
+        self._inbox.put((topic, payload, ack))
+
+    def _ingest_loop(self) -> None:
+        while True:
+            first = self._inbox.get()
+            if first is None:
+                return
+            batch, stop = [first], False
+            while len(batch) < MAX_BATCH:
+                try:
+                    item = self._inbox.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                    break
+                batch.append(item)
+            self._ingest(batch)
+            if stop:
+                return
+
+    def _ingest(self, batch: list[Arrived]) -> None:
+        """Store ``batch`` in one transaction, then acknowledge it. Nothing may escape (it
+        would end the ingest thread): when the batch cannot be stored, each report is tried
+        on its own; one that still cannot be is logged and dropped (acknowledged); its unit's
+        outbox still holds it (the mark has not moved) and sends it again."""
+        try:
+            results: list[Any] = self.controller.ingest_batch([(t, p) for t, p, _ in batch])
+            self.batches += 1
+        except Exception:                               # noqa: BLE001 - see above
+            results = [self._ingest_alone(t, p) for t, p, _ in batch]
+        if any(r is not None and r.meter_changed for r in results):
+            self._meter_dirty = True
+        self._acknowledge(batch)
+
+    def _ingest_alone(self, topic: str, payload: bytes) -> Any:
         try:
             result = self.controller.ingest(topic, payload)
-        except Exception as exc:                        # noqa: BLE001 - see above
+            self.batches += 1
+            return result
+        except Exception as exc:                        # noqa: BLE001 - see _ingest
             self.failed += 1
             _failed_log("could not take a report on %s (dropped; the unit sends it again): %s: %.200s",
                         topic[:200], type(exc).__name__, exc)
-            return
-        if result.meter_changed:
-            self._meter_dirty = True
+            return None
+
+    def _acknowledge(self, batch: list[Arrived]) -> None:
+        """The PUBACKs, after the commit ("stored before PUBACK")."""
+        for _, _, ack in batch:
+            try:
+                ack()
+            except Exception as exc:                    # noqa: BLE001 - a lost PUBACK only means a resend
+                _failed_log("could not acknowledge a report: %s: %.200s", type(exc).__name__, exc)
 
     def _on_command(self, topic: str, payload: bytes) -> None:
         try:

@@ -136,20 +136,29 @@ def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
 
 
 def keep_rejected(db: sqlite3.Connection, topic: str, unit: str | None, reason: str, detail: str,
-                  excerpt: str) -> None:
+                  excerpt: str, transaction: bool = True) -> None:
     """Count a rejected message and keep it among the newest :data:`KEEP_REJECTED` (a flood
-    of junk must not grow the database without bound). One transaction."""
+    of junk must not grow the database without bound). One transaction, or (``transaction``
+    False) part of the caller's: the controller's batch."""
+    if not transaction:
+        _keep_rejected(db, topic, unit, reason, detail, excerpt)
+        return
     db.execute("BEGIN IMMEDIATE")
     try:
-        db.execute("INSERT INTO rejected (topic, unit, reason, detail, excerpt) VALUES (?, ?, ?, ?, ?)",
-                   (topic, unit, reason, detail, excerpt))
-        db.execute("INSERT INTO rejected_count VALUES (?, 1) ON CONFLICT (reason) DO UPDATE SET n = n + 1",
-                   (reason,))
-        db.execute("DELETE FROM rejected WHERE id <= (SELECT MAX(id) FROM rejected) - ?", (KEEP_REJECTED,))
+        _keep_rejected(db, topic, unit, reason, detail, excerpt)
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+def _keep_rejected(db: sqlite3.Connection, topic: str, unit: str | None, reason: str, detail: str,
+                   excerpt: str) -> None:
+    db.execute("INSERT INTO rejected (topic, unit, reason, detail, excerpt) VALUES (?, ?, ?, ?, ?)",
+               (topic, unit, reason, detail, excerpt))
+    db.execute("INSERT INTO rejected_count VALUES (?, 1) ON CONFLICT (reason) DO UPDATE SET n = n + 1",
+               (reason,))
+    db.execute("DELETE FROM rejected WHERE id <= (SELECT MAX(id) FROM rejected) - ?", (KEEP_REJECTED,))
 
 
 def rejected_counts(db: sqlite3.Connection) -> dict[str, int]:

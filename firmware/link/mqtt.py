@@ -39,6 +39,9 @@ from .outbox import Outbox
 log = logging.getLogger("betbox.link")
 
 RawSink = Callable[[str, bytes], None]
+# ``sink(topic, payload, ack)``: the receiver calls ``ack()`` once the message is stored
+# (``manual_ack`` links only): the broker gets its PUBACK then, not when the sink returns
+DeferredSink = Callable[[str, bytes, Callable[[], None]], None]
 LinkListener = Callable[[bool], None]
 MAX_INFLIGHT = 1000          # reports handed to paho and not yet acknowledged
 
@@ -94,7 +97,7 @@ class MqttBus:
                  outbox: Outbox | None = None, config_digest: str = "", link_id: str = "main",
                  client_id: str | None = None, clean_session: bool = True,
                  status_topic: str | None = None, resend_acked: bool = True,
-                 max_payload: int | None = None) -> None:
+                 max_payload: int | None = None, manual_ack: bool = False) -> None:
         self.config = config
         # incoming messages larger than this are dropped before they are decoded
         self.max_payload = config.max_payload if max_payload is None else max_payload
@@ -108,6 +111,8 @@ class MqttBus:
         self.resend_acked = resend_acked
         self._subs: list[tuple[str, str, Sink]] = []
         self._raw: list[tuple[str, RawSink]] = []
+        self._deferred: list[tuple[str, DeferredSink]] = []
+        self.manual_ack = manual_ack
         self._listeners: list[LinkListener] = []
         self._behind_listeners: list[Callable[[dict[str, int]], None]] = []
         self._lock = threading.RLock()
@@ -115,6 +120,7 @@ class MqttBus:
         self._wake = threading.Event()
         self._closing = False
         self._gen = 0
+        self._conn = 0                           # connections so far: a PUBACK is for this one
         self._sent_through = 0
         self.connects = 0
         self.published = 0
@@ -128,7 +134,8 @@ class MqttBus:
         # enforces (use_username_as_clientid), so the logs on both sides name one client
         self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=config.username or client_id or
                                    f"{unit_id.replace('/', ':')}:{self.boot_id[:8]}",
-                                   clean_session=clean_session, protocol=mqtt.MQTTv311)
+                                   clean_session=clean_session, protocol=mqtt.MQTTv311,
+                                   manual_ack=manual_ack)
         c = self._client
         c.max_inflight_messages_set(64)
         c.max_queued_messages_set(0)
@@ -205,14 +212,17 @@ class MqttBus:
         _no_delay(client)
         with self._lock:
             self._gen += 1
+            self._conn += 1
             self._sent_through = 0 if self.resend_acked else self._first_unacked()
-            patterns = sorted({p for p, _, _ in self._subs} | {p for p, _ in self._raw})
+            patterns = sorted({p for p, _, _ in self._subs} | {p for p, _ in self._raw}
+                              | {p for p, _ in self._deferred})
         for pattern in patterns:
             client.subscribe(pattern, qos=1)
         if self.sync_topic is not None:
             client.subscribe(self.sync_topic, qos=1)
         if self.outbox is not None:
             client.subscribe(topics.confirmed_topic(self.link_id, self.unit_id), qos=1)
+            client.subscribe(topics.jackpot_status_topic(self.link_id), qos=1)
         client.publish(self.status_topic, self._status("online"), qos=1, retain=True)
         self.connects += 1
         self._connected.set()
@@ -252,11 +262,56 @@ class MqttBus:
         # paho's network thread: an exception here would end it (no more messages, no
         # keepalive) and the message, never PUBACKed, would come back on every restart.
         # Whatever goes wrong, the message is counted, logged (rate-limited) and dropped.
+        handed = False                                  # a deferred sink acknowledges it
         try:
-            self._take(msg.topic, msg.payload)
+            if (self.outbox is not None and not msg.retain
+                    and msg.topic == topics.jackpot_status_topic(self.link_id)):
+                self._controller_status(msg.payload)
+            handed = self._defer(msg)
+            if not handed:
+                self._take(msg.topic, msg.payload)
         except Exception as exc:                        # noqa: BLE001 - see above
             self._drop("dropped a message on %s: %s while handling it: %.200s", str(msg.topic)[:200],
                        type(exc).__name__, exc)
+        finally:
+            if self.manual_ack and not handed:
+                self._ack(msg, self._conn)
+
+    def _controller_status(self, payload: bytes) -> None:
+        """The controller (re)connected: send again everything it has not confirmed. A
+        broker restarted without the controller's session (killed before its autosave)
+        dropped what the outbox resent before the controller subscribed again."""
+        try:
+            online = wirejson.loads(payload).get("state") == "online"
+        except (ValueError, AttributeError):
+            return                                      # its other receivers judge it
+        if online:
+            with self._lock:
+                self._gen += 1
+                self._sent_through = 0 if self.resend_acked else self._first_unacked()
+            self._wake.set()
+
+    def _defer(self, msg: mqtt.MQTTMessage) -> bool:
+        """Hand ``msg`` to the deferred sink of its topic, if any (True: it acknowledges)."""
+        if not self._deferred or len(msg.payload) > self.max_payload:
+            return False
+        with self._lock:
+            sinks = [s for p, s in self._deferred if topic_matches(p, msg.topic)]
+            conn = self._conn
+        if not sinks:
+            return False
+        sinks[0](msg.topic, msg.payload, lambda: self._ack(msg, conn))
+        return True
+
+    def _ack(self, msg: mqtt.MQTTMessage, conn: int) -> None:
+        """PUBACK ``msg``, unless the connection it came on is gone: its message id may name
+        another message on the new one; the broker sends it again and the receiver drops
+        the duplicate."""
+        if msg.qos == 0:
+            return
+        with self._lock:
+            if conn == self._conn and self._connected.is_set():
+                self._client.ack(msg.mid, msg.qos)
 
     def _take(self, topic: str, payload: bytes) -> None:
         if len(payload) > self.max_payload:
@@ -407,7 +462,7 @@ class MqttBus:
         with self._lock:
             gone = {p for p, s, _ in self._subs if s == subscriber}
             self._subs = [x for x in self._subs if x[1] != subscriber]
-            still = {p for p, _, _ in self._subs} | {p for p, _ in self._raw}
+            still = {p for p, _, _ in self._subs} | {p for p, _ in self._raw} | {p for p, _ in self._deferred}
         for pattern in gone - still:
             self._client.unsubscribe(pattern)
 
@@ -416,6 +471,18 @@ class MqttBus:
         with self._lock:
             new = all(p != pattern for p, _, _ in self._subs) and all(p != pattern for p, _ in self._raw)
             self._raw.append((pattern, sink))
+        if new and self._connected.is_set():
+            self._client.subscribe(pattern, qos=1)
+
+    def subscribe_deferred(self, pattern: str, sink: DeferredSink) -> None:
+        """Like :meth:`subscribe_raw` on a ``manual_ack`` link, but the broker's PUBACK
+        waits until the sink calls the ``ack`` it is given (from any thread)."""
+        if not self.manual_ack:
+            raise LinkError(f"{self.unit_id}: deferred acknowledgement needs manual_ack=True")
+        with self._lock:
+            new = all(p != pattern for p, _, _ in self._subs) and all(p != pattern for p, _ in self._raw) \
+                and all(p != pattern for p, _ in self._deferred)
+            self._deferred.append((pattern, sink))
         if new and self._connected.is_set():
             self._client.subscribe(pattern, qos=1)
 

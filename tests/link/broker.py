@@ -30,7 +30,7 @@ class Broker:
         self.proc: subprocess.Popen | None = None
         lines = [f"listener {self.port} 127.0.0.1", f"user {pwd.getpwuid(os.getuid()).pw_name}",
                  "persistence true", f"persistence_location {self.dir}/",
-                 "autosave_on_changes true", "autosave_interval 1",
+                 "autosave_interval 30",     # as docs/mqtt/mosquitto.conf: on a time basis
                  "max_queued_messages 0", "max_inflight_messages 64", f"message_size_limit {message_size_limit}",
                  "set_tcp_nodelay true", "log_dest stderr", "log_type error", "log_type warning",
                  "log_type notice"]
