@@ -65,14 +65,10 @@ def share_text(value: Fraction) -> str:
     return text
 
 
-class SeatReporter:
-    def __init__(self, seat: Any, bus: MqttBus) -> None:
-        self.seat = seat
-        self.bus = bus
-        self.reported = 0
-        self.alarms = AlarmReporter(bus, {"table": seat.table, "box": seat.box})
-        self.missed_done: set[int] = set()     # missed rounds reported since this start
-        seat.observe(self._after_step)
+class _AlarmCounts:
+    """What a unit's reporter says of its alarms (both roles, through :class:`AlarmReporter`)."""
+
+    alarms: "AlarmReporter"
 
     @property
     def alarms_seen(self) -> int:
@@ -85,8 +81,18 @@ class SeatReporter:
 
     @property
     def unreportable(self) -> int:
-        """Alarm entries dropped from the seat's bounded log before they were reported."""
+        """Alarm entries dropped from the unit's bounded log before they were reported."""
         return self.alarms.unreportable
+
+
+class SeatReporter(_AlarmCounts):
+    def __init__(self, seat: Any, bus: MqttBus) -> None:
+        self.seat = seat
+        self.bus = bus
+        self.reported = 0
+        self.alarms = AlarmReporter(bus, {"table": seat.table, "box": seat.box})
+        self.missed_done: set[int] = set()     # missed rounds reported since this start
+        seat.observe(self._after_step)
 
     def _report(self, round_no: int, kind: str, body: dict[str, Any], key: str | None = None) -> None:
         seq = self.bus.report(kind, body, key=f"{round_no}/{key or kind}", table=self.seat.table,
@@ -219,7 +225,7 @@ def _alarm_boxes(entry: Any) -> list[int]:
     return sorted({b for b in raw if isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= 99})
 
 
-class DealerReporter:
+class DealerReporter(_AlarmCounts):
     """The dealer's alarms and its record of each round to the jackpot controller, through
     the dealer's own outbox.
 
@@ -241,20 +247,6 @@ class DealerReporter:
         self.reported = 0
         self.alarms = AlarmReporter(bus, {"table": dealer.table})
         dealer.observe(self._after_step)
-
-    @property
-    def alarms_seen(self) -> int:
-        """The running number of the next alarm entry to look at."""
-        return self.alarms.seen
-
-    @alarms_seen.setter
-    def alarms_seen(self, value: int) -> None:
-        self.alarms.seen = value
-
-    @property
-    def unreportable(self) -> int:
-        """Alarm entries dropped from the dealer's bounded log before they were reported."""
-        return self.alarms.unreportable
 
     def sync(self) -> None:
         """Report what the dealer's state holds now (after its journal was replayed)."""
