@@ -15,10 +15,8 @@ import sys
 import tomllib
 from pathlib import Path
 
-from firmware import wirejson
-from firmware.commands.limits import MAX_ROUND, bounded_float, bounded_int
+from firmware.commands.limits import MAX_ROUND, bounded_float, bounded_int, read_password
 
-MAX_PASSWORD = 1024
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,26 +67,6 @@ def _password_options(p: argparse.ArgumentParser) -> None:
                    help="the MQTT password: the first line of FILE, or - for standard input")
     p.add_argument("--allow-insecure", action="store_true",
                    help="allow the password over plain mqtt:// (a lab or loopback broker; default: mqtts:// only)")
-
-
-def read_password(args: argparse.Namespace) -> str | None:
-    """The password from ``--password-file`` (first line; ``-``: standard input), or None."""
-    if not args.password_file:
-        return None
-    name = "<stdin>" if args.password_file == "-" else args.password_file
-    try:
-        if args.password_file == "-":
-            line = sys.stdin.readline(MAX_PASSWORD + 2)
-        else:
-            with open(args.password_file, encoding="utf-8") as f:
-                line = f.readline(MAX_PASSWORD + 2)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"--password-file {name}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
-    password = line.rstrip("\r\n")
-    if not password or len(password) > MAX_PASSWORD:
-        raise ValueError(f"--password-file {name}: the first line must hold the password (1 to {MAX_PASSWORD} "
-                         "characters)")
-    return password
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -150,11 +128,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def confirm(args: argparse.Namespace) -> int:
     """Publish confirm_hit and wait for the controller's answer (its tx echoed)."""
-    import threading
     import uuid
-
-    import paho.mqtt.client as mqtt
-    from paho.mqtt.enums import CallbackAPIVersion
 
     from firmware.link import topics
     from firmware.link.config import LinkConfigError, config_from_url
@@ -176,47 +150,12 @@ def confirm(args: argparse.Namespace) -> int:
     tx = uuid.uuid4().hex
     command = {"schema": 1, "tx": tx, "command": "confirm_hit", "by": args.by or args.username}
     command.update({"hit": args.hit} if args.hit is not None else {"unit": args.unit, "round": args.round})
-    answer: dict = {}
-    got = threading.Event()
-    subscribed = threading.Event()
-
-    def on_message(client, userdata, msg):
-        try:                 # bounded, and nothing escapes: paho's thread must live on
-            data = wirejson.loads(msg.payload)
-            if isinstance(data, dict) and data.get("tx") == tx:
-                answer.update(data)
-                got.set()
-        except Exception:    # noqa: BLE001 - not our answer; others' answers are ignored too
-            return
-
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"attendant:{tx[:8]}")
-    if cfg.username:
-        client.username_pw_set(cfg.username, cfg.password)
-    if cfg.tls:
-        client.tls_set(ca_certs=str(cfg.tls.ca), certfile=str(cfg.tls.cert) if cfg.tls.cert else None,
-                       keyfile=str(cfg.tls.key) if cfg.tls.key else None)
-    client.on_message = on_message
-    client.on_subscribe = lambda *a: subscribed.set()
-    client.on_connect = lambda c, u, f, rc, p: c.subscribe(topics.response_topic(args.link), qos=1) \
-        if not rc.is_failure else print(f"betbox jackpot confirm: the broker refused: {rc}", file=sys.stderr)
-    try:
-        client.connect(cfg.host, cfg.port, keepalive=cfg.keepalive)
-    except OSError as exc:
-        print(f"betbox jackpot confirm: cannot reach {cfg.url}: {exc}", file=sys.stderr)
+    from firmware.link.ask import ask
+    answer = ask(cfg, f"attendant:{tx[:8]}", topics.command_topic(args.link), json.dumps(command),
+                 topics.response_topic(args.link), lambda d: d if isinstance(d, dict) and d.get("tx") == tx else None,
+                 args.timeout, "betbox jackpot confirm", f"the controller '{args.link}'")
+    if answer is None:
         return 2
-    client.loop_start()
-    try:
-        if not subscribed.wait(args.timeout):
-            print(f"betbox jackpot confirm: no subscription on {cfg.url} (credentials?)", file=sys.stderr)
-            return 2
-        client.publish(topics.command_topic(args.link), json.dumps(command), qos=1)
-        if not got.wait(args.timeout):
-            print(f"betbox jackpot confirm: no answer from the controller '{args.link}' within {args.timeout:g}s",
-                  file=sys.stderr)
-            return 2
-    finally:
-        client.disconnect()
-        client.loop_stop()
     if answer.get("ok"):
         print(f"hit {answer.get('hit')}: {answer.get('state')}")
         return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import Callable
 
 # exit codes (README, "Commands")
@@ -50,3 +51,27 @@ def bounded_float(option: str, lo: float, hi: float) -> Callable[[str], float]:
         return value
     parse.__name__ = option
     return parse
+
+
+#: The longest password a command reads (a first line longer than this is not a password).
+MAX_PASSWORD = 1024
+
+
+def read_password(args: argparse.Namespace) -> str | None:
+    """The password from ``--password-file`` (first line; ``-``: standard input), or None."""
+    if not args.password_file:
+        return None
+    name = "<stdin>" if args.password_file == "-" else args.password_file
+    try:
+        if args.password_file == "-":
+            line = sys.stdin.readline(MAX_PASSWORD + 2)
+        else:
+            with open(args.password_file, encoding="utf-8") as f:
+                line = f.readline(MAX_PASSWORD + 2)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--password-file {name}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    password = line.rstrip("\r\n")
+    if not password or len(password) > MAX_PASSWORD:
+        raise ValueError(f"--password-file {name}: the first line must hold the password (1 to {MAX_PASSWORD} "
+                         "characters)")
+    return password

@@ -15,12 +15,12 @@ answer (bad arguments, broker unreachable or refusing the credentials, no dealer
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import threading
 import time
 import uuid
 from typing import Any
+
+from firmware.commands.limits import read_password
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,15 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.set_defaults(func=command)
 
 
-def _password(path: str | None) -> str | None:
-    if path is None:
-        return None
-    text = sys.stdin.readline() if path == "-" else open(path, encoding="utf-8").readline()
-    return text.rstrip("\r\n")
-
-
 def command(args: argparse.Namespace) -> int:
     from firmware.link import topics
+    from firmware.link.ask import ask
     from firmware.link.config import LinkConfigError, config_from_url
     from firmware.runtime.bus import Message, pit_command_topic, pit_response_topic
     from firmware.runtime.dealer import pit_command
@@ -74,7 +68,7 @@ def command(args: argparse.Namespace) -> int:
         body = pit_command(kind, body)
         if not 0 < args.timeout <= 600:
             raise ValueError(f"--timeout {args.timeout}: seconds above 0 and at most 600")
-        cfg = config_from_url(args.broker, username=args.username, password=_password(args.password_file),
+        cfg = config_from_url(args.broker, username=args.username, password=read_password(args),
                               tls=tls or None, allow_insecure=args.allow_insecure or None)
     except (LinkConfigError, ValueError, OSError) as exc:
         print(f"{name}: {exc}", file=sys.stderr)
@@ -83,7 +77,10 @@ def command(args: argparse.Namespace) -> int:
     # is never applied twice); the wall clock in microseconds grows between invocations
     message = Message(pit_command_topic(args.table), kind, f"pit/{args.username}" if args.username != "pit"
                       else "pit", time.time_ns() // 1000, body)
-    answer = _ask(cfg, message, pit_response_topic(args.table), tx, args.timeout, name)
+    answer = ask(cfg, f"pit:{tx[:8]}", message.topic, message.to_json(), pit_response_topic(args.table),
+                 lambda d: d["body"] if isinstance(d, dict) and isinstance(d.get("body"), dict)
+                 and d["body"].get("tx") == tx else None,
+                 args.timeout, name, "the dealer (is it running? may this user command the table?)")
     if answer is None:
         return 2
     if answer.get("ok"):
@@ -93,57 +90,3 @@ def command(args: argparse.Namespace) -> int:
         return 0
     print(f"{name}: refused by the dealer: {answer.get('error')}", file=sys.stderr)
     return 1
-
-
-def _ask(cfg: Any, message: Any, response_topic: str, tx: str, timeout: float, name: str) -> dict | None:
-    """Publish the command (QoS 1) once subscribed to the answers; the answer echoing ``tx``."""
-    import paho.mqtt.client as mqtt
-    from paho.mqtt.enums import CallbackAPIVersion
-
-    answer: dict = {}
-    got, subscribed = threading.Event(), threading.Event()
-
-    def on_message(client, userdata, msg) -> None:
-        try:
-            data = json.loads(msg.payload)
-            body = data.get("body") if isinstance(data, dict) else None
-        except ValueError:
-            return
-        if isinstance(body, dict) and body.get("tx") == tx:
-            answer.update(body)
-            got.set()
-
-    def on_connect(client, userdata, flags, rc, properties) -> None:
-        if rc.is_failure:
-            print(f"{name}: the broker refused: {rc}", file=sys.stderr)
-        else:
-            client.subscribe(response_topic, qos=1)
-
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"pit:{tx[:8]}")
-    if cfg.username:
-        client.username_pw_set(cfg.username, cfg.password)
-    if cfg.tls:
-        client.tls_set(ca_certs=str(cfg.tls.ca), certfile=str(cfg.tls.cert) if cfg.tls.cert else None,
-                       keyfile=str(cfg.tls.key) if cfg.tls.key else None)
-    client.on_message = on_message
-    client.on_subscribe = lambda *a: subscribed.set()
-    client.on_connect = on_connect
-    try:
-        client.connect(cfg.host, cfg.port, keepalive=cfg.keepalive)
-    except OSError as exc:
-        print(f"{name}: cannot reach {cfg.url}: {exc}", file=sys.stderr)
-        return None
-    client.loop_start()
-    try:
-        if not subscribed.wait(timeout):
-            print(f"{name}: no subscription on {cfg.url} (credentials?)", file=sys.stderr)
-            return None
-        client.publish(message.topic, message.to_json(), qos=1)
-        if not got.wait(timeout):
-            print(f"{name}: no answer from the dealer within {timeout:g}s (is it running? is this user "
-                  "allowed to command the table?)", file=sys.stderr)
-            return None
-    finally:
-        client.disconnect()
-        client.loop_stop()
-    return answer
