@@ -107,12 +107,11 @@ class ReaderFault(HalEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CardDrawn(HalEvent):
-    """A card left the shoe. ``counter`` is the shoe's own count since the last shuffle."""
+class _CardEvent(HalEvent):
+    """An event that names one card by rank and suit (checked on construction)."""
 
     rank: str
     suit: str
-    counter: int
 
     def __post_init__(self) -> None:
         if self.rank not in RANKS or self.suit not in SUITS or len(self.rank + self.suit) != 2:
@@ -121,6 +120,13 @@ class CardDrawn(HalEvent):
     @property
     def card(self) -> str:
         return self.rank + self.suit
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardDrawn(_CardEvent):
+    """A card left the shoe. ``counter`` is the shoe's own count since the last shuffle."""
+
+    counter: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,20 +152,9 @@ class ButtonReleased(HalEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CardKeyed(HalEvent):
+class CardKeyed(_CardEvent):
     """A card keyed in on the console's keypad (a rank key, then a suit key): a card the
     shoe dealt unseen, which the dealer owes the round (``rws-blackjack-v5 §5.4.1``)."""
-
-    rank: str
-    suit: str
-
-    def __post_init__(self) -> None:
-        if self.rank not in RANKS or self.suit not in SUITS or len(self.rank + self.suit) != 2:
-            raise ValueError(f"not a card: {self.rank!r}{self.suit!r}")
-
-    @property
-    def card(self) -> str:
-        return self.rank + self.suit
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -101,9 +101,6 @@ class DealerUnit(Unit):
                  decks: int | None = None, limits: Mapping[str, tuple[Fraction, Fraction]] | None = None,
                  meter: Fraction | None = None, close_wait: float | None = CLOSE_WAIT) -> None:
         super().__init__(unit_id, table, bus, journal)
-        # why this start's software verification failed, or None: no round opens while set
-        # (not checkpointed: each start verifies again)
-        self.not_verified: str | None = None
         if close_wait is not None and not 0 < close_wait <= 600:
             raise ValueError(f"close_wait {close_wait!r}: seconds above 0 and at most 600, or None")
         # seats that have not locked this long after "no more bets" are closed without
@@ -195,7 +192,7 @@ class DealerUnit(Unit):
         elif kind == BEHIND:
             return self.on_behind(body)
         elif kind == "software":
-            return self._on_software(software_input(body))
+            return self.on_software(software_input(body))
         elif kind == "boot":
             # seats re-send what the dealer may have lost (offers, locks, additions); a
             # clock reading from before the restart means nothing now: the wait starts again
@@ -486,16 +483,6 @@ class DealerUnit(Unit):
         """Why no round can be dealt now (a card shoe's link is lost), or None."""
         lost = [n for n, d in sorted(self.devices_down.items()) if d["kind"] == "card_shoe"]
         return f"the card shoe ({', '.join(lost)}) is not connected: no round can be dealt" if lost else None
-
-    def _on_software(self, result: dict[str, Any]) -> bool:
-        """This start's verification: not verified is an alarm, and no round opens."""
-        now = None if result["verified"] else result["detail"]
-        if now == self.not_verified:
-            return False
-        self.not_verified = now
-        if now is not None:
-            self.alarm("not_verified", f"software not verified, no bets taken: {now}"[:200])
-        return True
 
     def _open_bets(self) -> None:
         if self.not_verified is not None:

@@ -104,9 +104,6 @@ class SeatUnit(Unit):
         # rounds that ended while this seat was down, rebuilt by its engine from the
         # dealer's record in the catch-up: the seat's reporter reports them like its own
         self.missed_rounds: dict[int, Round] = {}
-        # why this start's software verification failed (betbox verify), or None: a seat
-        # whose software is not verified takes no bets (not checkpointed: each start verifies)
-        self.not_verified: str | None = None
         self.view: SeatView = self._build_view()
         self._profiles: dict[str, Profile] = {}
         bus.subscribe(stream_topic(table), self.post, unit_id)
@@ -168,20 +165,14 @@ class SeatUnit(Unit):
                 self._offer()             # withdraw the offer: bets are refused now
             return changed
         if kind == "software":
-            return self._on_software(software_input(body))
+            return self.on_software(software_input(body))
         raise ValueError(f"seat: unknown input {kind!r}")
 
-    def _on_software(self, result: dict[str, Any]) -> bool:
-        """This start's verification: not verified is an alarm, and no bets are taken."""
-        now = None if result["verified"] else result["detail"]
-        if now == self.not_verified:
-            return False
-        self.not_verified = now
-        if now is not None:
-            self.alarm("not_verified", f"software not verified, no bets taken: {now}")
-        if self.phase == "open":
+    def on_software(self, result: dict[str, Any]) -> bool:
+        changed = super().on_software(result)
+        if changed and self.phase == "open":
             self._offer()                   # an offer already made is withdrawn
-        return True
+        return changed
 
     def _hello(self) -> None:
         """Presence, the last stream message held, and what the dealer may have lost."""

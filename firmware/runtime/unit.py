@@ -280,6 +280,9 @@ class Unit(ABC):
         # hold (restarted from an older copy): {"outbox_seq": n, "confirmed": m}; bets are
         # refused while it is set (issue #11.5)
         self.behind: dict[str, int] | None = None
+        # why this start's software verification failed (betbox verify), or None: a unit whose
+        # software is not verified takes no bets (not checkpointed: each start verifies again)
+        self.not_verified: str | None = None
 
     # -- entry points ------------------------------------------------------------------
 
@@ -554,6 +557,17 @@ class Unit(ABC):
         log.info(fmt + (f" ({skipped} change(s) not logged before)" if skipped else ""), *args)
 
     # -- a unit behind what the controller holds for it (issue #11.5) -------------------
+
+    def on_software(self, result: dict[str, Any]) -> bool:
+        """This start's verification (a ``software`` input): not verified is an alarm, and
+        the role takes no bets while it lasts."""
+        now = None if result["verified"] else result["detail"]
+        if now == self.not_verified:
+            return False
+        self.not_verified = now
+        if now is not None:
+            self.alarm("not_verified", f"software not verified, no bets taken: {now}"[:200])
+        return True
 
     def on_behind(self, body: dict[str, Any]) -> bool:
         """The link found the controller's confirmed mark past everything this unit's
