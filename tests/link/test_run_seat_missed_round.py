@@ -119,7 +119,10 @@ def test_a_seat_down_across_a_round_end_reports_that_round_from_the_dealers_reco
         meters = data["pools"]["main"]["meters"]
         assert (meters["wagers"], Fraction(meters["wagers_in"])) == (wagers, wagers * profile.progressive.wager)
         unit = data["units"][f"{TABLE}/seat-1"]
-        assert unit["missing"] == 0 and unit["duplicates"] == 0, unit
+        # nothing missing; a report the broker took just before the SIGKILL may come again after
+        # the restart (the outbox resends what is not confirmed): the controller drops it as a
+        # duplicate, and the books above count it once
+        assert unit["missing"] == 0 and unit["contiguous"] == unit["highest_seq"], unit
         assert not [r for r in sniffer.json("/report") if r["kind"] == "alarm"
                     and r["body"]["alarm"] in ("rounds_unreported", "integrity")]
         assert [p.terminate() for p in (seat, dealer, jackpot)] == [0, 0, 0]
