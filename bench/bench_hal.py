@@ -13,7 +13,6 @@ import argparse
 import os
 import queue
 import select
-import statistics
 import sys
 import time
 import tty
@@ -21,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hal.events import ShoeSignalKind  # noqa: E402
 from hal.protocol import rfid, shoe  # noqa: E402
 from hal.protocol.framing import Parser, Sequencer  # noqa: E402
-from hal.events import ShoeSignalKind  # noqa: E402
 
 
 def shoe_stream(n: int) -> bytes:
@@ -111,7 +110,7 @@ def backend_latency(samples: int) -> tuple[list[float], list[float]]:
     while not q.empty():
         q.get()
     lat = []
-    for i in range(samples):
+    for _i in range(samples):
         t0 = time.perf_counter()
         sim.deal("AS")
         q.get(timeout=10)
@@ -131,7 +130,7 @@ def backend_latency(samples: int) -> tuple[list[float], list[float]]:
     while not q.empty():
         q.get()
     lat = []
-    for i in range(samples):
+    for _i in range(samples):
         t0 = time.perf_counter()
         sim.cycle()  # 4 TAGS + CYCLE_END written to the pty
         q.get(timeout=10)

@@ -94,7 +94,7 @@ def bare_round_trips(url: str, n: int) -> list[float]:
     c.loop_start()
     out = []
     payload = json.dumps({"schema": 1, "kind": "bench", "body": {"amount": "5"}, "pad": "x" * 150})
-    for i in range(n):
+    for _i in range(n):
         done.clear()
         t0 = time.perf_counter()
         c.publish("betbox/v1/bench/bare", payload, qos=1)
@@ -184,7 +184,7 @@ def ingest_direct(n: int, tmp: Path, batch: int = 1) -> float:
     transaction per ``batch`` reports."""
     ctl = controller(tmp / f"direct-{batch}-{time.monotonic_ns()}.db")
     rounds = n // 2
-    msgs = [m for pair in zip(payloads("bench/seat-1", rounds), dealer_payloads("bench", rounds, 1)) for m in pair]
+    msgs = [m for pair in zip(payloads("bench/seat-1", rounds), dealer_payloads("bench", rounds, 1), strict=True) for m in pair]
     t0 = time.perf_counter()
     for i in range(0, len(msgs), batch):
         ctl.ingest_batch(msgs[i:i + batch])
@@ -324,6 +324,7 @@ class BareSubscriber:
 
 def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
     """Latencies (s) from shoe.deal(card) to the broker's PUBACK of the report it causes."""
+    import random
     from fractions import Fraction
 
     from firmware.commands.run import serve
@@ -339,7 +340,6 @@ def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
     from firmware.sim import chipset
     from firmware.sim.shoe import SimShoe
     from hal.mock import MockCardShoe, MockChipReader, MockConsole, MockLamps
-    import random
 
     profile = load_profile("rws-blackjack-switch")
     spots = list(seat_spots(profile))
@@ -401,13 +401,13 @@ def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
     main_chips = chipset.chips_for(Fraction(10), 1, spots.index("main"), 0)
     prog_chips = chipset.chips_for(profile.progressive.wager, 1, spots.index("progressive"), 0)
     try:
-        for r in range(rounds):
+        for _r in range(rounds):
             if sim.cut_card_out:
                 sim.shuffle()
                 shoe.shuffle()
             n0 = dealer.round_no
             console.press("open_bets")
-            wait_until(lambda: seat.phase == "open" and seat.round_no == n0 + 1, 10, "bets open", step=0.0005)
+            wait_until(lambda n0=n0: seat.phase == "open" and seat.round_no == n0 + 1, 10, "bets open", step=0.0005)
             reader.place_chips("main", main_chips)
             reader.place_chips("progressive", prog_chips)
             for _ in range(3):
@@ -433,7 +433,8 @@ def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
                     inputs.append((time.perf_counter(), "button"))
                     console.press(str(legal[0]))
                 # as a dealer: the next card once this one's step is durable (journalled)
-                wait_until(lambda: (len(dealer.round.history) > n or dealer.phase != "play") and steps[0] > written,
+                wait_until(lambda n=n, written=written: (len(dealer.round.history) > n or dealer.phase != "play")
+                           and steps[0] > written,
                            10, "the dealer's step in its journal", step=0.0002)
             wait_until(lambda: seat.phase in ("over", "void"), 10, "the seat's result", step=0.0005)
             reader.remove_chips("main")

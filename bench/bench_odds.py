@@ -57,9 +57,9 @@ def main() -> None:
     jobs += [(f"progressive {name}", lambda shoe, n=name: odds.progressive_probabilities(n, shoe))
              for name in PROGRESSIVE_HANDS]
     for name, job in jobs:
-        c = cold(lambda: job(full))
-        w = clock(lambda: job(ShoeComposition.of_decks(6)))
-        u = clock(lambda: job(used))
+        c = cold(lambda job=job: job(full))
+        w = clock(lambda job=job: job(ShoeComposition.of_decks(6)))
+        u = clock(lambda job=job: job(used))
         print(f"{name:28} {c * 1000:11.1f}ms {w * 1000:11.1f}ms {u * 1000:8.1f}ms")
 
     print("\nnaive baseline (every deal of 1 deck judged one by one, same evaluators):")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sqlite3
 import statistics
 import sys
@@ -59,7 +58,7 @@ def journal_rate(where: Path, n: int = 2000) -> tuple[float, float]:
     db.execute("PRAGMA synchronous=FULL")
     db.execute("CREATE TABLE t (x TEXT)")
     start = time.perf_counter()
-    for i in range(n):
+    for _ in range(n):
         db.execute("BEGIN")
         db.execute("INSERT INTO t VALUES (?)", ("x",))
         db.execute("COMMIT")

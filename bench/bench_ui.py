@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -30,7 +29,6 @@ def rss_mb() -> float:
 
 def child_headless() -> dict:
     """A table with its seat units, no UI: the seat unit's own footprint."""
-    import tempfile
     from firmware.engine.profile import load_profile
     from ui.demo import DemoTable
     table = DemoTable(load_profile("rws-perfect-pairs"), pace=0, auto=False)
@@ -50,6 +48,7 @@ def child_window() -> dict:
     Switch: a contribution arrives, the meter animates for a second), and RSS."""
     t0 = time.perf_counter()
     from fractions import Fraction
+
     from firmware.engine.profile import load_profile
     from ui.app import build_app
     from ui.demo import DemoTable

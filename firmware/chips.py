@@ -262,7 +262,7 @@ def enrol_text(text: str, uid: str, denomination: str, status: str = "valid", so
     try:
         u = normalise_uid(uid)
         d = parse_denomination(denomination)
-        s = ChipStatus(STATUS_ALIASES.get(status.strip().lower(), status.strip().lower()))
+        ChipStatus(STATUS_ALIASES.get(status.strip().lower(), status.strip().lower()))   # a status it knows
     except ValueError as exc:
         what = str(exc) if "ChipStatus" not in str(exc) else (
             f"status {status!r} must be one of {', '.join(c.value for c in ChipStatus)} or stolen")

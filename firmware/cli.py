@@ -16,8 +16,7 @@ import sqlite3
 import sys
 from typing import Sequence
 
-from firmware import __version__
-from firmware import commands
+from firmware import __version__, commands
 from firmware.commands import limits
 
 

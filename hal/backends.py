@@ -11,8 +11,15 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping
 
-from hal.errors import (BadOption, HalError, MissingOption, SerialPortMissing, UnknownBackend,
-                        UnknownOption, UnsupportedPort)
+from hal.errors import (
+    BadOption,
+    HalError,
+    MissingOption,
+    SerialPortMissing,
+    UnknownBackend,
+    UnknownOption,
+    UnsupportedPort,
+)
 from hal.ports import Port
 
 KINDS = ("chip_reader", "card_shoe", "console", "lamps")

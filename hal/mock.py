@@ -11,10 +11,20 @@ from collections import defaultdict
 from typing import Iterable
 
 from hal.errors import DeviceStateError, UnknownButton
-from hal.events import (Button, ButtonPressed, ButtonReleased, CardDrawn, InventoryCycle,
-                        ReaderFault, ShoeSignal, ShoeSignalKind, TechnicianKey,
-                        normalise_uid, parse_card)
-from hal.ports import CardShoe, ChipReader, DealerConsole, LampState, Lamps
+from hal.events import (
+    Button,
+    ButtonPressed,
+    ButtonReleased,
+    CardDrawn,
+    InventoryCycle,
+    ReaderFault,
+    ShoeSignal,
+    ShoeSignalKind,
+    TechnicianKey,
+    normalise_uid,
+    parse_card,
+)
+from hal.ports import CardShoe, ChipReader, DealerConsole, Lamps, LampState
 
 
 class MockChipReader(ChipReader):

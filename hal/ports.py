@@ -17,11 +17,20 @@ from dataclasses import dataclass
 from typing import Iterable, Literal
 
 from hal.errors import PortClosed, UnknownButton, UnknownLamp, UnknownSpot
-from hal.events import (KEYPAD_KEYS, RANKS, SUITS, Button, CardKeyed, ConnectionLost, ConnectionRestored,
-                        EventSink, HalEvent)
+from hal.events import (
+    KEYPAD_KEYS,
+    RANKS,
+    SUITS,
+    Button,
+    CardKeyed,
+    ConnectionLost,
+    ConnectionRestored,
+    EventSink,
+    HalEvent,
+)
 
 
-class Port(ABC):
+class Port(ABC):  # noqa: B024 (no abstract method: a Port is made only through its role subclasses)
     """A device with a name, a lifecycle and an event sink.
 
     Hooks: backends **may** override :meth:`_start` (open hardware, start threads) and
@@ -73,10 +82,10 @@ class Port(ABC):
 
     # -- hooks
 
-    def _start(self) -> None:
+    def _start(self) -> None:  # noqa: B027 (an optional hook: empty on purpose)
         """May override: open the hardware and start reader threads."""
 
-    def _close(self) -> None:
+    def _close(self) -> None:  # noqa: B027 (an optional hook: empty on purpose)
         """May override: stop threads and release the hardware."""
 
     # -- helpers for backends

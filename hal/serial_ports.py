@@ -14,7 +14,7 @@ from hal.events import HalEvent
 from hal.ports import CardShoe, ChipReader, Port
 from hal.protocol import rfid, shoe
 from hal.protocol.common import HELLO, PROTOCOL_VERSION, Hello, MessageError
-from hal.protocol.framing import Frame, Parser, Sequencer, SequenceCheck
+from hal.protocol.framing import Frame, Parser, SequenceCheck, Sequencer
 from hal.serial_link import SerialLink
 
 DEFAULT_BAUDRATE = 115200

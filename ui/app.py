@@ -117,6 +117,8 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
     _prepare_kivy(size, fullscreen, kivy_home)
     from . import fonts
     font = fonts.cjk_font()
+    from fractions import Fraction
+
     from kivy.app import App
     from kivy.clock import Clock, mainthread
     from kivy.core.text import LabelBase
@@ -126,9 +128,8 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
     from kivy.properties import ListProperty, NumericProperty
     from kivy.uix.boxlayout import BoxLayout
     from kivy.uix.label import Label
-    from kivy.uix.widget import Widget
-    from fractions import Fraction
     from kivy.uix.screenmanager import NoTransition, Screen, ScreenManager
+    from kivy.uix.widget import Widget
 
     from .i18n import LANGUAGES, tr
     from .presenter import SeatPresenter, money
@@ -175,6 +176,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
 
         def _draw(self, *_a) -> None:
             from kivy.graphics import Color, Ellipse, Line
+
             from .chips import chip_colours
             c = self.canvas
             c.clear()
@@ -352,7 +354,9 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
                     row.bind(card_h=card.setter("card_h"))
                     card.card_h = row.card_h
                 else:                       # the dealer's: as many as come fit the row's width
-                    def fit(_w, _v, card=card, n=len(cards)):
+                    n_cards = len(cards)
+
+                    def fit(_w, _v, card=card, n=n_cards):
                         card.card_h = max(u * 20, min(u * 66, (box.width - n * u * 5) / n / 0.72))
                     box.bind(width=fit)
                     fit(box, box.width)
@@ -739,10 +743,12 @@ def run_demo_window(options: Any) -> int:
     ``profiles`` (list; the first is used), ``seed``, ``box`` (seat shown, default 1),
     ``lang``, ``size`` ("800x480"…), ``manual`` (start driven by the keyboard), ``state_dir``,
     ``pace`` (auto play's seconds per step a player sees; default ``DEFAULT_PACE``, 0 to 3)."""
+    import logging
+
     from firmware.engine.profile import ProfileError, load_profile, profile_names
+
     from .demo import DEFAULT_PACE, DemoTable
     from .service import LogRing
-    import logging
 
     names = getattr(options, "profiles", None) or profile_names()
     try:

@@ -15,11 +15,10 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Callable
-
-from dataclasses import replace
 
 from firmware.engine.money import format_amount
 from firmware.engine.profile import Profile

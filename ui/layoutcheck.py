@@ -24,8 +24,16 @@ from typing import Iterator
 from firmware.engine.profile import load_profile, profile_names
 from firmware.runtime.seatview import CONDITIONS
 from firmware.runtime.spots import seat_spots
-from firmware.runtime.view import (AlarmView, ChipView, HandView, ProgressiveView,
-                                   ResultView, SeatView, SpotIssue, SpotView)
+from firmware.runtime.view import (
+    AlarmView,
+    ChipView,
+    HandView,
+    ProgressiveView,
+    ResultView,
+    SeatView,
+    SpotIssue,
+    SpotView,
+)
 
 from .model import ControllerState, SeatSnapshot
 

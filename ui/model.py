@@ -13,7 +13,6 @@ from fractions import Fraction
 
 from firmware.runtime.view import SeatView
 
-
 # --- what the UI reads ----------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -112,8 +112,8 @@ class PinLock:
 def plain(value: Any) -> str:
     """A value as a technician reads it, never a Python repr: yes/no, 1,234, 25,000.50,
     a lamp's "on" / "off" / "blinking 0.5 s on, 0.5 s off"."""
-    from fractions import Fraction
     from decimal import Decimal
+    from fractions import Fraction
     if value is None:
         return NOT_AVAILABLE
     if isinstance(value, bool):

@@ -41,6 +41,7 @@ def main(argv=None) -> int:
     from firmware.engine.profile import load_profile
     from firmware.runtime.table import seat_spots
     from firmware.sim import chipset
+
     from .app import SIZES, build_app
     from .demo import DemoTable
 

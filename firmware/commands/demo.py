@@ -23,7 +23,6 @@ from firmware.commands.limits import bounded_float, bounded_int
 from firmware.engine.profile import ProfileError, load_profile, profile_names
 from firmware.sim.summary import Summary
 
-
 MAX_DEMO_ROUNDS = 1_000_000       # rounds per table
 MAX_DEMO_TABLES = 64              # tables in one process
 
@@ -257,7 +256,7 @@ def _tables(args, profiles, rng, total: Summary, state_dir: Path, links: "_Links
                              state_dir=state_dir / f"table-{t + 1}", rotate_rounds=args.rotate_rounds,
                              keep_segments=args.keep_segments)
             summary = run_demo_table(spec, args.rounds,
-                                     progress=lambda i: _progress(label, i, args.rounds),
+                                     progress=lambda i, label=label: _progress(label, i, args.rounds),
                                      bus_factory=links.bus_factory(), on_unit=links.on_unit)
         if sys.stderr.isatty():
             print(file=sys.stderr)

@@ -153,5 +153,5 @@ def to_text(odds: ProfileOdds) -> str:
         lines.append("no side bets and no progressive in this profile")
     else:
         for r in rows:
-            lines.append("  ".join((c.ljust(w) if i < 2 else c.rjust(w)) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+            lines.append("  ".join((c.ljust(w) if i < 2 else c.rjust(w)) for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip())
     return "\n".join(lines) + "\n"

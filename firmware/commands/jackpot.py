@@ -18,7 +18,6 @@ from pathlib import Path
 from firmware.commands.limits import MAX_ROUND, bounded_float, bounded_int, read_password
 
 
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("jackpot", help="the progressive jackpot controller (serve, report)",
                        description=__doc__.split("\n\n")[1])

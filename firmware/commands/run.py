@@ -34,8 +34,8 @@ import time
 from typing import Any, Callable
 
 from firmware.runtime.config import ConfigError, UnitConfig, load_config
-from firmware.runtime.storage import StorageError
 from firmware.runtime.preflight import check_startable
+from firmware.runtime.storage import StorageError
 
 log = logging.getLogger("betbox.run")
 #: The device name under which a unit journals its broker link's state.
@@ -139,7 +139,6 @@ class Link:
         """After the unit recovered: report what its state holds, then follow the controller."""
         from firmware.link.presence import ControllerWatch, takes_controller_input
         from firmware.link.reporter import DealerReporter, SeatReporter
-
         from firmware.runtime.unit import BEHIND
 
         if self.config.role in ("seat", "dealer"):

@@ -104,7 +104,7 @@ class _Class:
         """
         orders = prod(factorial(size) for size in self.role_sizes)
         kinds: dict[int, int] = {}
-        for (_, rank), group_suits in zip(self.groups, suits):
+        for (_, rank), group_suits in zip(self.groups, suits, strict=True):
             for s in group_suits:
                 k = _KIND_OF[rank][s]
                 kinds[k] = kinds.get(k, 0) + 1
@@ -128,7 +128,7 @@ def _classes(judge: HandJudge, role_sizes: tuple[int, ...], group: str) -> tuple
                 shape.append(n)
         for representative, members in _suit_orbits(tuple(shape), group):
             cards: list[list[Card]] = [[] for _ in role_sizes]
-            for (role, rank), suits in zip(groups, representative):
+            for (role, rank), suits in zip(groups, representative, strict=True):
                 cards[role].extend(_CARD[rank][s] for s in suits)
             out.append(_Class(judge(cards), tuple(groups), representative, members, role_sizes))
     return tuple(out)

@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from firmware.strict import Section
+from firmware.engine.strict import Section
 
 from .money import parse_amount, parse_odds, round_down_to_cent
 

@@ -18,14 +18,22 @@ from fractions import Fraction
 from typing import Iterable, Mapping, Sequence
 
 from .cards import Card, ShoeComposition
-from .errors import (BettingOpen, IllegalDecision, IllegalWager, NotYourTurn, RoundOver,
-                     RuleError, UnexpectedCard)
-from .events import (Action, BetsClosed, CardDrawn, Decision, Event, TURN_ACTIONS, VoidRound,
-                     WalkedAway)
+from .errors import BettingOpen, IllegalDecision, IllegalWager, NotYourTurn, RoundOver, RuleError, UnexpectedCard
+from .events import TURN_ACTIONS, Action, BetsClosed, CardDrawn, Decision, Event, VoidRound, WalkedAway
 from .hand import describe, hand_total
 from .money import is_whole_cents
-from .outcomes import (BetReturned, EnvyBonus, HandSettled, InsuranceSettled, Outcome,
-                       ProgressiveHit, RoundComplete, RoundVoided, SideBetSettled, WagerFlagged)
+from .outcomes import (
+    BetReturned,
+    EnvyBonus,
+    HandSettled,
+    InsuranceSettled,
+    Outcome,
+    ProgressiveHit,
+    RoundComplete,
+    RoundVoided,
+    SideBetSettled,
+    WagerFlagged,
+)
 from .profile import Profile
 from .progressive import PROGRESSIVE_HANDS
 from .sidebets import SIDE_BETS

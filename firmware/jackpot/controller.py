@@ -334,7 +334,7 @@ class JackpotController:
             self._match(c)
         # what a seat claimed for this round and stage that the dealer's record lacks
         for kind in [k for k, s in STAGE.items() if s == stage]:
-            for box, key, value, event in self.db.execute(
+            for box, key, value, _event in self.db.execute(
                     "SELECT box, key, value, event FROM claim s WHERE table_id = ? AND round = ? AND kind = ? "
                     "AND source = 'seat' AND state = 'held' AND NOT EXISTS (SELECT 1 FROM claim d WHERE "
                     "d.table_id = s.table_id AND d.round = s.round AND d.box = s.box AND d.kind = s.kind AND "

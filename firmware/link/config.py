@@ -1,6 +1,6 @@
 """Link configuration: broker address, TLS and credentials, read strictly.
 
-Read with :class:`firmware.strict.Section`: unknown keys and bad values are errors that name
+Read with :class:`firmware.engine.strict.Section`: unknown keys and bad values are errors that name
 the file, the section and the key (``seat.toml: [link.tls] cert: ...``), so a misspelt
 option stops start-up instead of silently connecting without TLS.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from firmware.strict import Section
+from firmware.engine.strict import Section
 
 DEFAULT_MAX_PAYLOAD = 64 * 1024   # bytes: an incoming message larger than this is dropped unread
 MIN_PAYLOAD = 4 * 1024

@@ -22,8 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from firmware.runtime.storage import (StorageError, StorageFull, bound_wal, check_integrity, check_open_mark,
-                                      create_private, full_error, is_full, rollback, set_open_mark)
+from firmware.runtime.storage import (
+    StorageError,
+    StorageFull,
+    bound_wal,
+    check_integrity,
+    check_open_mark,
+    create_private,
+    full_error,
+    is_full,
+    rollback,
+    set_open_mark,
+)
 
 SCHEMA = 1
 

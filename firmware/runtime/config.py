@@ -41,7 +41,7 @@ from typing import Any, Mapping
 
 from firmware.engine.money import parse_amount
 from firmware.engine.profile import ProfileError, load_profile
-from firmware.strict import Section
+from firmware.engine.strict import Section
 
 ROLES = ("dealer", "seat", "jackpot")
 TRANSPORTS = ("inproc",)

@@ -32,9 +32,20 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from firmware import __version__
-from firmware.runtime.storage import (StorageError, StorageFull, bound_wal, check_integrity, check_open_mark,
-                                      clock_sync, create_private, free_bytes, full_error, is_full, rollback,
-                                      set_open_mark)
+from firmware.runtime.storage import (
+    StorageError,
+    StorageFull,
+    bound_wal,
+    check_integrity,
+    check_open_mark,
+    clock_sync,
+    create_private,
+    free_bytes,
+    full_error,
+    is_full,
+    rollback,
+    set_open_mark,
+)
 
 SCHEMA_VERSION = 2          # 2: each record's time (utc, mono); the unit's starts
 JOURNAL_NAME = "journal.db"
@@ -265,7 +276,7 @@ class Journal:
             db = self._db if path is None else _open_segment(path)
             try:
                 if _has_table(db, "start"):
-                    found += [dict(zip(("utc", "mono", "clock", "firmware", "after_step"), row)) for row in
+                    found += [dict(zip(("utc", "mono", "clock", "firmware", "after_step"), row, strict=True)) for row in
                               db.execute("SELECT utc, mono, clock, firmware, after_step FROM start ORDER BY id")]
             except sqlite3.DatabaseError as exc:
                 raise JournalError(f"{path or self.path}: its starts cannot be read: {exc}") from None

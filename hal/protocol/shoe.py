@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hal.events import RANKS, SUITS, CardDrawn, HalEvent, ShoeSignal, ShoeSignalKind
-from hal.protocol.common import (HEARTBEAT, HELLO, Hello, MessageError, need, u16)
+from hal.protocol.common import HEARTBEAT, HELLO, Hello, MessageError, need, u16
 from hal.protocol.framing import Frame
 
 CARD = 0x10

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-
 import random
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import deque
 from typing import Callable
 

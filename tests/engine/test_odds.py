@@ -10,12 +10,20 @@ from itertools import permutations
 from math import comb
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from firmware.engine.cards import ALL_CARDS, Card, POKER_ORDER, ShoeComposition, parse_cards
-from firmware.engine.odds import (SUIT_GROUPS, SUIT_SYMMETRY, hand_probabilities, profile_odds,
-                                  progressive_odds, progressive_probabilities, side_bet_odds,
-                                  side_bet_probabilities)
+from firmware.engine.cards import ALL_CARDS, POKER_ORDER, Card, ShoeComposition, parse_cards
+from firmware.engine.odds import (
+    SUIT_GROUPS,
+    SUIT_SYMMETRY,
+    hand_probabilities,
+    profile_odds,
+    progressive_odds,
+    progressive_probabilities,
+    side_bet_odds,
+    side_bet_probabilities,
+)
 from firmware.engine.profile import SideBetTable, load_profile, parse_profile
 from firmware.engine.progressive import PROGRESSIVE_HANDS
 from firmware.engine.sidebets import SIDE_BETS, three_card_category, twenty_one_plus_three
@@ -189,8 +197,8 @@ tiny_shoes = st.lists(st.integers(0, 2), min_size=len(TINY_KINDS), max_size=len(
 
 
 def _tiny(counts):
-    return (ShoeComposition.from_counts(dict(zip(TINY_KINDS, counts))),
-            [card for card, n in zip(TINY_KINDS, counts) for _ in range(n)])
+    return (ShoeComposition.from_counts(dict(zip(TINY_KINDS, counts, strict=True))),
+            [card for card, n in zip(TINY_KINDS, counts, strict=True) for _ in range(n)])
 
 
 @settings(max_examples=25, deadline=None)

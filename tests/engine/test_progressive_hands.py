@@ -5,7 +5,8 @@ from __future__ import annotations
 from itertools import permutations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from firmware.engine.cards import ALL_CARDS, parse_cards
 from firmware.engine.progressive import PROGRESSIVE_HANDS, four_card, three_card

@@ -21,14 +21,19 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from firmware.engine.cards import ALL_CARDS, ShoeComposition
 from firmware.engine.errors import RuleError
 from firmware.engine.events import Action, BetsClosed, CardDrawn, Decision, VoidRound, WalkedAway
 from firmware.engine.money import to_json_number
-from firmware.engine.outcomes import (EnvyBonus, HandSettled, InsuranceSettled, ProgressiveHit,
-                                      RoundVoided, SideBetSettled)
+from firmware.engine.outcomes import (
+    HandSettled,
+    InsuranceSettled,
+    RoundVoided,
+    SideBetSettled,
+)
 from firmware.engine.profile import Profile, load_profile, profile_names
 from firmware.engine.round import Phase, Round, replay
 from firmware.engine.settlement import settlement
@@ -107,7 +112,7 @@ def tables(draw, profile: Profile) -> Table:
                 if cap is not None and main is not None:
                     top = cap * main           # §3.13.2 d: not above the initial bet
                     bets[name] = draw(st.integers(1, max(1, int(top * 2)))
-                                      .map(lambda n: min(Fraction(n, 2), top)))
+                                      .map(lambda n, top=top: min(Fraction(n, 2), top)))
                 else:
                     bets[name] = draw(_amount(1, 200))
         if profile.progressive is not None and draw(st.booleans()):
@@ -408,7 +413,7 @@ def test_random_legal_play_never_crashes_and_always_ends(table: Table, rnd: rand
 
 def check_complete_round(played: Played) -> None:
     """A completed round settled everything it took, and its outcomes say so."""
-    state, profile = played.state, played.table.profile
+    state = played.state
     s = settlement(state)
     hand_outcomes: dict[int, Fraction] = Counter()
     side_outcomes: dict[tuple[int, str], Fraction] = {}

@@ -5,15 +5,23 @@ its record; the journal stores events as JSON)."""
 from __future__ import annotations
 
 import json
-import random
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from firmware.engine.cards import ALL_CARDS
-from firmware.engine.events import (Action, BetsClosed, CardDrawn, Decision, VoidRound, WalkedAway,
-                                    event_from_dict, event_to_dict)
+from firmware.engine.events import (
+    Action,
+    BetsClosed,
+    CardDrawn,
+    Decision,
+    VoidRound,
+    WalkedAway,
+    event_from_dict,
+    event_to_dict,
+)
 from firmware.engine.round import Round, replay
 from firmware.engine.settlement import settlement
 
@@ -38,7 +46,7 @@ def test_a_round_record_survives_json_and_replays_identically(name, data):
     text = json.dumps([event_to_dict(e) for e in record])
     decoded = [event_from_dict(d) for d in json.loads(text)]
     assert decoded == record
-    for event, back in zip(record, decoded):
+    for event, back in zip(record, decoded, strict=True):
         assert type(back) is type(event)
     state, outcomes = replay(profile, decoded, **table.new_kwargs())
     assert settlement(state) == settlement(played.state)

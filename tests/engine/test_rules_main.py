@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 
 from firmware.engine.cards import parse_cards
-from firmware.engine.errors import (IllegalDecision, NotYourTurn, RoundOver, UnexpectedCard)
+from firmware.engine.errors import IllegalDecision, NotYourTurn, RoundOver, UnexpectedCard
 from firmware.engine.events import Action, Decision, VoidRound
 from firmware.engine.hand import hand_total
 from firmware.engine.outcomes import HandSettled, SideBetSettled

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from firmware.engine.cards import ALL_CARDS, parse_card, parse_cards
-from firmware.engine.sidebets import (SIDE_BETS, SideBetError, is_three_card_straight, over_13,
-                                      perfect_pairs, player_pair, super_pairs, three_card_category,
-                                      top_3, twenty_one_plus_three, under_13)
+from firmware.engine.sidebets import (
+    SIDE_BETS,
+    SideBetError,
+    is_three_card_straight,
+    over_13,
+    perfect_pairs,
+    player_pair,
+    super_pairs,
+    three_card_category,
+    top_3,
+    twenty_one_plus_three,
+    under_13,
+)
 
 cards = st.sampled_from(ALL_CARDS)
 
@@ -161,7 +172,7 @@ def test_top_3_hands_uk_poster_top_3(a, b, dealer, category):
     ("A24", False), ("AA2", False), ("TJK", False),
 ])
 def test_three_card_straight_ace_high_or_low_never_round_the_corner(ranks, straight):
-    cards = [parse_card(r + s) for r, s in zip(ranks, "SHD")]
+    cards = [parse_card(r + s) for r, s in zip(ranks, "SHD", strict=True)]
     assert is_three_card_straight(cards) is straight
 
 

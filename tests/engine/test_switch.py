@@ -6,7 +6,6 @@ from fractions import Fraction
 
 import pytest
 
-from firmware.engine.errors import IllegalDecision, IllegalWager
 from firmware.engine.events import Action, Decision
 from firmware.engine.outcomes import EnvyBonus, HandSettled, ProgressiveHit
 from firmware.script import ScriptError
@@ -227,17 +226,18 @@ def test_a_100_percent_hit_needs_the_meter_to_settle_a_script():
 
 
 def test_any_ruleset_can_carry_a_progressive_three_card_hand():
-    from firmware.engine.profile import parse_profile
     import tomllib
     from importlib import resources
+
+    from firmware.engine.profile import parse_profile
 
     data = tomllib.loads(resources.files("firmware.profiles").joinpath("rws-blackjack.toml").read_text())
     data["progressive"] = {"hand": "three_card", "wager": 1, "pays": {"suited_three_of_a_kind": "100%",
                                                                        "straight_flush": 200, "flush": 5}}
     profile = parse_profile(data, "test")
-    from firmware.engine.round import Round
-    from firmware.engine.events import BetsClosed, CardDrawn
     from firmware.engine.cards import parse_card
+    from firmware.engine.events import BetsClosed, CardDrawn
+    from firmware.engine.round import Round
 
     state = Round.new(profile, meter=Fraction(1000))
     state, _ = state.apply(BetsClosed.of({1: {"main": 10, "progressive": 1}}))

@@ -5,10 +5,10 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from firmware.chips import (ChipDebouncer, ChipRegistry, ChipRegistryError, ChipStatus,
-                            Refusal, WagerSensor)
+from firmware.chips import ChipDebouncer, ChipRegistry, ChipRegistryError, ChipStatus, Refusal, WagerSensor
 from hal.mock import MockChipReader
 
 REGISTRY = """uid,denomination,status

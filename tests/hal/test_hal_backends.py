@@ -9,8 +9,16 @@ from pathlib import Path
 import pytest
 
 from hal import HalConfigError, HalError, open_backend
-from hal.errors import (BadOption, DeviceStateError, MissingOption, PinInvalid,
-                        PinUsedTwice, UnknownBackend, UnknownOption, UnsupportedPort)
+from hal.errors import (
+    BadOption,
+    DeviceStateError,
+    MissingOption,
+    PinInvalid,
+    PinUsedTwice,
+    UnknownBackend,
+    UnknownOption,
+    UnsupportedPort,
+)
 from hal.events import Button, ButtonPressed, ButtonReleased, CardDrawn, ShoeSignal
 from hal.mock import MockCardShoe, MockChipReader, MockConsole
 from hal.mock_keys import KeyboardDriver, MockDriver

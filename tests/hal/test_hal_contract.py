@@ -12,9 +12,20 @@ from typing import Any, Iterator
 import pytest
 
 from hal.errors import PortClosed, UnknownButton, UnknownLamp, UnknownSpot
-from hal.events import (Button, ButtonPressed, ButtonReleased, CardDrawn, CardKeyed, ConnectionLost,
-                        ConnectionRestored, InventoryCycle, ReaderFault, ShoeSignal,
-                        ShoeSignalKind, TechnicianKey)
+from hal.events import (
+    Button,
+    ButtonPressed,
+    ButtonReleased,
+    CardDrawn,
+    CardKeyed,
+    ConnectionLost,
+    ConnectionRestored,
+    InventoryCycle,
+    ReaderFault,
+    ShoeSignal,
+    ShoeSignalKind,
+    TechnicianKey,
+)
 from hal.ports import LampState
 from tests.hal.conftest import Events
 
@@ -147,7 +158,7 @@ class SerialShoeRig(MockShoeRig):
         self.sim.close()
 
 
-BUTTON_PINS = {b.value: pin for b, pin in zip(Button, range(4, 16))}
+BUTTON_PINS = {b.value: pin for b, pin in zip(Button, range(4, 16), strict=True)}
 KEY_PIN = 16
 LAMP_PINS = {"progressive": 20, "bets_locked": 21, "service": 22}
 
@@ -391,7 +402,7 @@ def test_console_close_stops_events(console: Any, events: Events) -> None:
     assert events.drain(settle=0.05) == []
 
 
-KEYPAD_PINS = {key: pin for key, pin in zip("A23456789TJQKSHDC", range(5, 22))}
+KEYPAD_PINS = {key: pin for key, pin in zip("A23456789TJQKSHDC", range(5, 22), strict=True)}
 
 
 @pytest.fixture(params=["mock", "gpio"])

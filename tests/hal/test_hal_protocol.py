@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hal.events import CardDrawn, InventoryCycle, ReaderFault, ShoeSignal, ShoeSignalKind
 from hal.protocol import rfid, shoe
 from hal.protocol.common import Hello, MessageError
-from hal.protocol.framing import (Frame, Parser, SequenceCheck, Sequencer, crc16,
-                                  encode_frame)
+from hal.protocol.framing import Frame, Parser, SequenceCheck, Sequencer, crc16, encode_frame
 
 frames_st = st.builds(Frame, st.integers(0, 255), st.integers(0, 255),
                       st.binary(max_size=250))

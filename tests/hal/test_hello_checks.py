@@ -9,7 +9,8 @@ import pytest
 
 from hal import open_backend
 from hal.events import CardDrawn
-from hal.protocol import rfid, shoe as proto
+from hal.protocol import rfid
+from hal.protocol import shoe as proto
 from hal.protocol.common import HEARTBEAT, HELLO, Hello, MessageError
 from hal.protocol.framing import Frame
 from hal.sim.shoe import ShoeSimulator

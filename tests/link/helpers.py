@@ -117,7 +117,7 @@ def dealer_records(scripts: dict[int, list]) -> list[tuple[str, dict, int, str]]
 def dealer_payloads(table: str, records: list, first_seq: int = 1) -> list[tuple[str, bytes]]:
     """``dealer_records`` as (topic, payload) the dealer's outbox would publish."""
     out = []
-    for i, (kind, body, rnd, key) in enumerate(records):
+    for i, (kind, body, rnd, _key) in enumerate(records):
         seq = first_seq + i
         out.append((f"betbox/v1/unit/{table}/dealer/report", json.dumps(
             {"schema": 1, "id": f"{table}-dealer-{seq:06d}", "unit": f"{table}/dealer", "table": table,

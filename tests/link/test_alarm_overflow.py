@@ -5,7 +5,6 @@ fix first": ``SeatReporter.sync()`` raised IndexError on every start)."""
 
 from __future__ import annotations
 
-from firmware.chips import ChipRegistry
 from firmware.engine.profile import load_profile
 from firmware.link import connect_bus
 from firmware.link.reporter import SeatReporter

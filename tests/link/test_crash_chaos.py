@@ -33,7 +33,7 @@ from hal.sim.shoe import ShoeSimulator
 from hal.sim.transport import PtyTransport
 
 from .helpers import wait_until
-from .units import UnitProcess, dealer_config, jackpot_config, seat_config, stand_or_next, write_toml
+from .units import UnitProcess, dealer_config, jackpot_config, seat_config, stand_or_next
 
 SEED = 20261123
 ROUNDS = 30
@@ -263,7 +263,7 @@ def test_crash_chaos_ends_with_the_controllers_books_equal_to_the_dealers_journa
         for name in ("jackpot", "dealer", *(f"seat-{b}" for b in BOXES)):
             chaos.start(name)
         for box in BOXES:
-            wait_until(lambda: (tmp_path / f"seat-{box}" / "outbox.db").exists(), 30, f"seat {box}'s outbox")
+            wait_until(lambda box=box: (tmp_path / f"seat-{box}" / "outbox.db").exists(), 30, f"seat {box}'s outbox")
         time.sleep(1.0)                               # the seats' hellos and catch-ups
         for rnd in range(1, ROUNDS + 1):
             kind = rng.choice(KINDS)
@@ -295,7 +295,7 @@ def test_crash_chaos_ends_with_the_controllers_books_equal_to_the_dealers_journa
                    "the controller's results equal to the dealer's journal")
         for box in BOXES:
             unit = f"{TABLE}/seat-{box}"
-            wait_until(lambda: controller_contiguous(db_path).get(unit, 0)
+            wait_until(lambda unit=unit, box=box: controller_contiguous(db_path).get(unit, 0)
                        >= outbox_last(tmp_path / f"seat-{box}" / "outbox.db"), 60, f"{unit}'s reports booked")
         results, wagers = controller_books(db_path)
         assert results == expected_results

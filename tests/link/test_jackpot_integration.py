@@ -11,7 +11,6 @@ from fractions import Fraction
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
-import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
 from firmware import __version__

@@ -18,8 +18,16 @@ from firmware.sim.shoe import SimShoe
 
 from .helpers import Sniffer, wait_until
 from .test_run_units import TABLE, status
-from .units import (Devices, TableWatch, UnitProcess, dealer_config, jackpot_config, play_round,
-                    seat_config, stand_or_next)
+from .units import (
+    Devices,
+    TableWatch,
+    UnitProcess,
+    dealer_config,
+    jackpot_config,
+    play_round,
+    seat_config,
+    stand_or_next,
+)
 
 
 def controller_report(db_path) -> dict:

@@ -17,8 +17,16 @@ from firmware.sim.shoe import SimShoe
 from .helpers import Sniffer, wait_until
 from .test_run_seat_killed import controller_report
 from .test_run_units import TABLE, status
-from .units import (Devices, TableWatch, UnitProcess, dealer_config, jackpot_config, play_round,
-                    seat_config, stand_or_next)
+from .units import (
+    Devices,
+    TableWatch,
+    UnitProcess,
+    dealer_config,
+    jackpot_config,
+    play_round,
+    seat_config,
+    stand_or_next,
+)
 
 
 def finish_round(watch: TableWatch, dealer: UnitProcess, devices: Devices, cards, rnd: int) -> None:

@@ -21,8 +21,7 @@ from firmware.sim.shoe import SimShoe
 from .helpers import Sniffer, wait_until
 from .test_run_seat_missed_round import finish_round
 from .test_run_units import TABLE, status
-from .units import (Devices, TableWatch, UnitProcess, dealer_config, jackpot_config, play_round,
-                    seat_config)
+from .units import Devices, TableWatch, UnitProcess, dealer_config, jackpot_config, play_round, seat_config
 
 UNIT = f"{TABLE}/seat-1"
 

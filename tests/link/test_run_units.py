@@ -24,8 +24,17 @@ from firmware.sim.shoe import SimShoe
 
 from .helpers import Sniffer, wait_until
 from .schema import validate_all
-from .units import (ROOT, Devices, TableWatch, UnitProcess, dealer_config, jackpot_config, play_round,
-                    seat_config, write_toml)
+from .units import (
+    ROOT,
+    Devices,
+    TableWatch,
+    UnitProcess,
+    dealer_config,
+    jackpot_config,
+    play_round,
+    seat_config,
+    write_toml,
+)
 
 TABLE = "table-9"
 

@@ -23,7 +23,6 @@ def journal_totals(state_dir, boxes):
     """What the seats' own journals say was wagered and won on the progressive."""
     wagers = hits = envy = 0
     wagers_in = fixed = envy_won = Fraction(0)
-    events = {}
     for box in boxes:
         j = open_readonly(state_dir / f"seat-{box}" / "journal.db")
         try:

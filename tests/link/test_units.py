@@ -7,7 +7,8 @@ import json
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from firmware.jackpot import pools as P
 from firmware.jackpot.config import JackpotConfigError, load_jackpot_config

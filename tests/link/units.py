@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from firmware.engine.money import parse_amount
 from firmware.engine.events import Action, Decision, event_from_dict
+from firmware.engine.money import parse_amount
 from firmware.engine.profile import Profile
 from firmware.engine.round import Round
 from firmware.runtime.bus import stream_topic

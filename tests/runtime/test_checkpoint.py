@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from dataclasses import replace
 
 from firmware import __version__
 from firmware.engine.profile import load_profile

@@ -196,8 +196,8 @@ def test_a_betbox_run_dealer_on_a_full_partition_alarms_halts_and_stays_up(small
     import time
 
     from firmware.runtime.journal import open_readonly
-    from tests.link.units import UnitProcess, write_toml
     from tests.link.helpers import wait_until
+    from tests.link.units import UnitProcess, write_toml
 
     state = small_partition / "dealer"
     config = write_toml(tmp_path / "dealer.toml", {

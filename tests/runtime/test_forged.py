@@ -44,7 +44,7 @@ def stream(state_dir: Path) -> list[tuple[str, str]]:
 
 
 def forged(d: TableDriver) -> list[Message]:
-    t, dealer = d.table, d.table.dealer
+    dealer = d.table.dealer
     r, nxt = dealer.round_no, dealer.stream_seq + 1
     big = "x" * 300_000
     return [

@@ -14,8 +14,7 @@ import pytest
 
 from firmware.commands import journal as journal_cmd
 from firmware.runtime import journal as journal_mod
-from firmware.runtime.journal import (JOURNAL_NAME, NEW_SUFFIX, Journal, JournalError, Record, open_readonly,
-                                      segments)
+from firmware.runtime.journal import JOURNAL_NAME, NEW_SUFFIX, Journal, JournalError, Record, open_readonly, segments
 
 UNIT, ROLE = "t1/dealer", "dealer"
 

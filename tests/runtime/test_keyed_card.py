@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from firmware.engine.profile import load_profile
-from firmware.engine.round import Phase
 from firmware.runtime.journal import open_readonly
 from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset

@@ -7,7 +7,6 @@ from fractions import Fraction
 from pathlib import Path
 
 from firmware.chips import Chip, ChipRegistry, ChipStatus
-
 from firmware.engine.profile import load_profile
 from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset

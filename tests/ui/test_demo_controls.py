@@ -104,8 +104,8 @@ def test_auto_play_pauses_after_each_step_a_player_sees(tmp_path, monkeypatch):
     assert not d._thread.is_alive() and d.error is None
     assert len(waits) == 40 and set(waits) <= {0.5, 1.5}
     assert 1.5 in waits                                      # the longer wait between rounds
-    steps = [v for v, w in zip(views, waits) if w == 0.5]
-    assert all(a != b for a, b in zip(steps, steps[1:]))     # each wait follows a change
+    steps = [v for v, w in zip(views, waits, strict=True) if w == 0.5]
+    assert all(a != b for a, b in zip(steps, steps[1:], strict=False))     # each wait follows a change
     assert any(len(v.hands) == 1 and len(v.hands[0].cards) == 1 for v in steps)   # card by card
     d.stop()
 

@@ -9,7 +9,7 @@ import pytest
 
 from ui.i18n import EN, LANGUAGES, MS, ZH
 from ui.model import ControllerState
-from ui.presenter import RecallBook, SeatPresenter, card_face, money, odds, present
+from ui.presenter import SeatPresenter, card_face, money, odds, present
 from ui.source import ControllerFeed, SeatSource
 
 from .helpers import Table
@@ -29,7 +29,9 @@ def spot(screen, name):
 
 
 def test_no_kivy_in_the_presenter():
-    import ui.presenter, ui.source, ui.rulesinfo, ui.service, ui.model, ui.i18n  # noqa: F401,E401
+    import ui.i18n
+    import ui.model
+    import ui.presenter  # noqa: F401,E401
     assert "kivy" not in sys.modules
 
 
@@ -361,7 +363,7 @@ def test_bets_closed_by_the_dealer_without_the_seat_say_so(table):
 
 def test_recall_keeps_the_last_ten_rounds(table):
     p = SeatPresenter()
-    for n in range(12):
+    for _n in range(12):
         table.table.shoe.shuffle()
         table.open()
         table.bet(1, "main", 20)
@@ -418,6 +420,7 @@ def test_table_faults_come_from_the_seats_view_alone(table):
     its journalled input, and the screen shows it from the view (also a seat whose screen
     was started after the jam, and after a restart of the seat)."""
     from dataclasses import replace
+
     from ui.model import SeatSnapshot
 
     assert not any(sub.endswith("/screen") for _, sub, _ in table.table.bus._subs)

@@ -13,7 +13,6 @@ import sqlite3
 import struct
 import subprocess
 import sys
-import time
 import zlib
 from pathlib import Path
 
