@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from firmware.engine.profile import load_profile  # noqa: E402
 from firmware.runtime.journal import Journal, Record  # noqa: E402
-from firmware.runtime.table import TableSpec  # noqa: E402
 from firmware.sim.driver import TableDriver  # noqa: E402
+from firmware.sim.table import TableSpec  # noqa: E402
 
 
 def table_rounds(where: Path, rounds: int) -> tuple[float, list[float], float]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from firmware import __version__
-from firmware.runtime.config import UnitConfig
+from firmware.config import UnitConfig
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 MIN_FREE_BYTES = 64 * 1024 * 1024          # the state partition: below this, storage is low

@@ -19,6 +19,7 @@ from firmware.engine.money import parse_amount
 from firmware.engine.profile import ProfileError, load_profile
 from firmware.engine.round import Phase, Round
 from firmware.engine.settlement import settlement
+from firmware.runtime.config import MAX_BOX
 
 KEYS = {"profile", "decks", "wagers", "shoe", "decisions", "insurance", "even_money", "switch",
         "meter", "limits", "walked_away"}
@@ -29,7 +30,6 @@ class ScriptError(ValueError):
     """A script that is malformed or asks for something the rules refuse."""
 
 
-MAX_BOX = 14                   # a table's boxes (firmware.runtime.config: [seat] box 1..14)
 MAX_AMOUNT = Fraction(10**9)   # no bet, limit or meter on a table comes near a thousand million
 MAX_AMOUNT_TEXT = 32           # characters in an amount written as text
 

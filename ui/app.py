@@ -17,8 +17,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from firmware.config import DISPLAY_SIZES
+
 KV_DIR = Path(__file__).with_name("kv")
-SIZES = {"800x480": (800, 480), "1024x600": (1024, 600), "1280x800": (1280, 800)}
+SIZES = DISPLAY_SIZES                     # [display] size: one list, in firmware.config
 
 
 class DisplayUnavailable(RuntimeError):

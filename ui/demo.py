@@ -23,9 +23,9 @@ from typing import Callable
 from firmware.engine.money import format_amount
 from firmware.engine.profile import Profile
 from firmware.runtime.spots import insurance_spot
-from firmware.runtime.table import TableSpec, seat_spots
 from firmware.sim import chipset
 from firmware.sim.driver import LIMITS, TableDriver
+from firmware.sim.table import TableSpec, seat_spots
 from hal.mock_keys import DEFAULT_KEYS, KeyboardDriver, MockDriver
 
 from .model import SeatSnapshot
@@ -303,8 +303,8 @@ class DemoTable:
         d = self.table.dealer
         if d.phase != "idle":
             return
-        self.driver._clear_spots()
-        shoe = self.driver._sim_shoe()
+        self.driver.clear_spots()
+        shoe = self.driver.sim_shoe()
         if d.shoe_number == 0 or shoe.cut_card_out:
             self.table.shoe.shuffle()
             self.table.settle()
@@ -370,7 +370,7 @@ class DemoTable:
         return min(max((u for u in used if u < 8), default=-1) + 1, 7)
 
     def deal_next(self) -> None:
-        shoe = self.driver._sim_shoe()
+        shoe = self.driver.sim_shoe()
         if shoe.left:
             self.table.shoe.deal(str(shoe.cards[shoe.pos]))
             self.table.settle()

@@ -7,7 +7,9 @@ English so a player never sees a raw key. No game rule lives here: only names.
 
 from __future__ import annotations
 
-LANGUAGES: dict[str, str] = {"en": "English", "zh": "简体中文", "ms": "Bahasa Melayu"}
+from firmware.config import DISPLAY_LANGUAGES
+
+LANGUAGES: dict[str, str] = DISPLAY_LANGUAGES   # [display] lang: one list, in firmware.config
 DEFAULT_LANGUAGE = "en"
 
 EN: dict[str, str] = {

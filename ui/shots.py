@@ -39,8 +39,8 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     from firmware.engine.profile import load_profile
-    from firmware.runtime.table import seat_spots
     from firmware.sim import chipset
+    from firmware.sim.table import seat_spots
 
     from .app import SIZES, build_app
     from .demo import DemoTable

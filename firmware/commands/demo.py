@@ -251,7 +251,8 @@ def _tables(args, profiles, rng, total: Summary, state_dir: Path, links: "_Links
                 summary.add_round(state)
                 _progress(label, i, args.rounds)
         else:
-            from firmware.runtime.table import TableSpec, run_demo_table
+            from firmware.sim.driver import run_demo_table
+            from firmware.sim.table import TableSpec
             spec = TableSpec(table_id=f"table-{t + 1}", profile=profile, seed=table_seed,
                              state_dir=state_dir / f"table-{t + 1}", rotate_rounds=args.rotate_rounds,
                              keep_segments=args.keep_segments)

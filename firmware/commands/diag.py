@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from firmware.runtime.config import ConfigError, load_config
+from firmware.config import ConfigError, load_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from firmware.runtime.config import ConfigError, load_config
+from firmware.config import ConfigError, load_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:

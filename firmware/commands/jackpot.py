@@ -69,9 +69,10 @@ def _password_options(p: argparse.ArgumentParser) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from firmware.jackpot.config import DEFAULT_POOLS, JackpotConfigError, load_jackpot_config
+    from firmware.config import ConfigError, load_jackpot_config, parse_config
+    from firmware.jackpot.config import DEFAULT_POOLS, JackpotConfigError
     from firmware.jackpot.service import run_controller
-    from firmware.runtime.config import parse_config
+    from firmware.preflight import check_startable
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -114,8 +115,6 @@ def serve(args: argparse.Namespace) -> int:
     config = {"unit": {"role": "jackpot", "id": args.link, "state_dir": str(db.parent)}, "link": link,
               "jackpot": {"db": str(db), "pools": pools}}
     from firmware.jackpot.store import StoreError
-    from firmware.runtime.config import ConfigError
-    from firmware.runtime.preflight import check_startable
     try:
         jackpot = load_jackpot_config(config, Path.cwd(), "options")
         check_startable(parse_config(config, "options", Path.cwd()), "options")

@@ -36,8 +36,8 @@ import tomllib
 from pathlib import Path
 from typing import Any, Mapping
 
+from firmware.config import ID, ConfigError, parse_config
 from firmware.engine.strict import Section
-from firmware.runtime.config import ID, ConfigError, parse_config
 
 ROLES = ("seat", "dealer", "jackpot")
 OWNER = "betbox"

@@ -33,8 +33,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from firmware.runtime.config import ConfigError, UnitConfig, load_config
-from firmware.runtime.preflight import check_startable
+from firmware.config import ConfigError, UnitConfig, load_config
+from firmware.preflight import check_startable
 from firmware.runtime.storage import StorageError
 
 log = logging.getLogger("betbox.run")

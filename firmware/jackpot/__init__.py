@@ -5,10 +5,10 @@ them to the SQLite store, ``service`` puts it on MQTT; :func:`run_controller` is
 jackpot role's entry point for ``betbox run``.
 """
 
-from .config import JackpotConfig, JackpotConfigError, load_jackpot_config
+from .config import JackpotConfig, JackpotConfigError
 from .controller import JackpotController, report
 from .pools import PoolSpec
 from .service import JackpotService, run_controller
 
 __all__ = ["JackpotConfig", "JackpotConfigError", "JackpotController", "JackpotService", "PoolSpec",
-           "load_jackpot_config", "report", "run_controller"]
+           "report", "run_controller"]

@@ -1,5 +1,5 @@
 """The jackpot role's configuration: a unit configuration with ``role = "jackpot"``, read
-strictly by :mod:`firmware.runtime.config` (unknown keys and bad values are errors naming
+strictly by :mod:`firmware.config` (unknown keys and bad values are errors naming
 file, section and key; ``docs/examples/jackpot.toml``)::
 
     [unit]
@@ -20,7 +20,8 @@ file, section and key; ``docs/examples/jackpot.toml``)::
     maximum = "250000"
     tables = ["*"]                # or ["table-1", "table-2"]
 
-This module reads the pools (:func:`load_pools`).
+This module reads the ``[jackpot]`` section (:func:`read_jackpot_section`, the pools with
+:func:`load_pools`); :func:`firmware.config.load_jackpot_config` reads the whole file.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from firmware.engine.money import parse_amount
+from firmware.engine.strict import Section
 from firmware.link import topics
 from firmware.link.config import LinkConfig, LinkConfigError
 
@@ -106,19 +108,21 @@ def load_pools(data: Mapping[str, Any], where: str = "jackpot.pools") -> tuple[P
     return tuple(out)
 
 
-def load_jackpot_config(data: Mapping[str, Any], base: Path | None = None,
-                        source: str = "<config>") -> JackpotConfig:
-    """The controller's configuration from a unit configuration of ``role = "jackpot"`` (the
-    one format: ``docs/examples/jackpot.toml``, read by :mod:`firmware.runtime.config`)."""
-    from firmware.runtime.config import ConfigError, parse_config
-
+def read_jackpot_section(data: Any, unit_id: str, state_dir: Path, link: LinkConfig,
+                         base: Path | None, source: str = "<config>") -> JackpotConfig:
+    """``[jackpot]`` db (default ``state_dir/jackpot.db``, relative to ``base``) and pools."""
+    j = Section(data, "jackpot", source, JackpotConfigError)
+    db = Path(j.get("db", str, str(state_dir / "jackpot.db")))
+    if base is not None and not db.is_absolute():
+        db = base / db
+    pools = j.get("pools", dict, DEFAULT_POOLS)
+    j.finish()
     try:
-        config = parse_config(data, source, base)
-    except ConfigError as exc:
-        raise JackpotConfigError(str(exc)) from None
-    if config.role != "jackpot":
-        raise JackpotConfigError(f"{source}: [unit] role: {config.role!r} is not \"jackpot\"")
-    return config.jackpot
+        specs = load_pools(pools)
+    except JackpotConfigError as exc:
+        raise JackpotConfigError(f"{source}: {exc}") from None
+    raw = {"role": "jackpot", "unit": {"id": unit_id}, "jackpot": {"db": str(db), "pools": pools}}
+    return JackpotConfig(link, db, unit_id, specs, raw)
 
 
 DEFAULT_POOLS = {"main": {"seed": "1000", "rate": "0.15", "maximum": "250000", "tables": ["*"]}}

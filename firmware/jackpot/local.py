@@ -43,7 +43,8 @@ class LocalController:
         return {"link": "up", "meter": pool["amount"] if pool else None,
                 "pending": bool(pool and pool["state"] == "pending")}
 
-    def _changed(self) -> None:
+    def changed(self) -> None:
+        """The change hook: a report moved the meter; post the new state to every unit fed."""
         for table in {t for t, _ in self._units}:
             state = self.state(table)
             if self._last.get(table) != state:
@@ -78,7 +79,7 @@ class LocalReportLink:
         mark = self.owner.controller.marks([self.unit_id]).get(self.unit_id, 0)
         self.outbox.confirm_through(min(mark, self.outbox.last_seq))
         if changed:
-            self.owner._changed()
+            self.owner.changed()
         return seq
 
     def drained(self) -> bool:

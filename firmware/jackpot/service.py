@@ -23,15 +23,14 @@ import logging
 import queue
 import signal
 import threading
-from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from firmware import wirejson
 from firmware.link import topics
 from firmware.link.config import LinkConfig, config_hash
 from firmware.link.mqtt import MqttBus
 
-from .config import JackpotConfig, load_jackpot_config
+from .config import JackpotConfig
 from .controller import JackpotController
 
 log = logging.getLogger("betbox.jackpot")
@@ -208,11 +207,9 @@ class JackpotService:
                                  qos=1, retain=True)
 
 
-def run_controller(config: Mapping[str, Any] | JackpotConfig, base: Path | None = None,
-                   stop: threading.Event | None = None) -> int:
+def run_controller(cfg: JackpotConfig, stop: threading.Event | None = None) -> int:
     """``betbox run --config FILE`` for ``role = "jackpot"``: serve until SIGTERM/SIGINT
-    (or ``stop`` is set). Raises :class:`~firmware.jackpot.config.JackpotConfigError`."""
-    cfg = config if isinstance(config, JackpotConfig) else load_jackpot_config(config, base)
+    (or ``stop`` is set). The configuration comes from :func:`firmware.config.load_jackpot_config`."""
     controller = JackpotController(cfg.db, cfg.pools, cfg.link_id)
     service = JackpotService(controller, cfg.link, config_hash(cfg.raw))
     stop = stop or threading.Event()

@@ -316,7 +316,7 @@ class SeatUnit(Unit):
 
     # -- wagers ------------------------------------------------------------------------
 
-    def _worth(self, uids: Iterable[str]) -> Fraction:
+    def worth(self, uids: Iterable[str]) -> Fraction:
         total = Decimal(0)
         for uid in uids:
             chip = self.registry.get(uid)
@@ -336,8 +336,8 @@ class SeatUnit(Unit):
         if self.not_verified is not None:
             return {}
         refused = self.progressive_refusal
-        return {spot: self._worth(uids) for spot, uids in self.present.items()
-                if insurance_hand(spot) is None and self._worth(uids) > 0
+        return {spot: self.worth(uids) for spot, uids in self.present.items()
+                if insurance_hand(spot) is None and self.worth(uids) > 0
                 and not (spot == "progressive" and refused is not None)
                 and self.spot_faults.get(spot) != self.round_no}
 
@@ -376,7 +376,7 @@ class SeatUnit(Unit):
         if self.phase == "open":
             if spot is None:
                 self._reader_lost()
-            elif self._worth(self.present.get(spot, ())) > 0:
+            elif self.worth(self.present.get(spot, ())) > 0:
                 self.unwagered[spot] = "antenna_fault"
                 self._offer()
         return True
@@ -386,7 +386,7 @@ class SeatUnit(Unit):
         self.reader_lost_round = self.round_no
         self.messages.append("no bets this round: the chip reader is down")
         for spot, uids in self.present.items():       # what the screen last saw is no wager
-            if self._worth(uids) > 0:
+            if self.worth(uids) > 0:
                 self.unwagered[spot] = "reader_down"
         self._offer()
 
@@ -435,7 +435,7 @@ class SeatUnit(Unit):
             elif chip.status is not ChipStatus.VALID:
                 self.alarm("barred_chip", f"a {chip.status} chip ({uid}) on {spot}: not counted",
                            spot=spot, uid=uid)
-        added, removed = self._worth(arrived), self._worth(left)
+        added, removed = self.worth(arrived), self.worth(left)
         if self.phase == "open":
             self._offer()
         elif self.phase in ("closing", "play"):
@@ -584,16 +584,16 @@ class SeatUnit(Unit):
                 self.phase = "closing"
                 self.locked = self.wagers()
                 for spot, uids in self.present.items():
-                    if self._worth(uids) > 0 and self.reader_refusal is not None:
+                    if self.worth(uids) > 0 and self.reader_refusal is not None:
                         self.unwagered[spot] = self.reader_refusal
-                    elif self._worth(uids) > 0 and self.spot_faults.get(spot) == self.round_no:
+                    elif self.worth(uids) > 0 and self.spot_faults.get(spot) == self.round_no:
                         self.unwagered[spot] = "antenna_fault"
                 if self.not_verified is not None:
                     for spot, uids in self.present.items():
-                        if self._worth(uids) > 0:
+                        if self.worth(uids) > 0:
                             self.unwagered[spot] = "not_verified"
                 refused = self.progressive_refusal
-                if refused is not None and self._worth(self.present.get("progressive", ())) > 0:
+                if refused is not None and self.worth(self.present.get("progressive", ())) > 0:
                     self.unwagered["progressive"] = refused
                     self.messages.append("the chips on progressive are not a wager this round: the link "
                                          "to the jackpot controller is down")
@@ -615,7 +615,7 @@ class SeatUnit(Unit):
         """Bets closed without this box: whatever is on its spots is not a wager."""
         self.bets_not_taken = reason
         for spot, uids in self.present.items():
-            if self._worth(uids) > 0:
+            if self.worth(uids) > 0:
                 self.unwagered.setdefault(spot, "bets_not_taken")
         self.locked = {}
         self.messages.append("bets not taken: this seat did not lock its bets in time"
@@ -644,7 +644,7 @@ class SeatUnit(Unit):
             self._reader_lost()
             return
         for spot, spoils in self.spot_faults.items():
-            if spoils == self.round_no and self._worth(self.present.get(spot, ())) > 0:
+            if spoils == self.round_no and self.worth(self.present.get(spot, ())) > 0:
                 self.unwagered[spot] = "antenna_fault"
         self._offer()
 

@@ -49,7 +49,7 @@ def _amount(value: Any) -> str | None:
 
 
 def _worth(seat: "SeatUnit", uids: Iterable[str]) -> Fraction:
-    return seat._worth(uids)
+    return seat.worth(uids)
 
 
 # --- the wager preview ------------------------------------------------------------------

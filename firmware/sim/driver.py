@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import random
 from fractions import Fraction
+from typing import Any, Callable
 
 from firmware.engine.events import Action
 from firmware.engine.round import Phase, Round
+from firmware.runtime.bus import Bus
 from firmware.runtime.spots import insurance_spot
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
+from firmware.sim.table import BusFactory, InProcessTable, TableSpec, seat_spots
 
 from . import chipset
 from .players import SimPlayer
@@ -73,7 +75,8 @@ class TableDriver:
         p.rng = self._rng(self.table.dealer.round_no, box, *key)
         return p
 
-    def _sim_shoe(self) -> SimShoe:
+    def sim_shoe(self) -> SimShoe:
+        """The simulated shoe for the dealer's current shoe (a new one after a shuffle)."""
         d = self.table.dealer
         if self._shoe is None or self._shoe_number != d.shoe_number:
             self._shoe = SimShoe(d.decks, self._rng("shoe", d.shoe_number))
@@ -87,8 +90,8 @@ class TableDriver:
         t = self.table
         d = t.dealer
         if d.phase == "idle":
-            self._clear_spots()
-            shoe = self._sim_shoe()
+            self.clear_spots()
+            shoe = self.sim_shoe()
             if d.shoe_number == 0 or shoe.cut_card_out:
                 t.shoe.shuffle()
                 t.settle()
@@ -108,7 +111,8 @@ class TableDriver:
         self.rounds.extend(done)
         return done[-1] if done else d.round
 
-    def _clear_spots(self) -> None:
+    def clear_spots(self) -> None:
+        """Take every chip off every seat's spots (the players take their winnings)."""
         for reader in self.table.readers.values():
             for spot in reader.spots:
                 reader.remove_chips(spot)
@@ -147,7 +151,7 @@ class TableDriver:
             return
         expect = state.expecting()
         if expect.kind == "card":
-            shoe = self._sim_shoe()
+            shoe = self.sim_shoe()
             if shoe.left == 0:
                 t.console.press("void_round")
             else:
@@ -208,3 +212,21 @@ class TableDriver:
             s.alarms.update(unit.alarm_counts)
         s.refusals = self.table.dealer.refusals.total
         return s
+
+
+def run_demo_table(spec: TableSpec, rounds: int, progress: Callable[[int], None] | None = None,
+                   bus_factory: BusFactory | None = None, on_unit: Callable[[Any, Bus], None] | None = None) -> Summary:
+    """Play ``rounds`` rounds of simulated players; the table's summary."""
+    table = InProcessTable(spec, chipset.registry(spec.boxes, len(seat_spots(spec.profile))),
+                           bus_factory=bus_factory, on_unit=on_unit)
+    driver = TableDriver(table, spec.seed)
+    try:
+        driver.boot()
+        for i in range(rounds):
+            driver.play_round()
+            if progress:
+                progress(i + 1)
+        table.settle()
+        return driver.summary()
+    finally:
+        driver.table.close()

@@ -11,9 +11,9 @@ from firmware.link.reporter import SeatReporter
 from firmware.runtime.bus import InProcessBus
 from firmware.runtime.journal import JOURNAL_NAME, Journal
 from firmware.runtime.seat import SeatUnit
-from firmware.runtime.table import TableSpec
 from firmware.runtime.unit import KEEP_RECENT
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import TableSpec
 
 from .helpers import Sniffer, wait_until
 

@@ -22,8 +22,8 @@ from firmware.link.config import load_link_config
 from firmware.link.presence import ControllerWatch
 from firmware.link.reporter import DealerReporter, SeatReporter
 from firmware.runtime.seatview import build_seat_view
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 from .broker import Broker
 from .helpers import POOL, Sniffer, dealer_payloads, dealer_records, wait_until

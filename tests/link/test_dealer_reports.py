@@ -18,8 +18,8 @@ from firmware.jackpot.wire import ReportRejected, parse_report
 from firmware.link import connect_bus, topics
 from firmware.link.config import config_from_url, load_link_config
 from firmware.link.reporter import DealerReporter
-from firmware.runtime.table import TableSpec
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import TableSpec
 
 from .broker import Broker
 from .helpers import Sniffer, controller, wait_until

@@ -20,9 +20,9 @@ from firmware.link.config import config_from_url
 from firmware.runtime.bus import Message, down_topic, stream_topic, up_topic
 from firmware.runtime.journal import open_readonly
 from firmware.runtime.spots import seat_spots
-from firmware.runtime.table import InProcessTable, TableSpec
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import InProcessTable, TableSpec
 
 TABLE = "hostile-1"
 BOXES = 3

@@ -31,10 +31,10 @@ from firmware.link.presence import ControllerWatch, takes_controller_input
 from firmware.link.reporter import DealerReporter, SeatReporter
 from firmware.runtime.bus import Message, alarm_topic, console_topic, down_topic, stream_topic, topic_matches, up_topic
 from firmware.runtime.spots import seat_spots
-from firmware.runtime.table import InProcessTable, TableSpec
 from firmware.runtime.wire import check_stream_message, check_up_message, controller_input
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import InProcessTable, TableSpec
 
 from .broker import Broker
 from .helpers import controller, wait_until

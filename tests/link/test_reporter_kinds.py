@@ -12,8 +12,8 @@ from firmware.link import connect_bus
 from firmware.link.config import config_from_url
 from firmware.link.reporter import SeatReporter
 from firmware.runtime.journal import open_readonly
-from firmware.runtime.table import TableSpec
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import TableSpec
 
 from .helpers import Sniffer, controller, wait_until
 from .schema import validate_all

@@ -13,8 +13,8 @@ from firmware.link import connect_bus
 from firmware.link.config import config_from_url
 from firmware.link.reporter import DealerReporter, SeatReporter
 from firmware.runtime.journal import open_readonly
-from firmware.runtime.table import TableSpec
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import TableSpec
 
 from .helpers import POOL, controller, wait_until
 

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from firmware.config import load_jackpot_config
 from firmware.jackpot import pools as P
-from firmware.jackpot.config import JackpotConfigError, load_jackpot_config
+from firmware.jackpot.config import JackpotConfigError
 from firmware.jackpot.controller import report
 from firmware.jackpot.wire import ReportRejected, parse_report
 from firmware.link.config import LinkConfigError, load_link_config

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from firmware.engine.profile import load_profile
 from firmware.runtime import journal as journal_mod
-from firmware.runtime.table import TableSpec
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import TableSpec
 
 
 def main() -> None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from firmware.engine.profile import load_profile
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.runtime.unit import BEHIND
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 
 def driver(state_dir: Path, boxes: int = 2) -> TableDriver:

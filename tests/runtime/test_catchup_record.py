@@ -11,10 +11,10 @@ from pathlib import Path
 from firmware.engine.profile import load_profile
 from firmware.engine.settlement import settlement
 from firmware.runtime.dealer import KEEP_RESULTS
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.runtime.wire import as_json_value
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 PROFILE = "rws-blackjack-switch"
 
@@ -48,7 +48,7 @@ def play_until_box_plays(d: TableDriver, box: int) -> int:
             return rnd
         while t.dealer.phase == "play":
             d._next_input()
-        d._clear_spots()
+        d.clear_spots()
     raise AssertionError(f"box {box} never played")
 
 

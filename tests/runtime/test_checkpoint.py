@@ -14,10 +14,10 @@ import pytest
 from firmware import __version__
 from firmware.engine.profile import load_profile
 from firmware.runtime.journal import JOURNAL_NAME, CheckpointError, open_readonly
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.runtime.unit import CHECKPOINT_FORMAT, KEEP_RECENT, Recent
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 PROFILE = "rws-blackjack-switch"
 

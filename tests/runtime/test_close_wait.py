@@ -14,8 +14,8 @@ from firmware.engine.profile import load_profile
 from firmware.runtime.bus import Message
 from firmware.runtime.dealer import DealerUnit
 from firmware.runtime.journal import open_readonly
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 
 def reboot(tmp_path: Path, silent: int | None = None) -> InProcessTable:

@@ -6,11 +6,12 @@ import json
 import tempfile
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from firmware.cli import main
-from firmware.runtime.config import ConfigError, parse_config
+from firmware.config import ConfigError, parse_config
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
@@ -141,3 +142,26 @@ def test_journal_show_and_stats(tmp_path, capsys):
     assert "round 2 — uk-4-deck" in out and "dealer:" in out and "no more bets" in out
     assert "round 3" not in out
     assert main(["journal", "show", str(tmp_path), "--round", "99"]) == 1
+
+
+def test_one_typed_configuration_assembled_from_each_packages_section():
+    """firmware.config assembles the unit's configuration; the link and the jackpot sections
+    come typed from their own packages' readers (no Any), the display's choices are the
+    screen's own lists (not a copy), and the close wait's default is the dealer's."""
+    from typing import get_type_hints
+
+    import firmware.config as config
+    from firmware.jackpot.config import JackpotConfig
+    from firmware.link.config import LinkConfig
+    from firmware.runtime.dealer import CLOSE_WAIT
+
+    hints = get_type_hints(config.UnitConfig)
+    assert hints["link"] == LinkConfig | None
+    assert hints["jackpot"] == JackpotConfig | None
+    assert all(hint is not Any for name, hint in hints.items() if name != "raw"), hints
+    from ui.i18n import LANGUAGES
+    assert LANGUAGES is config.DISPLAY_LANGUAGES
+    assert config.UnitConfig.__dataclass_fields__["close_wait"].default == CLOSE_WAIT
+    jackpot = parse_config(example("jackpot.toml"), "jackpot.toml")
+    assert isinstance(jackpot.jackpot, JackpotConfig) and isinstance(jackpot.link, LinkConfig)
+    assert jackpot.jackpot.link is jackpot.link

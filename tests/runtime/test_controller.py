@@ -14,8 +14,8 @@ import pytest
 from firmware.engine.profile import load_profile
 from firmware.engine.round import Phase
 from firmware.runtime.journal import open_readonly
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 from hal.ports import LAMP_OFF, LAMP_ON
 
 SWITCH = "rws-blackjack-switch"

@@ -15,9 +15,9 @@ from firmware.engine.profile import load_profile
 from firmware.runtime.journal import JOURNAL_NAME, Journal, JournalFull, Record
 from firmware.runtime.seatview import build_seat_view
 from firmware.runtime.storage import WAL_AUTOCHECKPOINT, free_bytes
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 KIB = 1024
 
@@ -163,7 +163,7 @@ def test_a_step_or_report_that_does_not_fit_halts_the_unit_never_kills_it(small_
 
 
 def test_the_thresholds_are_configured_and_checked(tmp_path):
-    from firmware.runtime.config import ConfigError, load_config
+    from firmware.config import ConfigError, load_config
 
     def config(journal: str) -> Path:
         path = tmp_path / "dealer.toml"

@@ -11,9 +11,9 @@ from pathlib import Path
 from firmware.engine.profile import load_profile
 from firmware.runtime.bus import Message, down_topic, stream_topic, up_topic
 from firmware.runtime.journal import JOURNAL_NAME, open_readonly
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 PROFILE = "rws-blackjack-switch"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from firmware.engine.profile import load_profile, profile_names
 from firmware.engine.round import Phase
 from firmware.runtime.spots import insurance_hand, insurance_spot, seat_spots
-from firmware.runtime.table import InProcessTable, TableSpec
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import InProcessTable, TableSpec
 
 SWITCH = "rws-blackjack-switch"
 

@@ -11,8 +11,8 @@ import pytest
 
 from firmware.engine.profile import load_profile
 from firmware.runtime.journal import open_readonly
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 from .helpers import dealer_results, replayed_results
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from firmware.engine.profile import load_profile
 from firmware.runtime.bus import Message, up_topic
 from firmware.runtime.journal import open_readonly
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.runtime.unit import EVIDENCE_BYTES, EVIDENCE_PER_MINUTE
 from firmware.sim import chipset
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 
 def table(tmp_path):

@@ -14,9 +14,9 @@ from firmware.commands import journal as journal_cmd
 from firmware.engine.profile import load_profile
 from firmware.runtime import journal as journal_mod
 from firmware.runtime.journal import JOURNAL_NAME, open_readonly, segments
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 PROFILE = "rws-blackjack-switch"     # side bets, progressive, two hands: the most state
 

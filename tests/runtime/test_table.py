@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from firmware.engine.profile import load_profile, profile_names
-from firmware.runtime.table import TableSpec
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import TableSpec
 
 from .helpers import dealer_results, replayed_results, seat_results
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from firmware.engine.profile import load_profile
 from firmware.runtime.bus import Message, alarm_topic
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.runtime.unit import CHECKPOINT_FORMAT
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 PROFILE = "rws-blackjack-switch"
 

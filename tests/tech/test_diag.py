@@ -16,8 +16,8 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from firmware.cli import main
 from firmware.commands.run import build
+from firmware.config import load_config
 from firmware.link import topics
-from firmware.runtime.config import load_config
 from hal.sim.rfid import RfidSimulator
 from hal.sim.shoe import ShoeSimulator
 from hal.sim.transport import PtyTransport

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from firmware.cli import main
-from firmware.runtime.config import load_config
+from firmware.config import load_config
 
 from .pki import make_ca, make_cert
 

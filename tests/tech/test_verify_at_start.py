@@ -12,8 +12,8 @@ from pathlib import Path
 
 from firmware.engine.profile import load_profile
 from firmware.runtime.journal import open_readonly
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 SETTLEMENT = "lib/python3.11/site-packages/firmware/engine/settlement.py"
 NOT_VERIFIED = {"verified": False, "detail": f"NOT verified: {SETTLEMENT}: changed"}

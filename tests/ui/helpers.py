@@ -8,8 +8,8 @@ from pathlib import Path
 
 from firmware.chips import Chip, ChipRegistry, ChipStatus
 from firmware.engine.profile import load_profile
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 from ui.source import ControllerFeed, SeatSource
 
 LIMITS = {"main": (Fraction(10), Fraction(500))}

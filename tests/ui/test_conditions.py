@@ -14,8 +14,8 @@ import pytest
 from firmware.engine.profile import load_profile
 from firmware.runtime.seatview import CONDITIONS, unit_conditions
 from firmware.runtime.spots import seat_spots
-from firmware.runtime.table import InProcessTable, TableSpec
 from firmware.sim import chipset
+from firmware.sim.table import InProcessTable, TableSpec
 from ui.feed import SeatFeed
 from ui.presenter import BLOCKING, present
 from ui.source import SeatSource

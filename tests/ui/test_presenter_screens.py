@@ -132,7 +132,7 @@ def test_a_seat_configuration_keeps_the_pin_only_as_a_salted_hash():
 
     import pytest
 
-    from firmware.runtime.config import ConfigError, parse_config
+    from firmware.config import ConfigError, parse_config
     from tests.runtime.test_config import example_text  # the example's /etc/betbox files, in place
     seat = tomllib.loads(example_text("seat.toml"))
     config = parse_config(seat)

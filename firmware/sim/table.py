@@ -18,13 +18,12 @@ from typing import Any, Callable, Mapping
 
 from firmware.chips import ChipRegistry
 from firmware.engine.profile import Profile
+from firmware.runtime.bus import Bus, InProcessBus
+from firmware.runtime.dealer import CLOSE_WAIT, DealerUnit
+from firmware.runtime.journal import JOURNAL_NAME, Journal
+from firmware.runtime.seat import SeatUnit
+from firmware.runtime.spots import seat_spots
 from hal.mock import MockCardShoe, MockChipReader, MockConsole, MockLamps
-
-from .bus import Bus, InProcessBus
-from .dealer import CLOSE_WAIT, DealerUnit
-from .journal import JOURNAL_NAME, Journal
-from .seat import SeatUnit
-from .spots import seat_spots
 
 LAMPS = ("progressive", "bets_locked")
 
@@ -198,23 +197,3 @@ class InProcessTable:
         for unit in self.units:
             unit.journal.close()
 
-
-def run_demo_table(spec: TableSpec, rounds: int, progress: Callable[[int], None] | None = None,
-                   bus_factory: BusFactory | None = None, on_unit: Callable[[Any, Bus], None] | None = None):
-    """Play ``rounds`` rounds of simulated players; the table's summary."""
-    from firmware.sim import chipset
-    from firmware.sim.driver import TableDriver
-
-    table = InProcessTable(spec, chipset.registry(spec.boxes, len(seat_spots(spec.profile))),
-                           bus_factory=bus_factory, on_unit=on_unit)
-    driver = TableDriver(table, spec.seed)
-    try:
-        driver.boot()
-        for i in range(rounds):
-            driver.play_round()
-            if progress:
-                progress(i + 1)
-        table.settle()
-        return driver.summary()
-    finally:
-        driver.table.close()

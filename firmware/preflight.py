@@ -16,9 +16,8 @@ import ssl
 from pathlib import Path
 from typing import Any, Callable
 
-from firmware.runtime.config import ConfigError, UnitConfig
-
-JOURNAL_NAME = "journal.db"          # firmware.runtime.journal.JOURNAL_NAME (not imported: no side effects)
+from firmware.config import ConfigError, UnitConfig
+from firmware.runtime.journal import JOURNAL_NAME
 
 
 def check_startable(config: UnitConfig, source: str) -> None:
