@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from firmware.engine.profile import load_profile
 from firmware.runtime.journal import open_readonly
 from firmware.runtime.spots import seat_spots
@@ -14,6 +16,8 @@ from firmware.runtime.spots import seat_spots
 from .broker import Broker
 from .helpers import Sniffer, wait_until
 from .units import Devices, UnitProcess, dealer_config, seat_config
+
+pytestmark = pytest.mark.slow          # kills processes and waits out their restart
 
 TABLE = "table-9"
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
+import pytest
+
 from firmware.engine.profile import load_profile
 from firmware.jackpot.controller import report
 from firmware.jackpot.store import connect
@@ -28,6 +30,8 @@ from .units import (
     seat_config,
     stand_or_next,
 )
+
+pytestmark = pytest.mark.slow          # kills processes and waits out their restart
 
 
 def controller_report(db_path) -> dict:

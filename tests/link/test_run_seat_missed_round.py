@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
+import pytest
+
 from firmware.engine.profile import load_profile
 from firmware.runtime.spots import seat_spots
 from firmware.sim.shoe import SimShoe
@@ -27,6 +29,8 @@ from .units import (
     seat_config,
     stand_or_next,
 )
+
+pytestmark = pytest.mark.slow          # kills processes and waits out their restart
 
 
 def finish_round(watch: TableWatch, dealer: UnitProcess, devices: Devices, cards, rnd: int) -> None:

@@ -12,6 +12,8 @@ import random
 import shutil
 import sqlite3
 
+import pytest
+
 from firmware.engine.profile import load_profile
 from firmware.jackpot.store import connect
 from firmware.link.topics import confirmed_topic
@@ -22,6 +24,8 @@ from .helpers import Sniffer, wait_until
 from .test_run_seat_missed_round import finish_round
 from .test_run_units import TABLE, status
 from .units import Devices, TableWatch, UnitProcess, dealer_config, jackpot_config, play_round, seat_config
+
+pytestmark = pytest.mark.slow          # kills processes and waits out their restart
 
 UNIT = f"{TABLE}/seat-1"
 

@@ -7,34 +7,18 @@ issue #6). The meter in force for a round is the dealer's, carried in ``round_op
 from __future__ import annotations
 
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
-from firmware.engine.profile import load_profile
 from firmware.engine.round import Phase
 from firmware.runtime.journal import open_readonly
-from firmware.sim import chipset
-from firmware.sim.table import InProcessTable, TableSpec, seat_spots
+from firmware.sim.table import InProcessTable
 from hal.ports import LAMP_OFF, LAMP_ON
+from tests.tables import booted_table, place_bet
 
 SWITCH = "rws-blackjack-switch"
 UP = {"link": "up", "meter": "1000", "pending": False}
 DOWN = {"link": "down", "meter": None, "pending": False}
-
-
-def make(tmp_path: Path, profile: str = SWITCH) -> InProcessTable:
-    p = load_profile(profile)
-    t = InProcessTable(TableSpec("t", p, 0, tmp_path), chipset.registry(7, len(seat_spots(p))))
-    t.boot()
-    t.shoe.shuffle()
-    t.settle()
-    return t
-
-
-def bet(t: InProcessTable, box: int, amount: int | Fraction, spot: str = "main", layer: int = 0) -> None:
-    t.readers[box].place_chips(spot, chipset.chips_for(Fraction(amount), box, t.spots.index(spot), layer))
-    t.cycle_readers(2, [box])
 
 
 def link(t: InProcessTable, box: int, status: dict) -> None:
@@ -51,7 +35,7 @@ def inputs(t: InProcessTable, unit: str, kind: str) -> list[dict]:
 
 
 def test_no_controller_heard_yet_leaves_progressive_play_as_before(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, SWITCH)
     seat = t.seats[1]
     assert seat.controller == {"link": None, "meter": None, "pending": False}
     assert seat.progressive_refusal is None
@@ -61,12 +45,12 @@ def test_no_controller_heard_yet_leaves_progressive_play_as_before(tmp_path):
 
 
 def test_link_down_while_bets_are_open_withdraws_the_progressive_wager(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, SWITCH)
     link(t, 1, UP)
     t.console.press("open_bets")
     t.settle()
-    bet(t, 1, 20)
-    bet(t, 1, 5, "progressive")
+    place_bet(t, 1, 20)
+    place_bet(t, 1, 5, "progressive")
     assert t.dealer.offers[1] == {"main": 20, "progressive": 5}
     assert t.lamps[1].state("progressive") == LAMP_ON
 
@@ -91,12 +75,12 @@ def test_link_down_while_bets_are_open_withdraws_the_progressive_wager(tmp_path)
 
 
 def test_link_back_up_offers_the_progressive_spot_again(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, SWITCH)
     link(t, 1, DOWN)
     t.console.press("open_bets")
     t.settle()
-    bet(t, 1, 20)
-    bet(t, 1, 5, "progressive")
+    place_bet(t, 1, 20)
+    place_bet(t, 1, 5, "progressive")
     assert t.dealer.offers[1] == {"main": 20}
     assert t.lamps[1].state("progressive") == LAMP_OFF
     link(t, 1, UP)
@@ -110,12 +94,12 @@ def test_link_back_up_offers_the_progressive_spot_again(tmp_path):
 
 
 def test_a_link_lost_after_bets_locked_leaves_the_locked_wager_standing(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, SWITCH)
     link(t, 1, UP)
     t.console.press("open_bets")
     t.settle()
-    bet(t, 1, 20)
-    bet(t, 1, 5, "progressive")
+    place_bet(t, 1, 20)
+    place_bet(t, 1, 5, "progressive")
     t.console.press("no_more_bets")
     t.settle()
     link(t, 1, DOWN)
@@ -126,15 +110,15 @@ def test_a_link_lost_after_bets_locked_leaves_the_locked_wager_standing(tmp_path
 
 
 def test_the_controller_status_is_journalled_and_recovered(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, SWITCH)
     link(t, 1, UP)
     link(t, 1, UP)                         # the same status again: nothing new to journal
     link(t, 1, DOWN)
     assert inputs(t, "seat-1", "controller") == [UP, DOWN]
     t.console.press("open_bets")
     t.settle()
-    bet(t, 1, 20)
-    bet(t, 1, 5, "progressive")
+    place_bet(t, 1, 20)
+    place_bet(t, 1, 5, "progressive")
     seat = t.restart_seat(1)              # power cut: the journal is all it has
     assert seat.controller == DOWN
     assert seat.progressive_refusal == "controller_link_down"
@@ -152,7 +136,7 @@ def test_the_controller_status_is_journalled_and_recovered(tmp_path):
     ("up", "mapping"),
 ])
 def test_a_bad_controller_status_is_refused_naming_what_is_wrong(tmp_path, body, wrong):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, SWITCH)
     link(t, 1, UP)
     before = t.seats[1].journal.last_step
     for unit in (t.seats[1], t.dealer):
@@ -164,7 +148,7 @@ def test_a_bad_controller_status_is_refused_naming_what_is_wrong(tmp_path, body,
 
 
 def test_the_dealer_opens_each_round_with_the_controller_meter(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, SWITCH)
     t.dealer.post(("controller", {"link": "up", "meter": "1234.56", "pending": False}))
     t.settle()
     t.console.press("open_bets")
@@ -191,24 +175,24 @@ def test_the_dealer_opens_each_round_with_the_controller_meter(tmp_path):
 
 
 def test_a_restarted_dealer_recovers_the_meter(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, SWITCH)
     t.dealer.post(("controller", {"link": "up", "meter": "777.5", "pending": True}))
     t.settle()
     t.close()
-    again = make(tmp_path)          # a power cut: every unit recovers from its journal
+    again = booted_table(tmp_path, SWITCH)          # a power cut: every unit recovers from its journal
     assert again.dealer.meter == Fraction("777.5")
     assert again.dealer.controller == {"link": "up", "meter": "777.5", "pending": True}
 
 
 def test_a_switch_100_percent_award_is_the_live_meter(tmp_path):
     """`rws-blackjack-switch-v4 §3.7`, §4.1.2: the suited four of a kind wins 100% of the meter."""
-    t = make(tmp_path)
+    t = booted_table(tmp_path, SWITCH)
     t.dealer.post(("controller", {"link": "up", "meter": "25000", "pending": False}))
     link(t, 1, {"link": "up", "meter": "25000", "pending": False})
     t.console.press("open_bets")
     t.settle()
-    bet(t, 1, 20)
-    bet(t, 1, 5, "progressive")
+    place_bet(t, 1, 20)
+    place_bet(t, 1, 5, "progressive")
     t.console.press("no_more_bets")
     t.settle()
     state = t.dealer.round

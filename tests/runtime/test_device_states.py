@@ -7,19 +7,9 @@ from __future__ import annotations
 import logging
 from fractions import Fraction
 
-from firmware.engine.profile import load_profile
 from firmware.runtime.journal import open_readonly
 from firmware.sim import chipset
-from firmware.sim.table import InProcessTable, TableSpec, seat_spots
-
-
-def make(tmp_path) -> InProcessTable:
-    p = load_profile("rws-blackjack")
-    t = InProcessTable(TableSpec("t", p, 0, tmp_path), chipset.registry(7, len(seat_spots(p))))
-    t.boot()
-    t.shoe.shuffle()
-    t.settle()
-    return t
+from tests.tables import booted_table
 
 
 def inputs(tmp_path, unit: str, kind: str) -> list[dict]:
@@ -30,8 +20,8 @@ def inputs(tmp_path, unit: str, kind: str) -> list[dict]:
         j.close()
 
 
-def test_a_seat_whose_reader_is_lost_mid_betting_takes_no_bets_that_round(tmp_path):
-    t = make(tmp_path)
+def test_a_seat_whose_reader_is_lost_mid_betting_takes_no_bets_that_round(table, tmp_path):
+    t = table
     t.console.press("open_bets")
     t.settle()
     for box in (1, 2):
@@ -71,8 +61,8 @@ def test_a_seat_whose_reader_is_lost_mid_betting_takes_no_bets_that_round(tmp_pa
     assert seat.offered == {"main": 20}
 
 
-def test_the_dealer_with_no_shoe_cannot_deal_and_the_seats_show_it(tmp_path, caplog):
-    t = make(tmp_path)
+def test_the_dealer_with_no_shoe_cannot_deal_and_the_seats_show_it(table, tmp_path, caplog):
+    t = table
     caplog.set_level(logging.INFO, logger="firmware.runtime.unit")
     t.shoe.disconnect("usb unplugged")
     t.settle()
@@ -102,20 +92,20 @@ def test_the_dealer_with_no_shoe_cannot_deal_and_the_seats_show_it(tmp_path, cap
         "down", "up", "up"]
 
 
-def test_a_restart_replays_the_device_states_and_reopens_the_ports(tmp_path):
-    t = make(tmp_path)
+def test_a_restart_replays_the_device_states_and_reopens_the_ports(table, tmp_path):
+    t = table
     t.readers[2].disconnect("gone")
     t.settle()
     assert t.seats[2].devices_down
     t.close()
-    again = make(tmp_path)            # recovered: the same journal replays; at start the port is up
+    again = booted_table(tmp_path)            # recovered: the same journal replays; at start the port is up
     seat = again.seats[2]
     assert seat.devices_down == {} and seat.view.conditions == ()
     assert [a["alarm"] for a in seat.alarms][-2:] == ["reader_down", "reader_restored"]
 
 
-def test_an_antenna_fault_is_alarmed_and_that_spot_takes_no_bet_this_round(tmp_path):
-    t = make(tmp_path)
+def test_an_antenna_fault_is_alarmed_and_that_spot_takes_no_bet_this_round(table, tmp_path):
+    t = table
     t.console.press("open_bets")
     t.settle()
     t.readers[1].place_chips("main", chipset.chips_for(Fraction(20), 1, 0, 0))

@@ -10,25 +10,11 @@ from pathlib import Path
 from firmware.engine.profile import load_profile, profile_names
 from firmware.engine.round import Phase
 from firmware.runtime.spots import insurance_hand, insurance_spot, seat_spots
-from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
 from firmware.sim.table import InProcessTable, TableSpec
+from tests.tables import booted_table, place_bet
 
 SWITCH = "rws-blackjack-switch"
-
-
-def make(tmp_path: Path, profile: str = SWITCH) -> InProcessTable:
-    p = load_profile(profile)
-    t = InProcessTable(TableSpec("t", p, 0, tmp_path), chipset.registry(7, len(seat_spots(p))))
-    t.boot()
-    t.shoe.shuffle()
-    t.settle()
-    return t
-
-
-def bet(t: InProcessTable, box: int, amount: int | Fraction, spot: str = "main", layer: int = 0) -> None:
-    t.readers[box].place_chips(spot, chipset.chips_for(Fraction(amount), box, t.spots.index(spot), layer))
-    t.cycle_readers(2, [box])
 
 
 def deal_initial(t: InProcessTable, box_cards: list[str], dealer_cards: list[str]) -> None:
@@ -43,10 +29,10 @@ def alarms(t: InProcessTable, box: int) -> list[str]:
 
 
 def switch_round_with_an_ace_up(tmp_path: Path) -> InProcessTable:
-    t = make(tmp_path)
+    t = booted_table(tmp_path, SWITCH)
     t.console.press("open_bets")
     t.settle()
-    bet(t, 1, 20)
+    place_bet(t, 1, 20)
     t.console.press("no_more_bets")
     t.settle()
     deal_initial(t, ["9H", "TC", "7S", "8D"], ["AS"])
@@ -67,7 +53,7 @@ def test_the_switch_seat_has_an_insurance_spot_per_hand():
 
 def test_insurance_on_the_second_hand_only(tmp_path):
     t = switch_round_with_an_ace_up(tmp_path)
-    bet(t, 1, 10, "insurance_2", layer=1)
+    place_bet(t, 1, 10, "insurance_2", layer=1)
     assert t.seats[1].pending == {"insurance_2": Fraction(10)} and alarms(t, 1) == []
     t.console.press("insurance")
     t.settle()
@@ -79,8 +65,8 @@ def test_insurance_on_the_second_hand_only(tmp_path):
 
 def test_insurance_on_both_hands(tmp_path):
     t = switch_round_with_an_ace_up(tmp_path)
-    bet(t, 1, 10, "insurance", layer=1)
-    bet(t, 1, 5, "insurance_2", layer=1)
+    place_bet(t, 1, 10, "insurance", layer=1)
+    place_bet(t, 1, 5, "insurance_2", layer=1)
     assert t.seats[1].pending == {"insurance": Fraction(10), "insurance_2": Fraction(5)}
     t.console.press("insurance")
     t.settle()
@@ -101,23 +87,23 @@ def test_insurance_on_both_hands(tmp_path):
 
 def test_a_second_insurance_on_an_insured_hand_is_past_posting(tmp_path):
     t = switch_round_with_an_ace_up(tmp_path)
-    bet(t, 1, 10, "insurance_2", layer=1)
+    place_bet(t, 1, 10, "insurance_2", layer=1)
     t.console.press("insurance")
     t.settle()
-    bet(t, 1, 5, "insurance_2", layer=2)                  # hand 2 is already insured
+    place_bet(t, 1, 5, "insurance_2", layer=2)                  # hand 2 is already insured
     assert alarms(t, 1) == ["past_posting"]
     assert t.dealer.round.box(1).insurance == {1: Fraction(10)}
 
 
 def test_insurance_chips_without_an_ace_up_are_past_posting(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, SWITCH)
     t.console.press("open_bets")
     t.settle()
-    bet(t, 1, 20)
+    place_bet(t, 1, 20)
     t.console.press("no_more_bets")
     t.settle()
     deal_initial(t, ["9H", "TC", "7S", "8D"], ["6S"])
-    bet(t, 1, 10, "insurance_2", layer=1)
+    place_bet(t, 1, 10, "insurance_2", layer=1)
     assert alarms(t, 1) == ["past_posting"]
 
 

@@ -9,21 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from firmware.engine.profile import load_profile
 from firmware.runtime.journal import open_readonly
 from firmware.sim import chipset
-from firmware.sim.table import InProcessTable, TableSpec, seat_spots
+from firmware.sim.table import InProcessTable
+from tests.tables import booted_table
 
 from .helpers import dealer_results, replayed_results
-
-
-def make(tmp_path: Path) -> InProcessTable:
-    p = load_profile("rws-blackjack")
-    t = InProcessTable(TableSpec("t", p, 0, tmp_path), chipset.registry(7, len(seat_spots(p))))
-    t.boot()
-    t.shoe.shuffle()
-    t.settle()
-    return t
 
 
 def key(t: InProcessTable, card) -> None:
@@ -37,7 +28,7 @@ def refusals(t: InProcessTable) -> list[str]:
 
 def outcome_established(tmp_path: Path) -> InProcessTable:
     """Box 1 has a Blackjack paid at once (an outcome, §5.4.1); box 2 (9 7) is in play."""
-    t = make(tmp_path)
+    t = booted_table(tmp_path)
     t.console.press("open_bets")
     t.settle()
     for box in (1, 2):

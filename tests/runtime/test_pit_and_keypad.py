@@ -12,8 +12,9 @@ import pytest
 from firmware.runtime.bus import Message, pit_command_topic, pit_response_topic
 from firmware.runtime.journal import open_readonly
 from firmware.sim import chipset
+from tests.tables import booted_table
 
-from .test_keyed_card import make, outcome_established
+from .test_keyed_card import outcome_established
 
 
 def wedged(tmp_path):
@@ -103,7 +104,7 @@ def test_the_pit_voids_only_where_the_rules_let_it(tmp_path):
 
 
 def test_a_void_before_any_outcome_is_the_engines_interruption(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path)
     pit = Pit(t)
     t.console.press("open_bets")
     t.settle()

@@ -15,6 +15,8 @@ import pytest
 
 from .helpers import dealer_results, seat_results
 
+pytestmark = pytest.mark.slow          # kills processes and waits out their restart
+
 ROUNDS = 3
 PROFILE = "rws-blackjack"
 ROOT = Path(__file__).resolve().parents[2]

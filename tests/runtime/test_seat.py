@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
-from firmware.engine.profile import load_profile
 from firmware.engine.round import Phase
 from firmware.runtime.bus import Message
 from firmware.sim import chipset
-from firmware.sim.table import InProcessTable, TableSpec, seat_spots
+from firmware.sim.table import InProcessTable
 from hal.ports import LAMP_OFF, LAMP_ON
-
-
-def make(tmp_path: Path, profile: str = "rws-blackjack") -> InProcessTable:
-    p = load_profile(profile)
-    t = InProcessTable(TableSpec("t", p, 0, tmp_path), chipset.registry(7, len(seat_spots(p))))
-    t.boot()
-    t.shoe.shuffle()
-    t.settle()
-    return t
+from tests.tables import booted_table
 
 
 def bet(t: InProcessTable, box: int, amount: int, spot: str = "main", layer: int = 0) -> None:
@@ -49,7 +39,7 @@ def alarms(t: InProcessTable, box: int) -> list[str]:
 
 
 def test_wagers_lock_and_lamps_follow_the_round(tmp_path):
-    t = make(tmp_path, "rws-blackjack-switch")
+    t = booted_table(tmp_path, "rws-blackjack-switch")
     t.console.press("open_bets")
     t.settle()
     assert t.lamps[1].state("progressive") == LAMP_ON      # progressive play available
@@ -65,7 +55,7 @@ def test_wagers_lock_and_lamps_follow_the_round(tmp_path):
 
 
 def test_past_posting_and_pinching_are_alarms_not_bet_changes(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, "rws-blackjack")
     open_and_close(t, {1: 20, 2: 50})
     bet(t, 1, 5, layer=chipset.LATE_LAYER)                 # a chip added after no more bets
     assert alarms(t, 1) == ["past_posting"]
@@ -79,7 +69,7 @@ def test_past_posting_and_pinching_are_alarms_not_bet_changes(tmp_path):
 
 
 def test_a_legal_double_is_recognised_as_an_addition(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, "rws-blackjack")
     open_and_close(t, {1: 20})
     deal(t, "5H 6S 9C")               # box 1: 5 then 9, the dealer 6
     state = t.dealer.round
@@ -93,7 +83,7 @@ def test_a_legal_double_is_recognised_as_an_addition(tmp_path):
 
 
 def test_chips_added_when_it_is_not_the_box_turn_are_past_posting(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, "rws-blackjack")
     open_and_close(t, {1: 20, 2: 20})
     deal(t, "5H 6S 9C 9D 5C")         # box 1: 5 9, box 2: 6 5, dealer 9
     bet(t, 2, 20, layer=1)            # box 1 is in play, not box 2
@@ -101,7 +91,7 @@ def test_chips_added_when_it_is_not_the_box_turn_are_past_posting(tmp_path):
 
 
 def test_an_unknown_chip_is_refused_and_not_counted(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, "rws-blackjack")
     t.console.press("open_bets")
     t.settle()
     bet(t, 3, 25)
@@ -113,7 +103,7 @@ def test_an_unknown_chip_is_refused_and_not_counted(tmp_path):
 
 
 def test_a_refused_wager_says_why(tmp_path):
-    t = make(tmp_path, "my-classic")   # refuses a wager over the maximum
+    t = booted_table(tmp_path, "my-classic")   # refuses a wager over the maximum
     t.dealer.limits = {"main": (Fraction(10), Fraction(100))}
     t.console.press("open_bets")
     t.settle()
@@ -122,7 +112,7 @@ def test_a_refused_wager_says_why(tmp_path):
 
 
 def test_a_seat_whose_result_differs_raises_the_integrity_alarm(tmp_path):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, "rws-blackjack")
 
     def tamper(subscriber: str, m: Message):
         if subscriber.endswith("seat-3") and m.kind == "event" and m.body["event"].get("card") == "TD":
@@ -145,7 +135,7 @@ def test_a_seat_whose_result_differs_raises_the_integrity_alarm(tmp_path):
 
 @pytest.mark.parametrize("fresh", [True, False], ids=["late-seat", "restarted-seat"])
 def test_a_seat_that_starts_late_or_restarts_catches_up(tmp_path, fresh):
-    t = make(tmp_path)
+    t = booted_table(tmp_path, "rws-blackjack")
     open_and_close(t, {1: 20, 4: 50})
     deal(t, "5H 6S 9C")
     t.stop_seat(4)

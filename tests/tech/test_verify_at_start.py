@@ -10,22 +10,12 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-from firmware.engine.profile import load_profile
 from firmware.runtime.journal import open_readonly
 from firmware.sim import chipset
-from firmware.sim.table import InProcessTable, TableSpec, seat_spots
+from firmware.sim.table import InProcessTable
 
 SETTLEMENT = "lib/python3.11/site-packages/firmware/engine/settlement.py"
 NOT_VERIFIED = {"verified": False, "detail": f"NOT verified: {SETTLEMENT}: changed"}
-
-
-def table(tmp_path: Path) -> InProcessTable:
-    p = load_profile("rws-blackjack")
-    t = InProcessTable(TableSpec("t", p, 0, tmp_path), chipset.registry(7, len(seat_spots(p))))
-    t.boot()
-    t.shoe.shuffle()
-    t.settle()
-    return t
 
 
 def bet(t: InProcessTable, box: int, amount: int) -> None:
@@ -33,8 +23,8 @@ def bet(t: InProcessTable, box: int, amount: int) -> None:
     t.cycle_readers(2, [box])
 
 
-def test_a_seat_not_verified_raises_an_alarm_takes_no_bets_and_shows_the_condition(tmp_path):
-    t = table(tmp_path)
+def test_a_seat_not_verified_raises_an_alarm_takes_no_bets_and_shows_the_condition(table):
+    t = table
     t.console.press("open_bets")
     t.settle()
     bet(t, 1, 20)
@@ -55,8 +45,8 @@ def test_a_seat_not_verified_raises_an_alarm_takes_no_bets_and_shows_the_conditi
     assert seat.locked == {}
 
 
-def test_a_verified_start_changes_nothing_and_is_not_journalled(tmp_path):
-    t = table(tmp_path)
+def test_a_verified_start_changes_nothing_and_is_not_journalled(table):
+    t = table
     steps = t.seats[1].journal.path.stat().st_size
     t.seats[1].post(("software", {"verified": True, "detail": "verified: digest 00"}))
     t.settle()
@@ -65,8 +55,8 @@ def test_a_verified_start_changes_nothing_and_is_not_journalled(tmp_path):
     assert t.seats[1].journal.path.stat().st_size == steps
 
 
-def test_a_dealer_not_verified_opens_no_round(tmp_path):
-    t = table(tmp_path)
+def test_a_dealer_not_verified_opens_no_round(table):
+    t = table
     t.dealer.post(("software", NOT_VERIFIED))
     t.settle()
     t.console.press("open_bets")
@@ -76,8 +66,8 @@ def test_a_dealer_not_verified_opens_no_round(tmp_path):
     assert "software is not verified" in t.dealer.refusals[-1]["reason"]
 
 
-def test_a_malformed_software_input_is_refused_by_translate(tmp_path):
-    t = table(tmp_path)
+def test_a_malformed_software_input_is_refused_by_translate(table):
+    t = table
     try:
         t.seats[1].translate(("software", {"verified": "no"}))
     except ValueError as exc:

@@ -11,8 +11,7 @@ import pytest
 from firmware.engine.profile import load_profile, profile_names
 from firmware.sim.driver import TableDriver
 from firmware.sim.table import TableSpec
-
-from .helpers import dealer_results, replayed_results, seat_results
+from tests.runtime.helpers import dealer_results, replayed_results, seat_results
 
 ROUNDS = 24
 

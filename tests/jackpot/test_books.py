@@ -24,10 +24,9 @@ from firmware.link.reporter import DealerReporter, SeatReporter
 from firmware.runtime.seatview import build_seat_view
 from firmware.sim import chipset
 from firmware.sim.table import InProcessTable, TableSpec, seat_spots
-
-from .broker import Broker
-from .helpers import POOL, Sniffer, dealer_payloads, dealer_records, wait_until
-from .schema import validate_all
+from tests.link.broker import Broker
+from tests.link.helpers import POOL, Sniffer, dealer_payloads, dealer_records, wait_until
+from tests.link.schema import validate_all
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "mqtt"
 USERS = {"table-1/seat-1": "pw1", "table-1/seat-2": "pw2", "table-1/dealer": "pwd", "jackpot/main": "pwj",

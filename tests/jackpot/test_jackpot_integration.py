@@ -19,10 +19,9 @@ from firmware.jackpot.service import JackpotService
 from firmware.link import connect_bus, topics
 from firmware.link.config import config_from_url
 from firmware.link.presence import UNAVAILABLE_CONTROLLER, ControllerWatch
-
-from .broker import Broker
-from .helpers import Expected, Sniffer, check_accounting, controller, seat_script, send_dealer, wait_until
-from .schema import validate_all
+from tests.link.broker import Broker
+from tests.link.helpers import Expected, Sniffer, check_accounting, controller, seat_script, send_dealer, wait_until
+from tests.link.schema import validate_all
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,10 +11,9 @@ from firmware.jackpot.controller import report
 from firmware.jackpot.service import JackpotService
 from firmware.link import connect_bus
 from firmware.link.config import config_from_url
-
-from .broker import Broker
-from .helpers import Expected, check_accounting, controller, seat_script, send_dealer, wait_until
-from .test_jackpot_integration import all_confirmed, dealer, send
+from tests.jackpot.test_jackpot_integration import all_confirmed, dealer, send
+from tests.link.broker import Broker
+from tests.link.helpers import Expected, check_accounting, controller, seat_script, send_dealer, wait_until
 
 
 def test_a_broker_killed_mid_burst_before_its_autosave_loses_nothing_the_outboxes_hold(tmp_path):

@@ -20,11 +20,10 @@ from firmware.jackpot.pools import PoolState
 from firmware.jackpot.service import JackpotService
 from firmware.link import connect_bus, topics
 from firmware.link.config import config_from_url
+from tests.jackpot.test_jackpot_integration import all_confirmed, dealer, send
+from tests.link.helpers import Expected, check_accounting, controller, seat_script, send_dealer, wait_until
 
-from .helpers import Expected, check_accounting, controller, seat_script, send_dealer, wait_until
-from .test_jackpot_integration import all_confirmed, dealer, send
-
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent / "link"          # controller_proc.py is there
 
 
 def test_a_controller_killed_between_commit_and_puback_gets_the_batch_again_and_books_it_once(own_broker,

@@ -14,11 +14,10 @@ from pathlib import Path
 
 from firmware.engine.profile import load_profile
 from firmware.runtime.spots import seat_spots
-
-from .broker import Broker
-from .helpers import Sniffer, wait_until
-from .schema import validate_all
-from .units import CHIPS, ROOT, UnitProcess, write_toml
+from tests.link.broker import Broker
+from tests.link.helpers import Sniffer, wait_until
+from tests.link.schema import validate_all
+from tests.link.units import CHIPS, ROOT, UnitProcess, write_toml
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "mqtt"
 TABLE = "table-1"

@@ -10,10 +10,9 @@ from firmware.jackpot.controller import report
 from firmware.jackpot.service import JackpotService
 from firmware.link import connect_bus
 from firmware.link.config import config_from_url
-
-from .broker import Broker
-from .helpers import controller, send_dealer, wait_until
-from .test_acl_tls import USERS
+from tests.link.broker import Broker
+from tests.link.helpers import controller, send_dealer, wait_until
+from tests.link.test_acl_tls import USERS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "mqtt"
 
