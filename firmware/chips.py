@@ -267,9 +267,10 @@ def enrol_text(text: str, uid: str, denomination: str, status: str = "valid", so
         what = str(exc) if "ChipStatus" not in str(exc) else (
             f"status {status!r} must be one of {', '.join(c.value for c in ChipStatus)} or stolen")
         raise ChipRegistryError(f"{source}: {what}") from None
-    if registry.get(u) is not None:
-        raise ChipRegistryError(f"{source}: UID {u} is already enrolled ({registry.get(u).denomination}, "
-                                f"{registry.get(u).status}); bar it instead of enrolling it again")
+    enrolled = registry.get(u)
+    if enrolled is not None:
+        raise ChipRegistryError(f"{source}: UID {u} is already enrolled ({enrolled.denomination}, "
+                                f"{enrolled.status}); bar it instead of enrolling it again")
     line = f"{u},{d},{status.strip().lower()}\n"
     new = text + ("" if text.endswith("\n") or not text else "\n") + line
     ChipRegistry.from_csv(new, source)

@@ -24,7 +24,7 @@ def check_startable(config: UnitConfig, source: str) -> None:
     """Raise :class:`ConfigError` naming file, section and key for anything that would stop
     this unit's start."""
     _state_dir(config.state_dir, source)
-    if config.role == "jackpot":
+    if config.jackpot is not None:                  # role jackpot
         _jackpot_db(Path(config.jackpot.db), source)
     else:
         _sqlite_file(config.state_dir / JOURNAL_NAME, f"{source}: [unit] state_dir", "journal")
@@ -133,6 +133,7 @@ def _chips(config: UnitConfig, source: str) -> None:
 
     where = f"{source}: [seat] chips"
     path = config.chips
+    assert path is not None                         # parse_config: a seat's [seat] chips is required
     try:
         registry = ChipRegistry.load(path)
     except OSError as exc:

@@ -11,7 +11,7 @@ from collections import deque
 from fractions import Fraction
 from typing import Any, Mapping
 
-from firmware.engine.cards import CardError, parse_card
+from firmware.engine.cards import Card, CardError, parse_card
 from firmware.engine.errors import RuleError
 from firmware.engine.events import Action, BetsClosed, CardDrawn, Decision, VoidRound, WalkedAway
 from firmware.engine.hand import describe
@@ -134,7 +134,7 @@ def play_script(script: Any) -> Round:
             raise ScriptError(f"wagers[{key!r}]: expected an object of bet name -> amount")
         wagers[box] = {str(name): _amount(amount, f"wagers[{key!r}]") for name, amount in bets.items()}
 
-    shoe = deque()
+    shoe: deque[Card] = deque()
     for i, text in enumerate(_mapping(script, "shoe", [])):
         try:
             shoe.append(parse_card(text))
@@ -196,16 +196,18 @@ def play_script(script: Any) -> Round:
                 break
             apply(CardDrawn(shoe.popleft()), "shoe")
         elif expect.kind == "decision":
+            assert expect.box is not None           # a decision is expected of a box
             box = expect.box
             if box in switches:
                 apply(Decision(box, Action.SWITCH), switches.pop(box))
                 continue
-            queue = decisions.get(box)
-            if not queue:
-                _, hand = state.hand_in_play()
+            waiting = decisions.get(box)
+            if not waiting:
+                in_play = state.hand_in_play()
+                cards = describe(in_play[1].cards) if in_play is not None else "no hand"
                 raise ScriptError(f"decisions[{str(box)!r}]: ran out while box {box} hand {expect.hand} "
-                                  f"({describe(hand.cards)}) needs a decision")
-            where, d = queue.popleft()
+                                  f"({cards}) needs a decision")
+            where, d = waiting.popleft()
             apply(d, where)
         else:  # pragma: no cover - expecting() only says bets/card/decision/nothing
             raise ScriptError(f"the round is waiting for {expect}")
@@ -224,8 +226,8 @@ def play_script(script: Any) -> Round:
                 raise ScriptError(f"{where}: {d.action} was never asked for: box {box}'s hands were complete")
         for box, where in switches.items():
             raise ScriptError(f"{where}: box {box} was never asked to play, so it could not switch")
-        for box in state.boxes:
-            if box.progressive_pending and box.progressive_award is None:
-                raise ScriptError(f"meter: box {box.number} hit {box.progressive_hand}, which pays a share of "
+        for played in state.boxes:
+            if played.progressive_pending and played.progressive_award is None:
+                raise ScriptError(f"meter: box {played.number} hit {played.progressive_hand}, which pays a share of "
                                   "the progressive meter; give the meter to settle it")
     return state

@@ -31,7 +31,8 @@ class _Options:
     def __init__(self, where: str, config: Mapping[str, Any]) -> None:
         if not isinstance(config, Mapping):
             raise BadOption(f"{where}: configuration must be a table, got {type(config).__name__}")
-        self.where, self._config, self._used = where, config, set()
+        self.where, self._config = where, config
+        self._used: set[str] = set()
 
     def get(self, key: str, types: type | tuple[type, ...], default: Any = ...) -> Any:
         self._used.add(key)
@@ -66,7 +67,7 @@ def _spots(o: _Options) -> list[str]:
 
 
 def _serial_port(o: _Options) -> str:
-    port = o.get("port", str)
+    port: str = o.get("port", str)
     if not os.path.exists(port):
         raise SerialPortMissing(f"{o.where}: serial port {port!r} does not exist")
     return port

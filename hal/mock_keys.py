@@ -38,12 +38,13 @@ class MockDriver:
                      "door": lambda state: s.open_door() if state == "open" else s.close_door()}
         if self.reader is not None:
             r = self.reader
-            cmds |= {"place": lambda spot, *uids: r.place_chips(spot, uids),
+            reader_cmds: dict[str, Callable[..., None]] = {"place": lambda spot, *uids: r.place_chips(spot, uids),
                      "remove": lambda spot, *uids: r.remove_chips(spot, uids or None),
                      "cycle": lambda n="1": r.cycle(int(n)),
                      "drop": lambda n="1": r.drop_reads(int(n)),
                      "fault": lambda where, code: r.fault(code, None if where == "reader"
                                                           else where)}
+            cmds |= reader_cmds
         if self.console is not None:
             c = self.console
             cmds |= {"press": c.press, "hold": c.hold, "release": c.release,

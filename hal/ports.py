@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Iterable, Literal
+from typing import Iterable, Literal, Self
 
 from hal.errors import PortClosed, UnknownButton, UnknownLamp, UnknownSpot
 from hal.events import (
@@ -71,7 +71,7 @@ class Port(ABC):  # noqa: B024 (no abstract method: a Port is made only through 
         """False between a :class:`ConnectionLost` and the next :class:`ConnectionRestored`."""
         return self._connected
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

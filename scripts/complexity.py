@@ -18,18 +18,19 @@ ROOT = Path(__file__).resolve().parent.parent
 MESSAGE = re.compile(r"`(?P<name>[^`]+)` is too complex \((?P<score>\d+) > \d+\)")
 
 
-def main(paths: list[str]) -> int:
-    allowed: dict[str, int] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["betbox"]["complexity"]
+def main(paths: list[str], root: Path = ROOT) -> int:
+    """``root``: the project (its pyproject.toml); ``paths``: what to check (default: all)."""
+    allowed: dict[str, int] = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["betbox"]["complexity"]
     out = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--select", "C901", "--output-format", "json", "--exit-zero", *paths],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=root, capture_output=True, text=True, check=True,
     ).stdout
     found: dict[str, tuple[int, str]] = {}
     for item in json.loads(out):
         m = MESSAGE.search(item["message"])
         if m is None:
             raise SystemExit(f"complexity: unexpected ruff message {item['message']!r}")
-        path = Path(item["filename"]).resolve().relative_to(ROOT).as_posix()
+        path = Path(item["filename"]).resolve().relative_to(root.resolve()).as_posix()
         where = f"{path}:{item['location']['row']}"
         found[f"{path}::{m['name']}"] = (int(m["score"]), where)
     problems = []

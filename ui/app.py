@@ -273,7 +273,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             self._meter_anim = None
             self._press = None
             self.ids.jackpot.bind(on_touch_down=self._jackpot_touch)
-            self._jackpot_seen = None
+            self._jackpot_seen: tuple[Any, Any, Any] | None = None
 
         def _changed(self, part: str, value) -> bool:
             """Whether ``part`` of the screen shows something new (rows are rebuilt only then)."""

@@ -125,7 +125,8 @@ class DemoTable:
         try:
             self.driver = TableDriver.create(self.spec)
             t = self.driver.table
-            t.dealer.meter = self.controller.state.meter
+            meter = self.controller.state.meter
+            t.dealer.meter = None if meter is None else Fraction(meter)
             seat = t.seats[self.box]
             self.source = SeatSource(seat, self.controller)
             self.keys = KeyboardDriver(MockDriver(t.shoe, t.readers[self.box], t.console), DEFAULT_KEYS)
@@ -303,6 +304,7 @@ class DemoTable:
         d = self.table.dealer
         if d.phase != "idle":
             return
+        assert self.driver is not None          # the worker made it before any command runs
         self.driver.clear_spots()
         shoe = self.driver.sim_shoe()
         if d.shoe_number == 0 or shoe.cut_card_out:
@@ -370,6 +372,7 @@ class DemoTable:
         return min(max((u for u in used if u < 8), default=-1) + 1, 7)
 
     def deal_next(self) -> None:
+        assert self.driver is not None
         shoe = self.driver.sim_shoe()
         if shoe.left:
             self.table.shoe.deal(str(shoe.cards[shoe.pos]))

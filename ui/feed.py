@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from .model import SeatSnapshot
 from .source import ControllerFeed, SeatSource
@@ -34,7 +34,11 @@ class SeatFeed:
         # the broker link changes between the seat's steps: show it when it does
         listen = getattr(getattr(self.seat, "bus", None), "add_link_listener", None)
         if callable(listen):
-            listen(lambda *_a: self.on_snapshot and self.on_snapshot(self.source.snapshot()))
+            def link_changed(*_a: Any) -> None:
+                feed = self.on_snapshot             # None once stopped
+                if feed is not None:
+                    feed(self.source.snapshot())
+            listen(link_changed)
         on_snapshot(self.source.snapshot())
 
     def stop(self) -> None:

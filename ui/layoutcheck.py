@@ -19,7 +19,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from firmware.engine.profile import load_profile, profile_names
 from firmware.runtime.seatview import CONDITIONS
@@ -206,7 +206,7 @@ def main(argv=None) -> int:
     from kivy.core.window import Window
 
     todo = [(f"{n}-{lang}", snap, lang) for n, snap in combinations() for lang in LANGS]
-    report: dict[str, object] = {"checked": 0, "problems": {}, "conditions": {}}
+    report: dict[str, Any] = {"checked": 0, "problems": {}, "conditions": {}}
     frames: dict[str, bytes] = {}
 
     def show_next(_dt=None) -> None:

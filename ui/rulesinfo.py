@@ -108,7 +108,7 @@ def rules_screen(profile: Profile, lang: str, decks: int | None = None,
                 # the return depends on the meter: recomputed from the cached probabilities
                 prog = computed.progressive
                 values = [(o.probability, o.award.value(meter)) for o in prog.outcomes if o.award is not None]
-                ret = sum((q * v for q, v in values), Fraction(0)) / prog.wager
+                ret = sum((q * v for q, v in values if v is not None), Fraction(0)) / prog.wager
                 note = tr(lang, "rules.return", ret=percent(ret))
         elif profile.progressive is not None and computed is None:
             note = tr(lang, "rules.computing")

@@ -194,7 +194,7 @@ def service_sections(seat, table=None, controller=None, config_digest: str = NOT
     reader = ServiceSection("Chip reader (live, debounced)", tuple(reader_rows))
     if table is not None:
         shoe = table.shoe
-        shoe_rows = (("connected", plain(shoe.connected)), ("cards since shuffle", str(table.dealer.shoe_counter)),
+        shoe_rows: tuple[tuple[str, str], ...] = (("connected", plain(shoe.connected)), ("cards since shuffle", str(table.dealer.shoe_counter)),
                      ("shoe number", str(table.dealer.shoe_number)))
     else:
         shoe_rows = (("shoe", NOT_AVAILABLE + " (the dealer unit reads the shoe)"),)

@@ -13,6 +13,7 @@ broker between steps.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import sys
@@ -257,7 +258,7 @@ def _tables(args, profiles, rng, total: Summary, state_dir: Path, links: "_Links
                              state_dir=state_dir / f"table-{t + 1}", rotate_rounds=args.rotate_rounds,
                              keep_segments=args.keep_segments)
             summary = run_demo_table(spec, args.rounds,
-                                     progress=lambda i, label=label: _progress(label, i, args.rounds),
+                                     progress=functools.partial(_progress, label, rounds=args.rounds),
                                      bus_factory=links.bus_factory(), on_unit=links.on_unit)
         if sys.stderr.isatty():
             print(file=sys.stderr)

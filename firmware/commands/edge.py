@@ -91,6 +91,7 @@ def _award_json(award: Award | None) -> int | float | str | None:
         return None
     if award.amount is not None:
         return to_json_number(award.amount)
+    assert award.meter_share is not None        # an award is an amount or a share of the meter
     return f"{format_amount(award.meter_share * 100)}%"
 
 
@@ -140,13 +141,13 @@ def to_text(odds: ProfileOdds) -> str:
                          _pct(o.probability), f"{float(bet.house_edge) * 100:.2f}%" if i == 0 else ""))
     prog = odds.progressive
     if prog is not None:
-        for i, o in enumerate(prog.outcomes):
+        for i, p in enumerate(prog.outcomes):
             edge = ""
             if i == 0:
                 edge = "needs --meter" if prog.return_ is None else f"{float(1 - prog.return_) * 100:.2f}%"
-            pays = "-" if o.award is None else str(_award_json(o.award))
+            pays = "-" if p.award is None else str(_award_json(p.award))
             rows.append((f"progressive ({prog.hand}, wager {format_amount(prog.wager)})" if i == 0 else "",
-                         o.category, pays, _pct(o.probability), edge))
+                         p.category, pays, _pct(p.probability), edge))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = [f"{odds.profile}: {odds.decks} decks"]
     if len(rows) == 1:

@@ -211,9 +211,9 @@ def _show_one(j, path: Path, round_no: int | None, box: int | None, since: datet
         when = _when(r)
         found = _stream(r, j.role)
         for kind, body in ([found] if isinstance(found, tuple) else found or []):
-            body = _for_box(kind, body, box)
-            if body is not None:
-                shown += _print_stream(when, kind, body, r.mono)
+            for_box = _for_box(kind, body, box)
+            if for_box is not None:
+                shown += _print_stream(when, kind, for_box, r.mono)
         if j.role == "seat" and r.dir == "out" and r.kind != "alarm":
             body = {k: v for k, v in r.body["body"].items() if k not in ("box", "round")}
             print(f"{when}   seat {r.body['body'].get('box')}: {r.kind} {json.dumps(body, sort_keys=True)}")

@@ -31,11 +31,15 @@ import stat
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from firmware.config import ConfigError, UnitConfig, load_config
 from firmware.preflight import check_startable
 from firmware.runtime.storage import StorageError
+
+if TYPE_CHECKING:                   # the link's types only: a unit alone never loads paho
+    from firmware.link.presence import ControllerWatch
+    from firmware.link.reporter import DealerReporter, SeatReporter
 
 log = logging.getLogger("betbox.run")
 #: The device name under which a unit journals its broker link's state.
@@ -67,6 +71,7 @@ def build(config: UnitConfig, bus: Any = None):
     from firmware.runtime.journal import JOURNAL_NAME, Journal
     from firmware.runtime.seat import SeatUnit
     from hal.backends import open_backend
+    from hal.ports import Lamps
 
     bus = bus if bus is not None else InProcessBus()
     # the unit's id is its broker identity <table>/<id>: the sender of its messages, which
@@ -74,13 +79,19 @@ def build(config: UnitConfig, bus: Any = None):
     journal = Journal(config.state_dir / JOURNAL_NAME, config.bus_id, config.role, config.synchronous,
                       rotate_rounds=config.rotate_rounds, keep_segments=config.keep_segments)
     ports = {name: open_backend(name, hw["backend"], hw["options"]) for name, hw in config.hardware.items()}
+    unit: DealerUnit | SeatUnit
+    inputs: tuple[str, ...]
     if config.role == "dealer":
+        assert config.profile is not None           # parse_config: [game] profile is required
         unit = DealerUnit(config.bus_id, config.table, bus, journal, load_profile(config.profile),
                           decks=config.decks, limits=config.limits, close_wait=config.close_wait)
         inputs = ("card_shoe", "console")
     else:
+        lamps = ports["lamps"]
+        assert config.box is not None and config.chips is not None     # [seat] box, chips are required
+        assert isinstance(lamps, Lamps), lamps                           # hal: the lamps port's backends
         unit = SeatUnit(config.bus_id, config.table, config.box, bus, journal,
-                        ChipRegistry.load(config.chips), config.spots, ports["lamps"],
+                        ChipRegistry.load(config.chips), config.spots, lamps,
                         config.confirm_cycles, config.release_cycles)
         inputs = ("chip_reader",)
     unit.storage_low_bytes, unit.storage_reserve_bytes = config.storage_low, config.storage_reserve
@@ -132,8 +143,8 @@ class Link:
         self.config = config
         self.bus = connect_bus(None, config.bus_id, link=config.link, outbox_path=outbox, role=config.role,
                                link_id=config.jackpot_link, config=config.raw, wait=5.0)
-        self.watch = None
-        self.reporter = None
+        self.watch: ControllerWatch | None = None
+        self.reporter: SeatReporter | DealerReporter | None = None
 
     def attach(self, unit) -> None:
         """After the unit recovered: report what its state holds, then follow the controller."""
@@ -142,14 +153,15 @@ class Link:
         from firmware.runtime.unit import BEHIND
 
         if self.config.role in ("seat", "dealer"):
-            self.reporter = (SeatReporter if self.config.role == "seat" else DealerReporter)(unit, self.bus)
-            self.reporter.sync()
+            reporter = (SeatReporter if self.config.role == "seat" else DealerReporter)(unit, self.bus)
+            self.reporter = reporter
+            reporter.sync()
             # a unit restarted from an older copy of its state refuses bets (issue #11.5)
             self.bus.add_behind_listener(lambda behind: unit.post((BEHIND, behind)))
             self._follow_broker(unit)
-        self.watch = ControllerWatch(self.bus, self.config.jackpot_link, self.config.table)
+        self.watch = watch = ControllerWatch(self.bus, self.config.jackpot_link, self.config.table)
         if takes_controller_input(unit):
-            self.watch.feed(unit)
+            watch.feed(unit)
         else:
             log.warning("%s: this firmware's %s unit does not take the controller's state yet; "
                         "progressive wagers are not gated by the link", self.config.bus_id, self.config.role)
@@ -163,12 +175,14 @@ class Link:
 
         unit.device_kinds[BROKER_DEVICE] = "broker"
         down = [BROKER_DEVICE in unit.devices_down]
+        link = self.config.link
+        assert link is not None                     # a Link is made only for a unit with [link]
 
         def changed(up: bool) -> None:
             if up and down[0]:
                 unit.post(ConnectionRestored(device=BROKER_DEVICE))
             elif not up and not down[0]:
-                unit.post(ConnectionLost(device=BROKER_DEVICE, reason=f"no link to the MQTT broker {self.config.link.host}:{self.config.link.port}"))
+                unit.post(ConnectionLost(device=BROKER_DEVICE, reason=f"no link to the MQTT broker {link.host}:{link.port}"))
             down[0] = not up
 
         self.bus.add_link_listener(changed)
@@ -276,7 +290,7 @@ def _display(config: UnitConfig, unit, link: Link | None, stopping: threading.Ev
     from ui.source import ControllerFeed
 
     feed = ControllerFeed()
-    if link is not None:
+    if link is not None and link.watch is not None:
         link.watch.on_state(lambda s: feed.set(link=s["link"], pending=s["pending"],
                                                meter=None if s["meter"] is None else parse_amount(s["meter"])))
 
@@ -291,6 +305,7 @@ def _display(config: UnitConfig, unit, link: Link | None, stopping: threading.Ev
         signal.signal(sig, stop_window)
     _first_frame(config.bus_id, screenshot, stopping, on_first_frame)
     d = config.display
+    assert d is not None                            # the display runs only with [display]
     run_seat_display(unit, controller=feed, bus=link.bus if link else None, lang=d.lang, pin=d.pin,
                      size=d.size, fullscreen=d.fullscreen, config_digest=config_hash(config.raw))
 
@@ -320,6 +335,7 @@ def run(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if config.role == "jackpot":
         from firmware.jackpot.service import run_controller
+        assert config.jackpot is not None           # parse_config: role jackpot has its section
         stop = threading.Event()         # SIGTERM during start-up stops it cleanly too
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())

@@ -70,7 +70,8 @@ _KIND_OF = [[_KIND[_CARD[r][s]] for s in range(4)] for r in range(len(RANKS))]
 
 
 @lru_cache(maxsize=None)
-def _suit_orbits(shape: tuple[int, ...], group: str) -> tuple[tuple[tuple[tuple[int, ...], ...], tuple], ...]:
+def _suit_orbits(shape: tuple[int, ...], group: str) -> tuple[tuple[tuple[tuple[int, ...], ...],
+                                                                   tuple[tuple[tuple[int, ...], ...], ...]], ...]:
     """Classes of suit assignments to groups of cards of one rank in one role.
 
     ``shape`` gives each group's size; an assignment is a sorted suit tuple per group.
@@ -265,9 +266,8 @@ def progressive_odds(table: ProgressiveTable, shoe: ShoeComposition,
     outcomes = tuple(ProgressiveCategoryOdds(c, probs[c], table.pays.get(c)) for c in hand.categories)
     lose = 1 - sum((o.probability for o in outcomes if o.award is not None), Fraction(0))
     values = [(o.probability, o.award.value(meter)) for o in outcomes if o.award is not None]
-    expected = None
-    if all(v is not None for _, v in values):
-        expected = sum((p * v for p, v in values), Fraction(0))
+    known = [(p, v) for p, v in values if v is not None]
+    expected = sum((p * v for p, v in known), Fraction(0)) if len(known) == len(values) else None
     return ProgressiveOdds(table.hand, hand.clause, table.wager, outcomes, lose, expected,
                            None if expected is None else expected / table.wager)
 

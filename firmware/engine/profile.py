@@ -91,11 +91,13 @@ class Award:
             return None
         # rounded down to the cent like the controller's lock (docs/mqtt "One amount for a
         # 100% hit"): the table pays exactly what the books lock
+        assert self.meter_share is not None     # a pay is an amount or a share (checked on load)
         return round_down_to_cent(self.meter_share * meter)
 
     def __str__(self) -> str:
         if self.amount is not None:
             return str(self.amount)
+        assert self.meter_share is not None
         return f"{self.meter_share * 100}% of the meter"
 
 

@@ -7,7 +7,7 @@ the source, the section and the key: ``seat.toml: [seat] box: 0 is out of range 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 _KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
                list: "a list", dict: "a table"}
@@ -35,7 +35,7 @@ class Section:
             return self.error(f"{self.source}: {key}: {msg}")
         return self.error(f"{self.source}: [{self.where}] {key}: {msg}")
 
-    def section(self, key: str, default: Any = ...) -> "Section":
+    def section(self, key: str, default: Any = ...) -> Self:
         """A sub-table, read as strictly, under ``[where.key]``."""
         name = f"{self.where}.{key}" if self.where else key
         return type(self)(self.get(key, dict, default), name, self.source, self.error)
@@ -54,13 +54,13 @@ class Section:
         return value
 
     def int_in(self, key: str, lo: int, hi: int, default: Any = ...) -> int:
-        value = self.get(key, int, default)
+        value: int = self.get(key, int, default)
         if not lo <= value <= hi:
             raise self.fail(key, f"{value} is out of range {lo}..{hi}")
         return value
 
     def choice(self, key: str, options: tuple[str, ...], default: Any = ...) -> str:
-        value = self.get(key, str, default)
+        value: str = self.get(key, str, default)
         if value not in options:
             raise self.fail(key, f"{value!r} is not one of {', '.join(options)}")
         return value

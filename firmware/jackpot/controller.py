@@ -135,8 +135,9 @@ class JackpotController:
                 raise
             for result in results:
                 self.counts[result.status] += 1
-                if result.status != "rejected":
-                    self.dirty_units.add(result.unit)
+                if result.status == "rejected" or result.unit is None:
+                    continue
+                self.dirty_units.add(result.unit)
                 if result.status == "accepted":
                     self._track_hole(result.unit)
             return results
@@ -537,6 +538,7 @@ class JackpotController:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (event, f"{c.table}/seat-{c.box}", c.table, c.box, c.round, spec.name, kind,
              category or c.value.get("category"), None if share is None else money(share), money(amount_), state))
+        assert cur.lastrowid is not None            # an INSERT just made the row
         return int(cur.lastrowid)
 
     # -- an attendant confirms a hit ----------------------------------------------------

@@ -95,7 +95,8 @@ class PoolState:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "PoolState":
         kinds = {k: type(v) for k, v in asdict(cls(ZERO)).items()}
-        return cls(**{k: (Fraction(v) if kinds[k] is Fraction else kinds[k](v)) for k, v in data.items()})
+        fields: dict[str, Any] = {k: (Fraction(v) if kinds[k] is Fraction else kinds[k](v)) for k, v in data.items()}
+        return cls(**fields)
 
 
 def new_pool(spec: PoolSpec) -> PoolState:

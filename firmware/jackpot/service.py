@@ -197,7 +197,7 @@ class JackpotService:
             self.bus.publish_raw(topics.meter_topic(self.link_id), json.dumps(self.controller.meter(),
                                                                               sort_keys=True),
                                  qos=1, retain=True)
-        units = self.controller.take_dirty()
+        units: set[str] | None = self.controller.take_dirty()
         if self._all_marks:
             self._all_marks = False
             units = None

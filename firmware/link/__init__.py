@@ -22,7 +22,9 @@ def connect_bus(url: str | None, unit_id: str, *, outbox_path: str | Path | None
     configuration) is hashed into the birth message. ``link``: an already read
     :class:`LinkConfig` (``[link]`` of a unit configuration) instead of ``url`` and options;
     ``allow_insecure``: a password over plain ``mqtt://`` is meant (tests, a loopback lab)."""
-    cfg = link if link is not None else config_from_url(url, username=username, password=password, tls=tls,
+    if link is None and url is None:
+        raise ValueError("connect_bus: give the broker's url or a LinkConfig")
+    cfg = link if link is not None else config_from_url(str(url), username=username, password=password, tls=tls,
                                                         allow_insecure=allow_insecure or None)
     url = cfg.url
     outbox = Outbox(outbox_path, unit_id) if outbox_path is not None else None

@@ -83,7 +83,7 @@ def _no_delay(client: mqtt.Client) -> None:
 
     sock = client.socket()
     try:
-        if sock is not None and getattr(sock, "family", None) in (socket.AF_INET, socket.AF_INET6):
+        if isinstance(sock, socket.socket) and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     except (OSError, AttributeError):
         pass
@@ -300,7 +300,7 @@ class MqttBus:
             conn = self._conn
         if not sinks:
             return False
-        sinks[0](msg.topic, msg.payload, lambda: self._ack(msg, conn))
+        sinks[0](msg.topic, bytes(msg.payload), lambda: self._ack(msg, conn))
         return True
 
     def _ack(self, msg: mqtt.MQTTMessage, conn: int) -> None:
@@ -346,9 +346,9 @@ class MqttBus:
         if message.topic != topic:
             self._drop("dropped a message for %.200s sent on %s", message.topic, topic)
             return
-        for _, subscriber, sink in subs:
+        for _, subscriber, deliver in subs:
             if subscriber != message.sender:
-                self._call(sink, topic, message)
+                self._call(deliver, topic, message)
 
     def _call(self, sink: Callable[..., None], topic: str, *args: Any) -> None:
         """One sink; what it raises is counted and logged, and the other sinks still run."""
@@ -516,6 +516,7 @@ class MqttBus:
 
     def _send_step(self, inflight: list[tuple[mqtt.MQTTMessageInfo, int]]
                    ) -> list[tuple[mqtt.MQTTMessageInfo, int]]:
+        assert self.outbox is not None               # the sender runs only with an outbox
         self._wake.wait(0.5)
         self._wake.clear()
         if inflight:

@@ -175,5 +175,5 @@ class ControllerWatch:
         if flip:
             for listener in list(self._listeners):
                 listener(now, self.reason)
-        for listener in inputs:
-            listener(dict(state))
+        for feed in inputs:
+            feed(dict(state))

@@ -149,9 +149,10 @@ class InProcessBus:
                 continue
             delivered = Message.from_json(wire)
             if self.tamper is not None:
-                delivered = self.tamper(subscriber, delivered)
-                if delivered is None:
+                tampered = self.tamper(subscriber, delivered)
+                if tampered is None:
                     continue
+                delivered = tampered
             sink(delivered)
 
     def subscribe(self, pattern: str, sink: Sink, subscriber: str) -> None:

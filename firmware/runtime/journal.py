@@ -545,7 +545,6 @@ def open_readonly(path: str | Path) -> Journal:
     else:
         j._db = sqlite3.connect(":memory:")      # only segments: an empty active file
         j._db.executescript(_DDL)
-    j.active = active
     try:
         row = j._db.execute("SELECT COALESCE(MAX(step), 0), COALESCE(MAX(seq), 0) FROM record").fetchone()
     except sqlite3.DatabaseError as exc:

@@ -36,7 +36,7 @@ def registry(boxes: int, spots: int, layers: int = 8) -> ChipRegistry:
 def chips_for(amount: Fraction, box: int, spot: int, layer: int) -> list[str]:
     """Greedy change for ``amount`` in the demo's denominations."""
     left = Decimal(amount.numerator) / Decimal(amount.denominator)
-    out = []
+    out: list[str] = []
     for d, value in enumerate(DENOMINATIONS):
         n = int(left // value)
         if n > MAX_PER_DENOMINATION:

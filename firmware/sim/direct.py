@@ -48,5 +48,6 @@ def play_direct(profile: Profile, rounds: int, rng: random.Random, boxes: int = 
                     break
                 state, _ = state.apply(CardDrawn(shoe.draw()))
             else:
+                assert expect.box is not None       # not a card: a box's decision
                 state, _ = state.apply(players[expect.box - 1].turn(state))
         yield state

@@ -109,7 +109,14 @@ class TableDriver:
             self._next_input()
         done = d.take_finished()
         self.rounds.extend(done)
-        return done[-1] if done else d.round
+        return done[-1] if done else self._round()
+
+    def _round(self) -> Round:
+        """The dealer's round in play (the driver only asks while there is one)."""
+        state = self.table.dealer.round
+        if state is None:
+            raise RuntimeError("the dealer has no round in play")
+        return state
 
     def clear_spots(self) -> None:
         """Take every chip off every seat's spots (the players take their winnings)."""
@@ -132,7 +139,7 @@ class TableDriver:
 
     def _late_chips(self) -> None:
         t = self.table
-        if t.dealer.phase != "play" or t.dealer.round.phase != Phase.INITIAL_DEAL or t.dealer.round.cards_dealt():
+        if t.dealer.phase != "play" or self._round().phase != Phase.INITIAL_DEAL or self._round().cards_dealt():
             return
         late = []
         for box in t.seats:
@@ -145,7 +152,7 @@ class TableDriver:
 
     def _next_input(self) -> None:
         t = self.table
-        state = t.dealer.round
+        state = self._round()
         if state.offers_open and not self._offers_done(state):
             self._offers(state)
             return
@@ -159,11 +166,13 @@ class TableDriver:
             t.settle()
             return
         box = expect.box
+        assert box is not None                  # a decision is expected of a box
         decision = self._player(box, "turn", len(state.history)).turn(state)
         if decision.action in (Action.DOUBLE, Action.SPLIT):
             seat = t.seats.get(box)
-            _, hand = state.hand_in_play()
-            amount = decision.amount if decision.amount is not None else hand.stake
+            in_play = state.hand_in_play()
+            assert in_play is not None          # a double or split is of the hand in play
+            amount = decision.amount if decision.amount is not None else in_play[1].stake
             if seat is not None and not seat.pending.get("main"):
                 layer = 1 + sum(1 for e in state.history
                                 if getattr(e, "box", None) == box and getattr(e, "action", None)
@@ -187,6 +196,7 @@ class TableDriver:
                     # on the insured hand's own spot (Switch §3.9.1: either or both hands)
                     spot = insurance_spot(decision.hand)
                     if spot in self.spots and not t.readers[box].chips_on(spot):
+                        assert decision.amount is not None      # an insurance offer has its amount
                         t.readers[box].place_chips(spot, chipset.chips_for(
                             decision.amount, box, self.spots.index(spot), 1))
                         t.cycle_readers(2, [box])
@@ -198,7 +208,7 @@ class TableDriver:
             if button in pressed:
                 t.console.press(button)
                 t.settle()
-        self._offered_round = (t.dealer.round_no, len(t.dealer.round.history))
+        self._offered_round = (t.dealer.round_no, len(self._round().history))
 
     # -- results -----------------------------------------------------------------------
 

@@ -99,13 +99,15 @@ class SimPlayer:
 
     def turn(self, state: Round) -> Decision:
         """The decision for this box's hand in play."""
-        box, hand = state.hand_in_play()
+        in_play = state.hand_in_play()
+        assert in_play is not None              # asked only when this box's hand is in play
+        box, hand = in_play
         switch = Decision(self.box, Action.SWITCH)
         if self.profile.is_switch and state.why_not(switch) is None:
             first, second = (h.cards for h in box.hands)
             if strategy.should_switch(first, second):
                 return switch
-        legal = {a: r for a, r in state.legal_decisions(self.box).items()
+        legal: dict[Action, str | None] = {a: r for a, r in state.legal_decisions(self.box).items()
                  if a in (Action.HIT, Action.STAND, Action.DOUBLE, Action.SPLIT)}
         action = strategy.choose(hand.cards, state.dealer[0], legal)
         if action == Action.DOUBLE:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -16,9 +16,9 @@ class Summary:
     rounds: int = 0
     voided: int = 0
     hands: int = 0
-    wagered: Counter = field(default_factory=Counter)   # bet -> Fraction
-    won: Counter = field(default_factory=Counter)       # bet -> player's net (Fraction)
-    alarms: Counter = field(default_factory=Counter)    # kind -> count
+    wagered: defaultdict[str, Fraction] = field(default_factory=lambda: defaultdict(Fraction))   # bet -> total
+    won: defaultdict[str, Fraction] = field(default_factory=lambda: defaultdict(Fraction))   # bet -> player's net
+    alarms: Counter[str] = field(default_factory=Counter)    # kind -> count
     refusals: int = 0
 
     def add_round(self, state: Round) -> None:
@@ -38,8 +38,10 @@ class Summary:
         self.rounds += other.rounds
         self.voided += other.voided
         self.hands += other.hands
-        self.wagered.update(other.wagered)
-        self.won.update(other.won)
+        for bet, amount in other.wagered.items():
+            self.wagered[bet] += amount
+        for bet, amount in other.won.items():
+            self.won[bet] += amount
         self.alarms.update(other.alarms)
         self.refusals += other.refusals
 

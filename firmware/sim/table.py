@@ -145,7 +145,8 @@ class InProcessTable:
         queues. False when there is nothing to wait for or the wait timed out."""
         import time
 
-        buses = [b for b in self.buses.values() if hasattr(b, "send_marker")]
+        # a bus on a broker (MqttBus) confirms what it published and sends a marker through it
+        buses: list[Any] = [b for b in self.buses.values() if hasattr(b, "send_marker")]
         if not buses:
             return False
         deadline = time.monotonic() + self.quiet_timeout

@@ -91,7 +91,8 @@ class SerialTransport:
 
     def read(self, timeout: float) -> bytes:
         self._serial.timeout = timeout
-        return self._serial.read(max(1, self._serial.in_waiting))
+        data: bytes = self._serial.read(max(1, self._serial.in_waiting))
+        return data
 
     def close(self) -> None:
         self._serial.close()
