@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .cards import Card, ShoeComposition
 from .errors import BettingOpen, IllegalDecision, IllegalWager, NotYourTurn, RoundOver, RuleError, UnexpectedCard
@@ -40,6 +40,8 @@ from .sidebets import SIDE_BETS
 
 ZERO = Fraction(0)
 DEALER = "dealer"
+#: the events of a round as a persistent list, newest first: (event, the earlier cell)
+EventCell = tuple[Event, "EventCell | None"]
 
 
 class Phase(StrEnum):
@@ -199,7 +201,7 @@ class Round:
         self.shoe: ShoeComposition
         # the events so far as a persistent list, newest first: (event, earlier) | None;
         # appending shares every earlier cell, so no apply copies the history
-        self._events: tuple[Event, object] | None = None
+        self._events: EventCell | None = None
         self._n_events = 0
         self.void_reason: str | None = None
         self.void_clause: str | None = None
@@ -267,6 +269,7 @@ class Round:
         """Box ``bi``, copied on the first write in this apply (the original stays with the
         round ``apply`` was called on)."""
         box = self.boxes[bi]
+        assert self._fresh is not None, "a write outside apply"
         if id(box) not in self._fresh:
             box = box.copy()
             self.boxes[bi] = box
@@ -277,6 +280,7 @@ class Round:
         """Hand ``hi`` of box ``bi``, copied (with its box) on the first write in this apply."""
         box = self._wbox(bi)
         hand = box.hands[hi]
+        assert self._fresh is not None, "a write outside apply"
         if id(hand) not in self._fresh:
             hand = hand.copy()
             box.hands[hi] = hand
@@ -324,12 +328,13 @@ class Round:
             return Expect("nothing")
         if self.phase == Phase.INITIAL_DEAL:
             target = self.deal_order[self.deal_pos]
-            if target == DEALER:
+            if isinstance(target, str):             # DEALER
                 return Expect("card", to_dealer=True)
             bi, hi = target
             return Expect("card", self.boxes[bi].number, hi + 1)
         if self.phase == Phase.DEALER:
             return Expect("card", to_dealer=True)
+        assert self.cursor is not None              # in play: a hand is in play
         bi, hi = self.cursor
         box = self.boxes[bi]
         kind = "card" if box.hands[hi].wants_card else "decision"
@@ -491,6 +496,7 @@ class Round:
                              p.clause("no_initial_bet" if name != "progressive" else "initial_bets"), out)
                 continue
             if name == "progressive":
+                assert p.progressive is not None    # "progressive" is a bet only with a progressive
                 if amount != p.progressive.wager:
                     raise IllegalWager(f"box {number}: the progressive wager is fixed at "
                                        f"{p.progressive.wager}, not {amount}", p.clause("initial_bets"),
@@ -562,7 +568,9 @@ class Round:
             self.dealer.append(card)
             self.subsequent_deal = True
         elif self.phase == Phase.PLAY:
-            box, hand = self.hand_in_play()
+            in_play = self.hand_in_play()
+            assert in_play is not None and self.cursor is not None     # PLAY: a hand is in play
+            box, hand = in_play
             if not hand.wants_card:
                 raise UnexpectedCard(f"box {box.number} hand {self.cursor[1] + 1} ({describe(hand.cards)}) "
                                      f"is waiting for a decision, not a card", self.profile.clause("deal"))
@@ -716,6 +724,7 @@ class Round:
                     box.progressive_pending = True      # §3.7: 100% wins settle at the end
                 elif box.progressive_award is not None:
                     box.book("progressive", box.progressive_award)
+                assert category is not None         # an award is found by its category
                 out.append(ProgressiveHit(box.number, category, box.progressive_award,
                                           award.meter_share, clause))
             # §3.7.2: every *other* progressive player gets an envy bonus for each
@@ -752,6 +761,7 @@ class Round:
             if cur is None:
                 raise NotYourTurn("no hand is in play: the dealer is drawing", p.clause("dealer"))
             cbox, chand = cur
+            assert self.cursor is not None          # a hand in play is the cursor's
             if cbox.number != d.box:
                 raise NotYourTurn(f"box {cbox.number} is in play, not box {d.box}", p.clause("deal"))
             if d.hand is not None and d.hand != self.cursor[1] + 1:
@@ -911,6 +921,7 @@ class Round:
         bi = self._box_index(d.box)
         box = self._wbox(bi)
         if d.action == Action.INSURANCE:
+            assert d.amount is not None             # _check: insurance has an amount above zero
             box.insurance = {**box.insurance, self._family(box, d): d.amount}
             return
         if d.action == Action.EVEN_MONEY:
@@ -928,6 +939,7 @@ class Round:
             # §3.16, §1.17: half the initial bet is given up at the interim settlement
             self._settle(box, hand, "surrender", -hand.stake / 2, "surrender", out)
             return
+        assert self.cursor is not None
         bi, hi = self.cursor       # _check: the box decided on is the box in play
         box.acted = True
         if d.action == Action.SWITCH:
@@ -955,6 +967,7 @@ class Round:
             hand.split_aces = aces
             hand.decided = False
             box.hands.insert(hi + 1, new)
+            assert self._fresh is not None, "a write outside apply"
             self._fresh.add(id(new))
             # §3.21.2: the first split hand gets its second card at once
             hand.wants_card = True
@@ -1033,7 +1046,7 @@ class Round:
                     live = [hi for hi, h in enumerate(box.hands) if h.family == family and self._live(h)]
                     if not live:
                         continue
-                    loss = min(box.hands[live[0]].stake, sum(box.hands[hi].at_risk for hi in live))
+                    loss = min(box.hands[live[0]].stake, sum((box.hands[hi].at_risk for hi in live), ZERO))
                     for i, hi in enumerate(live):
                         hand = self._whand(bi, hi)
                         box = self.boxes[bi]
@@ -1069,6 +1082,7 @@ class Round:
         if box.progressive_pending and box.progressive_award is not None:
             box.book("progressive", box.progressive_award)
         for other in box.envy_from:
+            assert table.envy_bonus is not None     # envy is owed only where the table pays one
             box.book("envy_bonus", table.envy_bonus)
             out.append(EnvyBonus(box.number, other, table.envy_bonus, self.profile.clause("envy_bonus")))
 
@@ -1111,7 +1125,7 @@ def _read_limits(profile: Profile, limits: Mapping[str, Sequence[object]]) -> di
     return out
 
 
-def replay(profile: Profile, events: Iterable[Event], **new_kwargs) -> tuple[Round, list[Outcome]]:
+def replay(profile: Profile, events: Iterable[Event], **new_kwargs: Any) -> tuple[Round, list[Outcome]]:
     """Rebuild a round from its event record: same events, same state, same settlement."""
     state = Round.new(profile, **new_kwargs)
     outcomes: list[Outcome] = []
