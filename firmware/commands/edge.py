@@ -154,11 +154,11 @@ def to_text(odds: ProfileOdds, main_edge: float | None = None) -> str:
                          o.category, pays, _pct(o.probability), edge))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = [f"{odds.profile}: {odds.decks} decks"]
-    if main_edge is not None:
-        lines.append(f"main game (basic strategy, betbox strategy): house edge {main_edge * 100:.2f}%")
     if len(rows) == 1:
         lines.append("no side bets and no progressive in this profile")
     else:
         for r in rows:
             lines.append("  ".join((c.ljust(w) if i < 2 else c.rjust(w)) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    if main_edge is not None:
+        lines.append(f"main game (basic strategy, betbox strategy): house edge {main_edge * 100:.2f}%")
     return "\n".join(lines) + "\n"

@@ -87,7 +87,8 @@ class Chart:
         """Switch §3.11: switch the second cards when the switched hands are worth more."""
         if is_blackjack(*first) or is_blackjack(*second):
             return False
-        dealt = self.hand_value(*first, dealer_upcard) + self.hand_value(*second, dealer_upcard)
+        dealt = (self.hand_value(first[0], first[1], dealer_upcard)
+                 + self.hand_value(second[0], second[1], dealer_upcard))
         swapped = (self.hand_value(first[0], second[1], dealer_upcard, switched=True)
                    + self.hand_value(second[0], first[1], dealer_upcard, switched=True))
         return swapped > dealt + 1e-12

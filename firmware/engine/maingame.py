@@ -184,11 +184,11 @@ class HandValues:
         return value
 
     def hit(self, hard: int, ace: bool, share: float = 1.0) -> float:
-        return sum(p * self.play(hard + v, ace or v == 1, share) for v, p in zip(VALUES, self.p) if p)
+        return sum(p * self.play(hard + v, ace or v == 1, share) for v, p in zip(VALUES, self.p, strict=True) if p)
 
     def double(self, hard: int, ace: bool, share: float = 1.0) -> float:
         ev = 0.0
-        for v, p in zip(VALUES, self.p):
+        for v, p in zip(VALUES, self.p, strict=True):
             if not p:
                 continue
             h, a = hard + v, ace or v == 1
@@ -221,7 +221,7 @@ class HandValues:
         finished, stuck = split_hand_counts(p_pair, limit)
         hands = finished + stuck
         share = 1.0 / hands                 # the hands share one initial bet against a dealer BJ
-        others = sum(p * self.split_hand(v, w, share) for w, p in zip(VALUES, self.p) if w != v)
+        others = sum(p * self.split_hand(v, w, share) for w, p in zip(VALUES, self.p, strict=True) if w != v)
         other_ev = others / (1 - p_pair) if p_pair < 1 else 0.0
         return finished * other_ev + stuck * self.split_hand(v, v, share)
 
