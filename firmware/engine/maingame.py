@@ -168,9 +168,9 @@ class HandValues:
     def play(self, hard: int, ace: bool, share: float = 1.0) -> float:
         """A hand (stake 1) that may hit or stand, played at its best."""
         key = (hard, ace, share)
-        hit = self._best.get(key)
-        if hit is not None:
-            return hit
+        known = self._best.get(key)
+        if known is not None:
+            return known
         total = best_total(hard, ace)
         if total > 21:
             value = -1.0

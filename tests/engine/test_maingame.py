@@ -150,3 +150,27 @@ def test_switch_rule_switches_two_bad_hands_into_good_ones():
     assert chart.switch([10, 6], [10, 10], 10) is False      # 20 and 16: keep
     assert chart.switch([10, 6], [5, 10], 6) is True         # 16 and 15 -> 20 and 11
     assert chart.switch([1, 10], [5, 6], 6) is False         # never with a Blackjack
+
+
+def test_dealer_bust_probabilities_match_the_published_infinite_deck_table():
+    """Dealer stands on soft 17, infinite deck, no hole card (Blackjack counted apart): the
+    well-known bust probabilities (e.g. Wizard of Odds, blackjack appendix 2)."""
+    published = {2: 35.36, 3: 37.39, 4: 39.45, 5: 41.64, 6: 42.32, 7: 26.23, 8: 24.47, 9: 22.84,
+                 10: 21.21, 1: 11.53}
+    rules = MainRules(decks=10**7)
+    for up, bust in published.items():
+        deck = list(rules.deck())
+        deck[up - 1] -= 1
+        out = dealer_outcomes(tuple(deck), up, rules)
+        assert sum(out.values()) == pytest.approx(1.0)
+        assert round((out.get(BUST, 0.0) + out.get(22, 0.0)) * 100, 2) == bust
+
+
+def test_split_hand_counts_follow_the_resplit_limit():
+    from firmware.engine.maingame import split_hand_counts
+    assert split_hand_counts(0.25, 2) == pytest.approx((1.5, 0.5))      # no resplit: 2 hands
+    finished, stuck = split_hand_counts(0.25, 3)
+    assert finished + stuck == pytest.approx(2 + (1 - 0.75 ** 2))      # a third hand if either pairs
+    finished, stuck = split_hand_counts(0.1, 8)
+    # nearly unlimited: pair draws are p of all draws and add a hand each, H - 2 = p (2H - 2)
+    assert stuck < 1e-4 and finished + stuck == pytest.approx(2 * 0.9 / 0.8, rel=1e-3)
