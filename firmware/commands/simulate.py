@@ -50,10 +50,16 @@ def register(subparsers: Any) -> None:
 
 
 def _offers(state: Round, chart: Chart, boxes: int) -> Round:
-    """Surrender where the chart says so (insurance and even money never)."""
+    """Surrender where the chart says so (insurance and even money never). Switch: a position
+    that will switch surrenders nothing (§3.10: no surrender after a switch, and the switch
+    rule already weighed the dealt hands with their surrender)."""
     up = state.dealer[0].value
     for number in range(1, boxes + 1):
         box = state.box(number)
+        if state.profile.is_switch:
+            first, second = ([c.value for c in h.cards] for h in box.hands)
+            if chart.switch(first, second, up):
+                continue
         for family in range(state.profile.hands_per_box):
             hand = next(h for h in box.hands if h.family == family)
             values = [c.value for c in hand.cards]
@@ -92,6 +98,7 @@ def play(profile: Profile, decks: int, rounds: int, boxes: int, side_bets: tuple
     sums: dict[str, list[float]] = {bet: [0.0, 0.0, 0.0] for bet in ("main", *side_bets)}
     counts: dict[str, Counter[str]] = {bet: Counter() for bet in sums}
     wagers = {n: {"main": ONE, **dict.fromkeys(side_bets, ONE)} for n in range(1, boxes + 1)}
+    hands = profile.hands_per_box
     for i in range(rounds):
         if shoe.cut_card_out:
             shoe.shuffle()
@@ -114,7 +121,8 @@ def play(profile: Profile, decks: int, rounds: int, boxes: int, side_bets: tuple
         for number in range(1, boxes + 1):
             ledger = state.box(number).ledger
             for bet, acc in sums.items():
-                net = float(ledger.get(bet, 0))
+                # per unit staked: a Switch position's main bet is one unit on each hand (§3.3)
+                net = float(ledger.get(bet, 0)) / (hands if bet == "main" else 1)
                 acc[0] += 1
                 acc[1] += net
                 acc[2] += net * net

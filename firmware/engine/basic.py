@@ -84,7 +84,10 @@ class Chart:
         return (self.switched_values if switched else self.hand_values)[key]
 
     def switch(self, first: Sequence[int], second: Sequence[int], dealer_upcard: int) -> bool:
-        """Switch §3.11: switch the second cards when the switched hands are worth more."""
+        """Switch §3.11: switch the second cards when the switched hands are worth more.
+
+        Ask this before surrendering (the offer window comes first, §3.10): the dealt hands'
+        values already include their surrender, and a switched hand cannot surrender."""
         if is_blackjack(*first) or is_blackjack(*second):
             return False
         dealt = (self.hand_value(first[0], first[1], dealer_upcard)
