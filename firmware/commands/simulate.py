@@ -21,10 +21,11 @@ from fractions import Fraction
 from typing import Any
 
 from firmware.commands.limits import bounded_int
+from firmware.commands.strategy import StrategyError, read_profile
 from firmware.engine.basic import Chart, chart_for
 from firmware.engine.events import Action, BetsClosed, CardDrawn, Decision, VoidRound
 from firmware.engine.maingame import main_rules
-from firmware.engine.profile import Profile, ProfileError, load_profile
+from firmware.engine.profile import Profile, load_profile
 from firmware.engine.round import Phase, Round
 from firmware.sim.shoe import SimShoe
 
@@ -139,8 +140,8 @@ def _work(args: tuple[str, int, int, int, tuple[str, ...], int, int]) -> Tally:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        profile = load_profile(args.profile)
-    except ProfileError as exc:
+        profile = read_profile(args.profile)
+    except StrategyError as exc:
         print(f"betbox simulate: error: {exc}", file=sys.stderr)
         return 2
     side = tuple(s for s in args.side_bets.split(",") if s)

@@ -39,8 +39,20 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def read_profile(name: str) -> Profile:
+    """A profile, or :class:`StrategyError` naming what is wrong with the file."""
+    try:
+        return load_profile(name)
+    except ProfileError as exc:
+        raise StrategyError(str(exc)) from None
+    except (OSError, UnicodeDecodeError, RecursionError) as exc:    # a profile file that is no profile
+        what = "nested too deeply" if isinstance(exc, RecursionError) else \
+            "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc.strerror
+        raise StrategyError(f"--profile {name}: {what}") from None
+
+
 def profile_rules(profile_name: str, decks: int | None) -> tuple[Profile, int, MainRules]:
-    profile = load_profile(profile_name)
+    profile = read_profile(profile_name)
     low, high = profile.decks
     if decks is None:
         decks = profile.default_decks
@@ -53,11 +65,8 @@ def profile_rules(profile_name: str, decks: int | None) -> tuple[Profile, int, M
 def run(args: argparse.Namespace) -> int:
     try:
         profile, decks, rules = profile_rules(args.profile, args.decks)
-    except (StrategyError, ProfileError) as exc:
+    except StrategyError as exc:
         print(f"betbox strategy: error: {exc}", file=sys.stderr)
-        return 2
-    except (OSError, UnicodeDecodeError, RecursionError) as exc:
-        print(f"betbox strategy: error: --profile {args.profile}: {exc}", file=sys.stderr)
         return 2
     data = {"profile": profile.name, "decks": decks, **main_json(profile, rules)}
     if args.json:

@@ -53,3 +53,17 @@ def test_strategy_refuses_a_deck_count_the_profile_does_not_play(capsys):
     assert code == 2 and "--decks 6: profile 'uk-4-deck' is played with 4 decks" in err
     code, _, err = run(capsys, "strategy", "--profile", "no-such")
     assert code == 2 and "unknown profile 'no-such'" in err
+
+
+def test_strategy_and_simulate_answer_a_profile_file_that_is_no_profile(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(b'[profile]\nname = "\xff"\n')
+    deep = tmp_path / "deep.toml"
+    deep.write_bytes(b"x = " + b"[" * 3000 + b"]" * 3000 + b"\n")
+    for command in (["strategy"], ["simulate", "--rounds", "10"]):
+        code, _, err = run(capsys, *command, "--profile", str(bad))
+        assert code == 2 and err.endswith(f"--profile {bad}: not UTF-8 text\n"), err
+        code, _, err = run(capsys, *command, "--profile", str(deep))
+        assert code == 2 and "error:" in err and "Traceback" not in err
+        code, _, err = run(capsys, *command, "--profile", str(tmp_path / "missing.toml"))
+        assert code == 2 and "cannot read profile" in err
