@@ -150,6 +150,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"betbox simulate: error: --side-bets {','.join(unknown)}: not offered by {profile.name} "
               f"(offered: {', '.join(profile.side_bets) or 'none'})", file=sys.stderr)
         return 2
+    lacking = [f"{s} needs {profile.side_bets[s].requires}" for s in side
+               if profile.side_bets[s].requires not in (None, *side)]
+    if lacking:     # the table would return such a bet unplayed: its return would read 0%
+        print(f"betbox simulate: error: --side-bets: {'; '.join(lacking)}", file=sys.stderr)
+        return 2
     decks = profile.default_decks
     # fixed chunks merged in order: the same seed gives the same figures with any --workers
     sizes = [min(CHUNK, args.rounds - start) for start in range(0, args.rounds, CHUNK)]

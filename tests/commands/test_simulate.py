@@ -66,6 +66,8 @@ def test_seeded_runs_are_identical_with_any_number_of_workers(capsys):
 def test_a_side_bet_the_profile_does_not_offer_is_refused(capsys):
     assert main(["simulate", "--profile", "rws-blackjack", "--rounds", "10", "--side-bets", "top_3"]) == 2
     assert "--side-bets top_3: not offered by rws-blackjack" in capsys.readouterr()[1]
+    assert main(["simulate", "--profile", "uk-4-deck", "--rounds", "10", "--side-bets", "top_3"]) == 2
+    assert "--side-bets: top_3 needs twenty_one_plus_three" in capsys.readouterr()[1]
 
 
 PROFILE_BETS = {
