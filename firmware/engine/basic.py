@@ -128,17 +128,7 @@ def _chosen(plays: Mapping[str, float], order: tuple[Action, ...]) -> float:
 def chart_for(rules: MainRules) -> Chart:
     analysis = analyse(rules)
     first = {key: _order(acc) for key, acc in _class_values(analysis).items()}
-    later: dict[tuple[str, int, int], tuple[Action, ...]] = {}
-    for up in VALUES:
-        hv = analysis.by_up[up]
-        for total in range(4, 21):
-            for kind, hard, ace in (("hard", total, False), ("soft", total - 10, True)):
-                if kind == "soft" and total < 12:
-                    continue
-                plays = {"hit": hv.hit(hard, ace)}
-                if total >= rules.must_draw_below:
-                    plays["stand"] = hv.stand(total)
-                later[(kind, total, up)] = _order(plays)
+    later = {key: tuple(_ACTION[p] for p in plays) for key, plays in analysis.later.items()}
     values = {}
     for (up, a, b), plays in analysis.values.items():
         order = first.get((*hand_class(a, b), up), ())

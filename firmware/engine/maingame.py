@@ -4,10 +4,9 @@ For every dealer first card ``u`` and every pair of initial cards ``(c1, c2)`` t
 left (``shoe - u - c1 - c2``) gives the dealer's exact final-total probabilities (every drawing
 sequence enumerated, without replacement) and the player's expected value of standing,
 hitting (and playing on at his best), doubling, splitting and surrendering. The chosen
-strategy is *total-dependent* for the decision on the initial two cards (one action per hard
-total, soft total or pair against each dealer card: :mod:`firmware.engine.basic`); the hits
-after it are played at their best for the two initial cards (composition-dependent there,
-which is worth well under 0.01% of a bet).
+strategy is *total-dependent*: one action per hard total, soft total or pair against each
+dealer card for the initial two cards, and hit or stand by total for three or more cards
+(:mod:`firmware.engine.basic`); split hands decide their first hit or stand at their best.
 
 Approximations, named and measured (``docs/engine.md`` "Main game"):
 
@@ -32,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from .profile import Profile
 
@@ -137,9 +136,13 @@ class HandValues:
     player decides without knowing; with ``peek`` they are given no dealer Blackjack).
     """
 
-    def __init__(self, rules: MainRules, deck: Deck, up: int):
+    def __init__(self, rules: MainRules, deck: Deck, up: int,
+                 later: Mapping[tuple[str, int], str] | None = None):
         self.rules = rules
         self.up = up
+        # hands of three or more cards: (kind, total) -> "hit" | "stand", the total-dependent
+        # chart's; None: each at its best for this shoe
+        self.later = later
         n = sum(deck)
         self.p = tuple(c / n for c in deck)
         out = dealer_outcomes(deck, up, rules)
@@ -168,7 +171,8 @@ class HandValues:
         return -self.bj * self.bj_loss(stake, share) + (1 - self.bj) * stake * self.win_stand[total]
 
     def play(self, hard: int, ace: bool, share: float = 1.0) -> float:
-        """A hand (stake 1) that may hit or stand, played at its best."""
+        """A hand of three or more cards (stake 1) that may hit or stand: by the chart's
+        ``later`` table if there is one, else at its best."""
         key = (hard, ace, share)
         known = self._best.get(key)
         if known is not None:
@@ -179,10 +183,23 @@ class HandValues:
         elif total == 21:
             value = self.stand(21, 1.0, share)          # no draw on 21
         else:
-            value = self.hit(hard, ace, share)
-            if total >= self.rules.must_draw_below:
-                value = max(value, self.stand(total, 1.0, share))
+            choice = None if self.later is None else \
+                self.later.get(("soft" if total != hard else "hard", total))
+            if choice == "stand":
+                value = self.stand(total, 1.0, share)
+            elif choice == "hit":
+                value = self.hit(hard, ace, share)
+            else:
+                value = self.first_play(hard, ace, share)
         self._best[key] = value
+        return value
+
+    def first_play(self, hard: int, ace: bool, share: float = 1.0) -> float:
+        """Hit or stand, whichever is worth more (compulsory draw below ``must_draw_below``)."""
+        total = best_total(hard, ace)
+        value = self.hit(hard, ace, share)
+        if total >= self.rules.must_draw_below:
+            value = max(value, self.stand(total, 1.0, share))
         return value
 
     def hit(self, hard: int, ace: bool, share: float = 1.0) -> float:
@@ -209,7 +226,8 @@ class HandValues:
         hard, ace = v + second, v == 1 or second == 1
         if v == 1:                                      # split Aces: one card each
             return self.stand(best_total(hard, ace), 1.0, share)
-        value = self.play(hard, ace, share)
+        total = best_total(hard, ace)
+        value = self.stand(21, 1.0, share) if total == 21 else self.first_play(hard, ace, share)
         if self.rules.double_after_split and self.may_double(hard, ace):
             value = max(value, self.double(hard, ace, share))
         return value
@@ -304,8 +322,8 @@ class Analysis:
     values: dict[tuple[int, int, int], dict[str, float]]
     # (up, a, b) -> probability of that deal (a <= b, both orders)
     weights: dict[tuple[int, int, int], float]
-    # up -> hand values from the shoe without the dealer's card (hits after the first decision)
-    by_up: dict[int, HandValues]
+    # (kind, total, up) -> ("hit", "stand") best first: hands of three or more cards
+    later: dict[tuple[str, int, int], tuple[str, ...]]
     # Switch: (up, a, b) -> value of a, b as a switched hand (no Blackjack, no surrender)
     switched: dict[tuple[int, int, int], dict[str, float]]
 
@@ -317,6 +335,23 @@ def _minus(deck: Deck, *cards: int) -> Deck:
     return tuple(out)
 
 
+def later_table(rules: MainRules) -> dict[tuple[str, int, int], tuple[str, ...]]:
+    """Hit or stand with three or more cards, by total against each dealer card (from the
+    shoe without the dealer's card)."""
+    later: dict[tuple[str, int, int], tuple[str, ...]] = {}
+    for up in VALUES:
+        hv = HandValues(rules, _minus(rules.deck(), up), up)
+        for total in range(4, 21):
+            for kind, hard, ace in (("hard", total, False), ("soft", total - 10, True)):
+                if kind == "soft" and total < 12:
+                    continue
+                plays = {"hit": hv.hit(hard, ace)}
+                if total >= rules.must_draw_below:
+                    plays["stand"] = hv.stand(total)
+                later[(kind, total, up)] = tuple(sorted(plays, key=lambda p: -plays[p]))
+    return later
+
+
 @lru_cache(maxsize=32)
 def analyse(rules: MainRules) -> Analysis:
     """Every initial deal's play values (cached per ruleset: a few seconds)."""
@@ -325,9 +360,9 @@ def analyse(rules: MainRules) -> Analysis:
     values: dict[tuple[int, int, int], dict[str, float]] = {}
     weights: dict[tuple[int, int, int], float] = {}
     switched: dict[tuple[int, int, int], dict[str, float]] = {}
-    by_up: dict[int, HandValues] = {}
+    later = later_table(rules)
     for up in VALUES:
-        by_up[up] = HandValues(rules, _minus(full, up), up)
+        later_here = {(kind, total): plays[0] for (kind, total, u), plays in later.items() if u == up}
         for a, b in initial_hands():
             deck = _minus(full, up, a, b)
             if min(deck) < 0:
@@ -336,10 +371,10 @@ def analyse(rules: MainRules) -> Analysis:
             w = full[a - 1] / n * (full[up - 1] - (up == a)) / (n - 1) * \
                 (full[b - 1] - (b == a) - (b == up)) / (n - 2)
             weights[(up, a, b)] = w * (1 if a == b else 2)
-            hv = HandValues(rules, deck, up)
+            hv = HandValues(rules, deck, up, later_here)
             values[(up, a, b)] = first_card_values(rules, hv, a, b)
             if rules.switch:
                 plays = first_card_values(rules, hv, a, b, blackjack_allowed=False)
                 plays.pop("surrender", None)            # Switch §3.10: not after a switch
                 switched[(up, a, b)] = plays
-    return Analysis(rules, values, weights, by_up, switched)
+    return Analysis(rules, values, weights, later, switched)

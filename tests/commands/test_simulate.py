@@ -81,7 +81,7 @@ PROFILE_BETS = {
 
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("BETBOX_LONG_SIMULATION"),
-                    reason="10^6 rounds per profile (tens of minutes here): set BETBOX_LONG_SIMULATION=1")
+                    reason="10^6 rounds per profile (about an hour each here): set BETBOX_LONG_SIMULATION=1")
 @pytest.mark.parametrize("name", sorted(PROFILE_BETS))
 def test_a_million_rounds_agree_with_the_exact_figures(name):
     assert_within_ci(name, 1_000_000, 1, PROFILE_BETS[name])
