@@ -1,8 +1,9 @@
-"""The rules screen: the profile's main rules, pay tables and each side bet's house edge.
+"""The rules screen: the profile's main rules, pay tables and each bet's house edge.
 
-House edges come from the engine's exact odds (``firmware.engine.odds``), worked out once
-per (profile, decks) and cached: it takes well under a second, and is started in the
-background at start-up so the screen is ready when a player touches "Rules".
+House edges come from the engine's exact odds (``firmware.engine.odds``) and the main game's
+combinatorial analysis (``firmware.engine.basic``: house edge with basic strategy), worked
+out once per (profile, decks) and cached: a few seconds on the Pi, started in the background
+at start-up so the screen is ready when a player touches "Rules".
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import threading
 from dataclasses import dataclass
 from fractions import Fraction
 
+from firmware.engine.basic import house_edge
 from firmware.engine.cards import ShoeComposition
+from firmware.engine.maingame import main_rules
 from firmware.engine.odds import ProfileOdds, profile_odds
 from firmware.engine.profile import Profile
 
@@ -35,6 +38,7 @@ class RulesScreen:
 
 
 _cache: dict[tuple[str, int], ProfileOdds] = {}
+_main_cache: dict[tuple[str, int], float] = {}
 _cache_lock = threading.Lock()
 
 
@@ -45,9 +49,17 @@ def odds_for(profile: Profile, decks: int | None = None) -> ProfileOdds:
         hit = _cache.get(key)
     if hit is None:
         hit = profile_odds(profile, ShoeComposition.of_decks(decks), decks=decks)
+        main = house_edge(main_rules(profile, decks))
         with _cache_lock:
+            _main_cache[key] = main
             _cache[key] = hit
     return hit
+
+
+def cached_main_edge(profile: Profile, decks: int | None = None) -> float | None:
+    """The main game's house edge with basic strategy, once :func:`odds_for` has worked it out."""
+    with _cache_lock:
+        return _main_cache.get((profile.name, decks or profile.default_decks))
 
 
 def cached_odds(profile: Profile, decks: int | None = None) -> ProfileOdds | None:
@@ -80,6 +92,10 @@ def rules_screen(profile: Profile, lang: str, decks: int | None = None,
     main.append(tr(lang, "rules.surrender" if r.surrender else "rules.no_surrender"))
     if r.max_hands:
         main.append(tr(lang, "rules.max_hands", n=r.max_hands))
+    # worked out together with the side bets' odds (odds_for): shown once those are
+    main_edge = cached_main_edge(profile, decks) if computed is not None else None
+    main.append(tr(lang, "rules.main_edge", edge=percent(Fraction(main_edge))) if main_edge is not None
+                else tr(lang, "rules.computing"))
     edges = {o.bet: o for o in computed.side_bets} if computed else {}
     sections = []
     for name, table in profile.side_bets.items():

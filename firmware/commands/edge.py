@@ -2,7 +2,8 @@
 
 For technicians and regulators checking a pay table against a rule document, e.g. the UK
 poster's published edges (``uk-blackjack-4-deck-poster`` "A PLAYERS GUIDE TO THE HOUSE
-EDGE"). The main game's basic-strategy edge is not a side bet and is not computed here.
+EDGE"). The main game's basic-strategy house edge comes from the combinatorial analysis of
+:mod:`firmware.engine.maingame` (``main`` in ``--json``; ``betbox strategy`` prints its chart).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from fractions import Fraction
 from typing import Any
 
 from firmware.commands.limits import bounded_int
+from firmware.commands.strategy import main_json
 from firmware.engine.cards import ShoeComposition
+from firmware.engine.maingame import main_rules
 from firmware.engine.money import format_amount, parse_amount, to_json_number
 from firmware.engine.odds import ProfileOdds, ProgressiveOdds, SideBetOdds, profile_odds
 from firmware.engine.profile import Award, ProfileError, load_profile
@@ -45,6 +48,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         odds = compute(args.profile, args.decks, args.meter)
+        profile = load_profile(args.profile)
+        main = main_json(profile, main_rules(profile, odds.decks))
     except (EdgeError, ProfileError) as exc:
         print(f"betbox edge: error: {exc}", file=sys.stderr)
         return 2
@@ -54,10 +59,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"betbox edge: error: --profile {args.profile}: {what}", file=sys.stderr)
         return 2
     if args.json:
-        json.dump(to_json(odds), sys.stdout, indent=2)
+        json.dump({**to_json(odds), "main": main}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(to_text(odds))
+        sys.stdout.write(to_text(odds, main["house_edge"]))
     return 0
 
 
@@ -132,7 +137,7 @@ def _pct(x: Fraction) -> str:
     return f"{float(x) * 100:.4f}%"
 
 
-def to_text(odds: ProfileOdds) -> str:
+def to_text(odds: ProfileOdds, main_edge: float | None = None) -> str:
     rows = [("bet", "category", "pays", "probability", "house edge")]
     for bet in odds.side_bets:
         for i, o in enumerate(bet.outcomes):
@@ -155,4 +160,6 @@ def to_text(odds: ProfileOdds) -> str:
     else:
         for r in rows:
             lines.append("  ".join((c.ljust(w) if i < 2 else c.rjust(w)) for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip())
+    if main_edge is not None:
+        lines.append(f"main game (basic strategy, betbox strategy): house edge {main_edge * 100:.2f}%")
     return "\n".join(lines) + "\n"
