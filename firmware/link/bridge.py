@@ -83,8 +83,8 @@ def render_bridge(bridge: Bridge) -> str:
     table = topics.check_unit_id(f"{bridge.table}/x").split("/")[0]
     if (bridge.cert is None) != (bridge.key is None):
         raise ValueError("a bridge's TLS needs both a certificate and its key")
-    if any(c in bridge.password for c in "\r\n") or not bridge.password:
-        raise ValueError("the bridge password must be one non-empty line")
+    if not bridge.password or any(c.isspace() for c in bridge.password):
+        raise ValueError("the bridge password must be one word (mosquitto.conf ends it at a space)")
     lines = ["# The bridge to the floor broker (docs/floor.md). QoS 1 both ways; the sessions on",
              "# both sides persist, so what is published while the floor is away is queued",
              "# (max_queued_messages) and delivered in order once it is back.",
