@@ -34,7 +34,6 @@ import json
 import os
 import random
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -365,6 +364,34 @@ class FloorProbe:
         self.client.loop_stop()
 
 
+def fan_out(outs: list[dict[str, Any]], floor_meters: dict[str, float], t0: float, t1: float) -> None:
+    """Each meter the floor broker sent in [t0, t1), at each seat: delay and delivery."""
+    fan, got, want = [], 0, 0
+    seats = [dict(reversed(m)) for o in outs for m in o["meters"].values()]     # payload -> first time
+    sent = {p: at for p, at in floor_meters.items() if t0 <= at < t1}
+    for payload, at in sent.items():
+        for meters in seats:
+            want += 1
+            seen = meters.get(payload)
+            if seen is not None:
+                got += 1
+                fan.append(1000 * (seen - at))
+    if want:
+        print(f"  meter fan-out floor -> every seat: p50 {pct(fan, 50):.1f} ms, p99 {pct(fan, 99):.1f} ms; "
+              f"{100 * got / want:.1f}% of (meter, seat) pairs delivered ({len(sent)} meters)")
+
+
+def capacity(cpu_per_report: float, sustained: float, per_table: float) -> None:
+    """Tables one controller serves at 60 rounds/hour, keeping half its core (and half the
+    ingest rate measured) free."""
+    by_cpu = 0.5 / (cpu_per_report * per_table)
+    by_rate = 0.5 * sustained / per_table
+    print(f"  controller CPU per report: {1000 * cpu_per_report:.2f} ms; at 60 rounds/h a table sends "
+          f"{per_table:.3f} reports/s")
+    print(f"  tables one controller serves with 50% headroom: ~{min(by_cpu, by_rate):.0f} "
+          f"(by its CPU ~{by_cpu:.0f}, by the ingest rate sustained here ~{by_rate:.0f})")
+
+
 def summary(args, go, commits, outs, floor_meters, cpu, rss, store_url) -> None:
     put: dict[tuple[str, int], float] = {}
     for o in outs:
@@ -401,31 +428,12 @@ def summary(args, go, commits, outs, floor_meters, cpu, rss, store_url) -> None:
         a, b = cpu[i], cpu[i + 1]
         for proc in a:
             print(f"  CPU {proc:16s} {100 * (b[proc] - a[proc]) / wall:6.1f} % of a core")
-        # meter fan-out: each meter the floor broker sent in the window, at each seat
-        fan, got, want = [], 0, 0
-        seats = [dict(reversed(m)) for o in outs for m in o["meters"].values()]     # payload -> first time
-        for payload, at in floor_meters.items():
-            if not t0 <= at < t1:
-                continue
-            for meters in seats:
-                want += 1
-                seen = meters.get(payload)
-                if seen is not None:
-                    got += 1
-                    fan.append(1000 * (seen - at))
-        if want:
-            print(f"  meter fan-out floor -> every seat: p50 {pct(fan, 50):.1f} ms, p99 {pct(fan, 99):.1f} ms; "
-                  f"{100 * got / want:.1f}% of (meter, seat) pairs delivered "
-                  f"({len([1 for at in floor_meters.values() if t0 <= at < t1])} meters)")
-        if i == 1 and in_window:
-            ctl_cpu = (b["controller"] - a["controller"]) / in_window
-            per_table = (len([k for k in put if go["paced_start"] <= put[k] < go["paced_end"]]) /
-                         max(1.0, go["paced_end"] - go["paced_start"]) / args.tables) if args.paced else None
-            print(f"  controller CPU per report: {1000 * ctl_cpu:.2f} ms")
-            if per_table:
-                cap = 0.5 / (ctl_cpu * per_table)
-                print(f"  at 60 rounds/h a table sends {per_table:.3f} reports/s: one controller core at 50% "
-                      f"serves ~{cap:.0f} tables (CPU-bound estimate; ingest measured {in_window / wall:.0f}/s)")
+        fan_out(outs, floor_meters, t0, t1)
+        if i == 1 and in_window and args.paced:
+            sustained = len(done) / max(1e-9, max(first[k] for k in done) - t0)
+            paced = [k for k in put if go["paced_start"] <= put[k] < go["paced_end"]]
+            capacity((b["controller"] - a["controller"]) / in_window, sustained,
+                     len(paced) / (go["paced_end"] - go["paced_start"]) / args.tables)
     print("\nRSS (max KiB of one process): " + ", ".join(f"{k} {v}" for k, v in rss.items()))
 
 

@@ -13,8 +13,14 @@ from pathlib import Path
 
 from firmware.commands import limits
 from firmware.link import topics
-from firmware.link.bridge import (Bridge, Listener, render_floor_acl, render_table_acl, render_table_broker,
-                                  write_private)
+from firmware.link.bridge import (
+    Bridge,
+    Listener,
+    render_floor_acl,
+    render_table_acl,
+    render_table_broker,
+    write_private,
+)
 
 
 def _host_port(text: str) -> tuple[str, int]:

@@ -10,7 +10,13 @@ from pathlib import Path
 
 from firmware.jackpot.service import JackpotService
 from firmware.link import connect_bus
-from firmware.link.bridge import Bridge, bridge_user, render_bridge, render_floor_acl, render_table_acl
+from firmware.link.bridge import (
+    Bridge,
+    bridge_user,
+    render_bridge,
+    render_floor_acl,
+    render_table_acl,
+)
 from firmware.link.config import load_link_config
 from firmware.link.mqtt import MqttBus
 from tests.link.broker import Broker, free_port

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -22,7 +21,14 @@ from firmware.link import connect_bus, topics
 from firmware.link.bridge import Bridge, render_bridge
 from firmware.link.presence import UNAVAILABLE_FLOOR, ControllerWatch
 from tests.link.broker import Broker
-from tests.link.helpers import Expected, check_accounting, controller, seat_script, send_dealer, wait_until
+from tests.link.helpers import (
+    Expected,
+    check_accounting,
+    controller,
+    seat_script,
+    send_dealer,
+    wait_until,
+)
 from tests.link.test_jackpot_integration import all_confirmed, send
 
 from .floor import Floor, unit_password
