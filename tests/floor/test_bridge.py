@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -19,7 +21,11 @@ from firmware.cli import main as betbox
 from firmware.jackpot.controller import report
 from firmware.link import connect_bus, topics
 from firmware.link.bridge import Bridge, render_bridge
-from firmware.link.presence import UNAVAILABLE_FLOOR, ControllerWatch
+from firmware.link.presence import (
+    UNAVAILABLE_CONTROLLER,
+    UNAVAILABLE_FLOOR,
+    ControllerWatch,
+)
 from tests.link.broker import Broker
 from tests.link.helpers import (
     Expected,
@@ -318,3 +324,44 @@ def test_the_documented_bridge_is_what_render_bridge_makes():
                                 "/etc/mosquitto/ca_certificates/betbox-ca.pem",
                                 "/etc/mosquitto/certs/table-1-bridge.pem", "/etc/mosquitto/certs/table-1-bridge.key"))
     assert made in doc
+
+
+CONTROLLER_PROC = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from firmware.jackpot.service import JackpotService
+from firmware.link.config import load_link_config
+from tests.link.helpers import controller
+JackpotService(controller(Path({db!r})), load_link_config({link!r})).start()
+print("up", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_controllers_will_closes_the_gate_at_every_table_through_its_bridge(tmp_path):
+    """The controller SIGKILLed: its will (``offline``, retained at the floor) comes down
+    every bridge, so every table's seats close the progressive; a new controller's
+    ``online`` opens them again."""
+    floor = Floor(tmp_path, {"table-1": 1, "table-2": 1}).start()
+    root = str(Path(__file__).resolve().parents[2])
+    link = {"broker": floor.floor.url, "username": "jackpot/main", "password": "pw-jackpot", "allow_insecure": True}
+    code = CONTROLLER_PROC.format(root=root, db=str(tmp_path / "jackpot.db"), link=link)
+    buses = [floor.bus(f"table-{t}/seat-1") for t in (1, 2)]
+    watches = [ControllerWatch(b, "main", b.unit_id.split("/")[0]) for b in buses]
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+        wait_until(lambda: all(w.available for w in watches), 20, "every table's gate open")
+        proc.kill()
+        proc.wait(10)
+        wait_until(lambda: not any(w.available for w in watches), 20, "the controller's will at every table")
+        assert all(w.reason == UNAVAILABLE_CONTROLLER for w in watches)   # the bridges are up: the controller is not
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        wait_until(lambda: all(w.available for w in watches), 20, "every gate open for the new controller")
+    finally:
+        proc.kill()
+        proc.wait(10)
+        for b in buses:
+            b.close()
+        floor.stop()
