@@ -53,6 +53,9 @@ from tests.link.helpers import POOL, dealer_records, seat_script  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 ROUND_SECONDS = 60.0                       # 60 rounds an hour per table
+# paho's loop uses select(): no descriptor may be above 1023, and a unit holds ~6 (its
+# socket, paho's wake-up pair, its outbox's database, WAL and shared memory)
+MAX_UNITS_PER_WORKER = 120
 
 
 # -- the controller's process ------------------------------------------------------------------
@@ -255,7 +258,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tables", type=int, default=100)
     ap.add_argument("--seats", type=int, default=7)
-    ap.add_argument("--workers", type=int, default=4, help="processes the simulated units run in")
+    ap.add_argument("--workers", type=int, default=8,
+                    help=f"processes the simulated units run in (at most {MAX_UNITS_PER_WORKER} units each)")
     ap.add_argument("--paced", type=float, default=120.0, help="seconds at 60 rounds/hour/table (0: skip)")
     ap.add_argument("--full", type=float, default=30.0, help="seconds at full speed (0: skip)")
     ap.add_argument("--store-url", default=None, help="the controller's store (default sqlite:/// in a temp dir)")
@@ -272,6 +276,12 @@ def main() -> None:
 
 def run(args: argparse.Namespace) -> None:
     from tests.floor.floor import CONTROLLER, Floor
+    per_worker = -(-args.tables // max(1, args.workers)) * (args.seats + 1)
+    if per_worker > MAX_UNITS_PER_WORKER:
+        raise SystemExit(f"--workers {args.workers}: {per_worker} units in one process; paho's select() allows "
+                         f"about {MAX_UNITS_PER_WORKER} (give --workers {-(-args.tables * (args.seats + 1) // MAX_UNITS_PER_WORKER)})")
+    # a SIGTERM (timeout) ends the run through the finally below: no broker left behind
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
     tmp = Path(tempfile.mkdtemp(prefix="bench-floor-"))
     shm = Path("/dev/shm")
     outbox_dir = Path(args.outbox_dir) if args.outbox_dir else Path(tempfile.mkdtemp(

@@ -29,12 +29,14 @@ from firmware.link.presence import (
 from tests.link.broker import Broker
 from tests.link.helpers import (
     Expected,
+    Sniffer,
     check_accounting,
     controller,
     seat_script,
     send_dealer,
     wait_until,
 )
+from tests.link.schema import validate_all
 from tests.link.test_jackpot_integration import all_confirmed, send
 
 from .floor import Floor, unit_password
@@ -124,6 +126,8 @@ def test_while_the_bridge_is_down_the_gate_is_closed_and_the_queue_drains_in_ord
     buses[other] = floor.bus(other, tmp_path / "t2.db")
     watches[other] = ControllerWatch(buses[other], "main", "table-2")
     dealers = {t: floor.bus(f"{t}/dealer", tmp_path / f"{t}-dealer.db") for t in ("table-1", "table-2")}
+    states = Sniffer(floor.tables["table-1"].url, "betbox/v1/bridge/#", username="table-1/seat-1",
+                     password=unit_password("table-1/seat-1"))
     try:
         wait_until(lambda: all(w.available for w in watches.values()), 20, "every seat's progressive open")
         # the first third through an up bridge
@@ -171,7 +175,11 @@ def test_while_the_bridge_is_down_the_gate_is_closed_and_the_queue_drains_in_ord
         # the books are the outboxes (what they still hold; the marks empty them next)
         wait_until(lambda: all(b.outbox.pending() == [] for b in [*buses.values(), *dealers.values()]), 30,
                    "the confirmation marks back through the bridge")
+        # what the seats saw of the bridge: 1, 0 while cut, 1 again (the AsyncAPI's bridgeState)
+        assert validate_all(states.messages)["bridgeState"] >= 3
+        assert [p for _, p, _ in states.messages][-2:] == [b"0", b"1"]
     finally:
+        states.close()
         for b in [*buses.values(), *dealers.values()]:
             b.close()
         svc.stop()
