@@ -100,8 +100,11 @@ def controller_main(spec: dict[str, Any]) -> None:
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     print("ready", flush=True)
     stop.wait()
+    # the figures first: stopping may take long behind a full-speed backlog
+    Path(spec["out"] + ".tmp").write_text(json.dumps({"commits": list(commits), "batches": svc.batches}))
+    os.replace(spec["out"] + ".tmp", spec["out"])
+    print("written", flush=True)
     svc.stop()
-    Path(spec["out"]).write_text(json.dumps({"commits": commits, "batches": svc.batches}))
     ctl.close()
 
 
@@ -202,10 +205,11 @@ def worker_main(spec: dict[str, Any]) -> None:
     # full speed: every table of this worker round after round, as fast as the units publish
     time.sleep(max(0.0, go["full_start"] - time.time()))
     while time.time() < go["full_end"]:
-        for table in tables:
+        left = [t for t in tables if played[t] < spec["rounds"]]
+        if not left:
+            break
+        for table in left:
             played[table] += 1
-            if played[table] > spec["rounds"]:
-                break
             play_round(table, units, scripts[table], played[table])
     time.sleep(go["settle"])
     Path(spec["out"]).write_text(json.dumps({
@@ -303,13 +307,14 @@ def run(args: argparse.Namespace) -> None:
             raise SystemExit("the controller did not start")
         from tests.floor.floor import unit_password
         names = sorted(tables, key=lambda t: int(t.rsplit("-", 1)[1]))
-        rounds = int(args.paced / ROUND_SECONDS + 2) + 100000
+        # enough rounds for the paced phase and for the full-speed one (generated up front)
+        rounds = int(args.paced / ROUND_SECONDS + 2) + max(60, 20000 // args.tables)
         workers = []
         for w in range(args.workers):
             mine = names[w::args.workers]
             if not mine:
                 continue
-            spec = {"outbox_dir": str(outbox_dir), "seats": args.seats, "rounds": min(rounds, 2000),
+            spec = {"outbox_dir": str(outbox_dir), "seats": args.seats, "rounds": rounds,
                     "out": str(tmp / f"worker-{w}.json"),
                     "tables": {t: {"port": floor.tables[t].port, "units": floor.units(t),
                                    "passwords": {u: unit_password(u) for u in floor.units(t)}} for t in mine}}
@@ -341,7 +346,9 @@ def run(args: argparse.Namespace) -> None:
         for p in workers:
             p.wait(300)
         ctl.send_signal(signal.SIGTERM)
-        ctl.wait(120)
+        assert ctl.stdout is not None
+        if ctl.stdout.readline().strip() != "written":
+            raise SystemExit("the controller did not write its commit times")
         probe.close()
         commits = json.loads((tmp / "commits.json").read_text())["commits"]
         outs = [json.loads((tmp / f"worker-{w}.json").read_text()) for w in range(len(workers))]
