@@ -112,7 +112,8 @@ class Floor:
             port = self.relays[table].port if table in self.relays else self.floor.port
             bridge = Bridge(table, f"127.0.0.1:{port}", unit_password(bridge_user(table)), restart=(1, 2),
                             keepalive=5)
-            units = {u: unit_password(u) for u in self.units(table)}
+            # "observer": a test's own client, so it never takes over a unit's client id
+            units = {**{u: unit_password(u) for u in self.units(table)}, "observer": unit_password("observer")}
             self.tables[table] = Broker(root / table, acl=render_table_acl(table, boxes), users=units,
                                         extra=render_bridge(bridge))
 
