@@ -101,7 +101,9 @@ class Relay:
 class Floor:
     """``tables``: table id -> boxes. ``relay``: tables whose bridge goes through a Relay."""
 
-    def __init__(self, root: Path, tables: dict[str, int], relay: tuple[str, ...] = ()) -> None:
+    def __init__(self, root: Path, tables: dict[str, int], relay: tuple[str, ...] = (),
+                 table_queue: int = 0) -> None:
+        """``table_queue``: the table brokers' ``max_queued_messages`` (0: unbounded)."""
         self.root = root
         self.boxes = dict(tables)
         users = {**CONTROLLER, **{bridge_user(t): unit_password(bridge_user(t)) for t in tables}}
@@ -115,7 +117,7 @@ class Floor:
             # "observer": a test's own client, so it never takes over a unit's client id
             units = {**{u: unit_password(u) for u in self.units(table)}, "observer": unit_password("observer")}
             self.tables[table] = Broker(root / table, acl=render_table_acl(table, boxes), users=units,
-                                        extra=render_bridge(bridge))
+                                        extra=f"max_queued_messages {table_queue}\n" + render_bridge(bridge))
 
     def units(self, table: str) -> list[str]:
         return [f"{table}/dealer", *(f"{table}/seat-{b}" for b in range(1, self.boxes[table] + 1))]

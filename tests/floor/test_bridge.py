@@ -386,3 +386,37 @@ def test_a_killed_controllers_will_closes_the_gate_at_every_table_through_its_br
         for b in buses:
             b.close()
         floor.stop()
+
+
+def test_a_bridge_queue_past_its_bound_drops_at_the_broker_only_the_outbox_sends_it_again(tmp_path):
+    """The table broker queues at most ``max_queued_messages`` (here 20) for the bridge; what
+    the seat reports beyond that while the floor is away is dropped there, and the seat's
+    outbox, not confirmed, sends it again: the books are exact all the same."""
+    floor = Floor(tmp_path, {"table-1": 1}, relay=("table-1",), table_queue=20).start()
+    ctl = controller(tmp_path / "jackpot.db")
+    svc = floor.service(ctl)
+    unit = "table-1/seat-1"
+    script, expected = seat_script(unit, 150, seed=77)
+    bus = floor.bus(unit, tmp_path / "seat.db")
+    table_dealer = floor.bus("table-1/dealer", tmp_path / "dealer.db")
+    watch = ControllerWatch(bus, "main", "table-1")
+    try:
+        wait_until(lambda: watch.available, 20, "the gate open")
+        floor.relays["table-1"].cut()
+        wait_until(lambda: not watch.available, 20, "the gate closing")
+        send(bus, unit, script)
+        send_dealer(table_dealer, {1: script}, expected)
+        wait_until(lambda: bus.drained() and table_dealer.drained(), 30, "the table broker's PUBACKs")
+        assert len(script) > 100 and ctl.marks().get(unit) is None
+        floor.relays["table-1"].restore()
+        wait_until(lambda: all_confirmed(ctl, expected), 60, "every report, the dropped ones sent again")
+        assert "Outgoing messages are being dropped for client bridge-table-1" in floor.tables["table-1"].log()
+        data = report(ctl.db)
+        check_accounting(data, expected)
+        assert data["integrity"]["count"] == 0 and data["units"][unit]["missing_ranges"] == []
+    finally:
+        bus.close()
+        table_dealer.close()
+        svc.stop()
+        ctl.close()
+        floor.stop()
