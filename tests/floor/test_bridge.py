@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
@@ -417,6 +418,57 @@ def test_a_bridge_queue_past_its_bound_drops_at_the_broker_only_the_outbox_sends
     finally:
         bus.close()
         table_dealer.close()
+        svc.stop()
+        ctl.close()
+        floor.stop()
+
+
+def test_a_seat_unit_withdraws_its_progressive_wager_while_its_tables_bridge_is_down(tmp_path):
+    """The real seat's gate (firmware/runtime: lamp off, the offer without the progressive)
+    fed by the ControllerWatch on its table's broker: the bridge cut while bets are open, the
+    seat withdraws the progressive exactly as when the controller is offline; back, it is
+    offered again."""
+    from firmware.engine.profile import load_profile
+    from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
+    from firmware.sim import chipset
+    from hal.ports import LAMP_OFF, LAMP_ON
+    profile = load_profile("rws-blackjack-switch")
+    floor = Floor(tmp_path, {"table-1": 1}, relay=("table-1",)).start()
+    ctl = controller(tmp_path / "jackpot.db")
+    svc = floor.service(ctl)
+    t = InProcessTable(TableSpec("table-1", profile, 0, tmp_path / "table"), chipset.registry(7, len(seat_spots(profile))))
+    bus = floor.bus("table-1/seat-1")
+    try:
+        t.boot()
+        t.shoe.shuffle()
+        t.settle()
+        ControllerWatch(bus, "main", "table-1").feed(t.seats[1])
+        seat = t.seats[1]
+
+        def link_is(state: str) -> bool:
+            t.settle()
+            return seat.controller.get("link") == state
+
+        wait_until(lambda: link_is("up"), 20, "the controller's link up at the seat")
+        t.console.press("open_bets")
+        t.settle()
+        for spot, amount in (("main", 20), ("progressive", 5)):
+            t.readers[1].place_chips(spot, chipset.chips_for(Fraction(amount), 1, t.spots.index(spot), 0))
+            t.cycle_readers(2, [1])
+        assert t.dealer.offers[1] == {"main": 20, "progressive": 5}
+        floor.relays["table-1"].cut()
+        wait_until(lambda: link_is("down"), 20, "the bridge's 0 at the seat")
+        assert seat.progressive_refusal == "controller_link_down"
+        assert t.lamps[1].state("progressive") == LAMP_OFF
+        assert t.dealer.offers[1] == {"main": 20}
+        floor.relays["table-1"].restore()
+        wait_until(lambda: link_is("up"), 30, "the link up again once the bridge is back")
+        t.cycle_readers(2, [1])
+        assert seat.progressive_refusal is None and t.lamps[1].state("progressive") == LAMP_ON
+        assert t.dealer.offers[1] == {"main": 20, "progressive": 5}
+    finally:
+        t.close()
+        bus.close()
         svc.stop()
         ctl.close()
         floor.stop()
