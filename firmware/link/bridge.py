@@ -29,8 +29,9 @@ from firmware.runtime.bus import ROOT
 from . import topics
 from .acl import render_acl
 
-# Hours of a table's reports while the floor is away (8 units, ~60 rounds/h, a few reports
-# each: ~2,000 an hour); a bound on what the table's own broker holds for the bridge.
+# Days of a table's reports while the floor is away (~900 an hour at 60 rounds/h:
+# bench_floor.py measured 0.245 reports/s a table); a bound on what the table's own broker
+# holds for the bridge (and for any one client).
 TABLE_MAX_QUEUED = 50000
 
 
