@@ -146,11 +146,21 @@ def test_while_the_bridge_is_down_the_gate_is_closed_and_the_queue_drains_in_ord
                      password=unit_password("observer"))
     try:
         wait_until(lambda: all(w.available for w in watches.values()), 20, "every seat's progressive open")
-        # the first third through an up bridge
-        for unit, script in scripts.items():
-            send(buses[unit], unit, script[:len(script) // 3])
-        wait_until(lambda: all(ctl.marks().get(u) == len(s) // 3 for u, s in scripts.items()), 30,
-                   "the first third at the controller")
+        # rounds 1-40 through an up bridge, the seats' reports and the dealers' records of them
+        # (a round's reports from both sides come together, as at a table)
+        early = {u: [r for r in sc if r[2] <= 40] for u, sc in scripts.items()}
+        late = {u: [r for r in sc if r[2] > 40] for u, sc in scripts.items()}
+
+        def dealer_records_of(part: dict[str, list]) -> None:
+            for t, d in dealers.items():
+                send_dealer(d, {int(u.rsplit("-", 1)[1]): sc for u, sc in part.items() if u.startswith(t + "/")},
+                            expected)
+
+        for unit in scripts:
+            send(buses[unit], unit, early[unit])
+        dealer_records_of(early)
+        wait_until(lambda: all_confirmed(ctl, Expected(events={**{u: len(e) for u, e in early.items()}, **{
+            d.unit_id: d.outbox.last_seq for d in dealers.values()}})), 30, "rounds 1-40 at the controller")
         floor.relays["table-1"].cut()
         wait_until(lambda: not any(watches[f"table-1/seat-{b}"].available for b in (1, 2, 3)), 20,
                    "table-1's gate closing")
@@ -159,15 +169,14 @@ def test_while_the_bridge_is_down_the_gate_is_closed_and_the_queue_drains_in_ord
             assert w.reason == UNAVAILABLE_FLOOR and w.state()["link"] == "down"
         assert watches[other].available                     # the other table is untouched
         before = dict(ctl.marks())
-        # the rest, and the dealers' records, while table-1's bridge is down: the table broker
-        # takes them (its PUBACKs) and queues them for the bridge
+        # the other 80 rounds while table-1's bridge is down: the table broker takes them (its
+        # PUBACKs) and queues them for the bridge
         cut_at = time.monotonic()
-        for unit, script in scripts.items():
-            send(buses[unit], unit, script[len(script) // 3:])
-        for t, d in dealers.items():
-            send_dealer(d, {int(u.rsplit("-", 1)[1]): s for u, s in scripts.items() if u.startswith(t + "/")},
-                        expected)
-        wait_until(lambda: all(b.drained() for b in buses.values()), 30, "the table brokers' PUBACKs")
+        for unit in scripts:
+            send(buses[unit], unit, late[unit])
+        dealer_records_of(late)
+        wait_until(lambda: all(b.drained() for b in [*buses.values(), *dealers.values()]), 30,
+                   "the table brokers' PUBACKs")
         wait_until(lambda: all_confirmed(ctl, Expected(events={u: n for u, n in expected.events.items()
                                                                if u.startswith("table-2/")})), 30,
                    "table-2's reports while table-1 is cut off")
