@@ -27,6 +27,7 @@ log = logging.getLogger("betbox.link")
 
 UNAVAILABLE_NO_BROKER = "progressive closed: this seat has lost its link to the jackpot controller"
 UNAVAILABLE_CONTROLLER = "progressive closed: the jackpot controller is offline"
+UNAVAILABLE_FLOOR = "progressive closed: the table has lost its link to the jackpot controller"
 
 ControllerInput = dict[str, Any]
 CENTS = re.compile(r"^(0|[1-9][0-9]{0,11})(\.[0-9]{1,2})?$")     # the controller's meter amounts
@@ -83,6 +84,9 @@ class ControllerWatch:
         self.link_id = topics.check_link_id(link_id)
         self.table = table if table is not None else bus.unit_id.split("/")[0]
         self._controller_online = False
+        # the table broker's bridge to the floor (docs/floor.md); True with no bridge state
+        # seen: the unit is on the controller's own broker
+        self._floor_up = True
         self._lock = threading.RLock()
         self._listeners: list[Callable[[bool, str | None], None]] = []
         self._input_listeners: list[Callable[[ControllerInput], None]] = []
@@ -91,6 +95,7 @@ class ControllerWatch:
         self._last_input: ControllerInput | None = None
         bus.subscribe_raw(topics.jackpot_status_topic(link_id), self._on_status)
         bus.subscribe_raw(topics.meter_topic(link_id), self._on_meter)
+        bus.subscribe_raw(topics.bridge_state_topic(self.table), self._on_bridge)
         bus.add_link_listener(lambda up: self._changed())
 
     def _refuse(self, what: str, payload: bytes, problem: str) -> None:
@@ -111,6 +116,21 @@ class ControllerWatch:
             self._controller_online = state == "online"
         self._changed()
 
+    def _on_bridge(self, topic: str, payload: bytes) -> None:
+        """mosquitto's bridge notification on the table broker: ``1`` connected, ``0`` not."""
+        state = bytes(payload).strip()
+        if state not in (b"0", b"1"):
+            self._refuse("bridge state", payload, "neither 1 nor 0")
+            return
+        with self._lock:
+            self._floor_up = state == b"1"
+            if not self._floor_up:
+                # the controller's last status came over the bridge and says nothing now: the
+                # gate stays closed until the controller's status comes again (the bridge
+                # subscribes afresh on reconnecting and gets the retained one)
+                self._controller_online = False
+        self._changed()
+
     def _on_meter(self, topic: str, payload: bytes) -> None:
         try:
             meter = wirejson.loads(payload)
@@ -127,7 +147,7 @@ class ControllerWatch:
     @property
     def available(self) -> bool:
         with self._lock:
-            return self.bus.connected and self._controller_online
+            return self.bus.connected and self._floor_up and self._controller_online
 
     @property
     def reason(self) -> str | None:
@@ -135,6 +155,8 @@ class ControllerWatch:
         if not self.bus.connected:
             return UNAVAILABLE_NO_BROKER
         with self._lock:
+            if not self._floor_up:
+                return UNAVAILABLE_FLOOR
             if not self._controller_online:
                 return UNAVAILABLE_CONTROLLER
         return None

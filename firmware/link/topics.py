@@ -70,6 +70,12 @@ def response_topic(link_id: str) -> str:
     return f"{ROOT}/jackpot/{link_id}/response"
 
 
+def bridge_state_topic(table: str) -> str:
+    """Retained ``1``/``0``: whether the table broker's bridge to the floor is connected
+    (mosquitto's bridge notification; docs/floor.md)."""
+    return f"{ROOT}/bridge/{table}/state"
+
+
 def unit_from_topic(topic: str, leaf: str) -> str | None:
     """``betbox/v1/unit/<table>/<unit>/<leaf>`` → ``<table>/<unit>``; None otherwise."""
     parts = topic.split("/")

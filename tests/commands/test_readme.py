@@ -42,7 +42,7 @@ def command_rows() -> list[tuple[str, list[str]]]:
         for use in re.findall(r"`(betbox [^`]+)`", line.split(" | ")[0]):
             words = [w.replace("\\", "").split("|")[0] for w in use.split()[1:]]   # list\|enrol: list
             sub = [w for w in words[:2] if re.fullmatch(r"[a-z][a-z-]*", w)]
-            if len(sub) == 2 and sub[0] not in {"jackpot", "journal", "device", "pit", "chips"}:
+            if len(sub) == 2 and sub[0] not in {"jackpot", "journal", "device", "pit", "chips", "floor"}:
                 sub = sub[:1]
             options = sorted(set(re.findall(r"--[a-z][a-z-]*", use)))
             rows.append((" ".join(sub), options))

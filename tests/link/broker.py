@@ -23,7 +23,7 @@ def free_port() -> int:
 class Broker:
     def __init__(self, directory: Path, *, acl: str | None = None, users: dict[str, str] | None = None,
                  tls: dict[str, Path] | None = None, port: int | None = None,
-                 message_size_limit: int = 65536) -> None:
+                 message_size_limit: int = 65536, extra: str = "") -> None:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
@@ -52,7 +52,8 @@ class Broker:
             (self.dir / "acl").write_text(acl)
             lines += [f"acl_file {self.dir}/acl"]
         self.conf = self.dir / "mosquitto.conf"
-        self.conf.write_text("\n".join(lines) + "\n")
+        # extra: more of mosquitto.conf after the listener's (a table broker's bridge section)
+        self.conf.write_text("\n".join(lines) + "\n" + extra)
 
     @property
     def url(self) -> str:

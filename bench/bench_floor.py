@@ -1,0 +1,458 @@
+"""A floor of tables under load: N table brokers bridged to one floor broker, the jackpot
+controller on the floor (docs/floor.md).
+
+    python3 bench/bench_floor.py [--tables 100] [--seats 7] [--workers 4] [--paced 120]
+                                 [--full 30] [--store-url sqlite:///PATH | postgresql://...]
+
+Every table runs its own mosquitto with the bridge ``betbox floor bridge-config`` writes
+(firmware.link.bridge; plain TCP on loopback, the documented ACLs and per-user passwords on
+both sides). Its dealer and seats are *simulated units*, one MQTT client each, spread over
+``--workers`` processes: each keeps a real :class:`~firmware.link.outbox.Outbox` (SQLite,
+WAL, synchronous=FULL; on tmpfs unless ``--outbox-dir``, so 800 units' fsyncs do not measure
+this machine's disk), puts every report in it and publishes the outbox's own payload at
+QoS 1, prunes it by the controller's confirmation marks and reads the meter. What they do not
+simulate: the engine, the journals, the seats' screens, card and chip traffic on the table
+broker (it never leaves the table). A round is what ``tests/link/helpers.seat_script``
+reports: per seat a progressive wager in 70% of rounds (some hits), its round result; the
+dealer's ``round_progressive`` and ``round_settlement`` (so the controller books each claim
+against the dealer's record, as on a floor).
+
+Two phases: *paced*, each table a round every 60 s (60 rounds/hour, staggered) for
+``--paced`` seconds; *full speed*, every table as fast as its units can publish for
+``--full`` seconds. Printed: reports/s the controller committed; end-to-end latency from
+the seat's outbox put to the controller's commit (p50/p99; the controller process records
+its commit time for each report: one clock, one machine); meter fan-out (a meter at the
+floor broker to each seat, p50/p99, and the share of seats that got it); CPU (% of one core)
+and RSS of every process; and from it, how many tables one controller serves at 60
+rounds/hour keeping half its core free.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import paho.mqtt.client as mqtt  # noqa: E402
+from paho.mqtt.enums import CallbackAPIVersion  # noqa: E402
+
+from firmware.link import topics  # noqa: E402
+from tests.link.helpers import POOL, dealer_records, seat_script  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+ROUND_SECONDS = 60.0                       # 60 rounds an hour per table
+# paho's loop uses select(): no descriptor may be above 1023, and a unit holds ~6 (its
+# socket, paho's wake-up pair, its outbox's database, WAL and shared memory)
+MAX_UNITS_PER_WORKER = 120
+
+
+# -- the controller's process ------------------------------------------------------------------
+
+
+def make_controller(store_url: str) -> Any:
+    """The controller on the store ``store_url`` names: ``sqlite:///PATH`` (the embedded
+    default) or ``postgresql://...`` (the PostgreSQL store of #16 item 2, where it exists)."""
+    from firmware.jackpot.controller import JackpotController
+    if store_url.startswith("sqlite:///"):
+        return JackpotController(Path(store_url.removeprefix("sqlite://")), [POOL])
+    if store_url.startswith(("postgresql://", "postgres://")):
+        try:
+            return JackpotController(store_url, [POOL])
+        except Exception as exc:          # noqa: BLE001 - say which store this tree lacks
+            raise SystemExit(f"--store-url {store_url.split('@')[-1]}: this tree's controller cannot open "
+                             f"it ({type(exc).__name__}: {exc}); the PostgreSQL store is #16 item 2") from None
+    raise SystemExit(f"--store-url {store_url!r}: give sqlite:///PATH or postgresql://...")
+
+
+def controller_main(spec: dict[str, Any]) -> None:
+    from firmware.jackpot.service import JackpotService
+    from firmware.link.config import load_link_config
+    ctl = make_controller(spec["store_url"])
+    commits: list[tuple[str, int, float]] = []
+    ingest = ctl.ingest_batch
+
+    def timed(items: list[tuple[str, bytes]]) -> Any:
+        result = ingest(items)                                   # one transaction, committed
+        now = time.time()
+        for _, payload in items:
+            try:
+                d = json.loads(payload)
+                commits.append((d["unit"], d["seq"], now))
+            except (ValueError, KeyError, TypeError):
+                pass
+        return result
+
+    ctl.ingest_batch = timed
+    svc = JackpotService(ctl, load_link_config(spec["link"])).start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    print("ready", flush=True)
+    stop.wait()
+    # the figures first: stopping may take long behind a full-speed backlog
+    Path(spec["out"] + ".tmp").write_text(json.dumps({"commits": list(commits), "batches": svc.batches}))
+    os.replace(spec["out"] + ".tmp", spec["out"])
+    print("written", flush=True)
+    svc.stop()
+    ctl.close()
+
+
+# -- the simulated units ------------------------------------------------------------------------
+
+
+class SimUnit:
+    """One unit: its own client on its table's broker, a real outbox, the meter it reads."""
+
+    def __init__(self, unit: str, port: int, password: str, outbox_dir: Path) -> None:
+        from firmware.link.outbox import Outbox
+        self.unit = unit
+        self.outbox = Outbox(outbox_dir / (unit.replace("/", "_") + ".db"), unit)
+        self.put_at: dict[int, float] = {}
+        self.meters: list[tuple[str, float]] = []
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=unit, clean_session=True)
+        self.client.username_pw_set(unit, password)
+        self.client.max_inflight_messages_set(64)
+        self.client.max_queued_messages_set(0)
+        self.ready = threading.Event()
+        self.client.on_connect = self._on_connect
+        self.client.on_message = self._on_message
+        self.client.connect("127.0.0.1", port, keepalive=60)
+        self.client.loop_start()
+
+    def _on_connect(self, client, userdata, flags, rc, props) -> None:
+        client.subscribe([(topics.meter_topic("main"), 1), (topics.confirmed_topic("main", self.unit), 1)])
+        self.ready.set()
+
+    def _on_message(self, client, userdata, msg) -> None:
+        try:
+            if msg.topic.endswith("/meter"):
+                self.meters.append((msg.payload.decode(), time.time()))
+            else:
+                self.outbox.confirm_through(int(json.loads(msg.payload)["through_seq"]))
+        except Exception:                 # noqa: BLE001 - a bench client reads on; a lost mark only keeps rows
+            pass
+
+    def report(self, kind: str, body: dict[str, Any], key: str, **extra: Any) -> None:
+        seq = self.outbox.put(topics.report_topic(self.unit), kind, body, key=key, extra=extra)
+        if seq is None:
+            return
+        self.put_at[seq] = time.time()
+        (p,) = self.outbox.pending(after=seq - 1, limit=1)
+        self.client.publish(p.topic, p.payload, qos=1)
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+        self.outbox.close()
+
+
+def by_round(script: list) -> dict[int, list]:
+    out: dict[int, list] = {}
+    for item in script:
+        out.setdefault(item[2], []).append(item)
+    return out
+
+
+def play_round(table: str, units: dict[str, SimUnit], scripts: dict[int, dict[int, list]], rnd: int) -> None:
+    """Round ``rnd`` of a table: the seats' reports, then the dealer's record of it."""
+    this = {box: s.get(rnd, []) for box, s in scripts.items()}
+    for box, script in this.items():
+        for kind, body, r, key in script:
+            units[f"{table}/seat-{box}"].report(kind, body, key, table=table, box=box, round=r)
+    for kind, body, r, key in dealer_records(this):
+        units[f"{table}/dealer"].report(kind, body, key, table=table, round=r)
+
+
+def worker_main(spec: dict[str, Any]) -> None:
+    outbox_dir = Path(spec["outbox_dir"])
+    tables: dict[str, dict[str, Any]] = spec["tables"]
+    units: dict[str, SimUnit] = {}
+    scripts: dict[str, dict[int, dict[int, list]]] = {}
+    for table, t in tables.items():
+        for unit in t["units"]:
+            units[unit] = SimUnit(unit, t["port"], t["passwords"][unit], outbox_dir)
+        number = int(table.rsplit("-", 1)[1])
+        scripts[table] = {box: by_round(seat_script(f"{table}/seat-{box}", spec["rounds"], seed=1000 * number + box)[0])
+                          for box in range(1, spec["seats"] + 1)}
+    for u in units.values():
+        u.ready.wait(30)
+    print("ready", flush=True)
+    go = json.loads(sys.stdin.readline())
+    # paced: each table a round every ROUND_SECONDS from its own offset
+    start, offsets = go["paced_start"], {t: random.Random(t).random() * ROUND_SECONDS for t in tables}
+    due = sorted((start + off, t) for t, off in offsets.items())
+    played = {t: 0 for t in tables}
+    while due and time.time() < go["paced_end"]:
+        at, table = due.pop(0)
+        time.sleep(max(0.0, at - time.time()))
+        if at >= go["paced_end"]:
+            break
+        played[table] += 1
+        play_round(table, units, scripts[table], played[table])
+        due.append((at + ROUND_SECONDS, table))
+        due.sort()
+    # full speed: every table of this worker round after round, as fast as the units publish
+    time.sleep(max(0.0, go["full_start"] - time.time()))
+    while time.time() < go["full_end"]:
+        left = [t for t in tables if played[t] < spec["rounds"]]
+        if not left:
+            break
+        for table in left:
+            played[table] += 1
+            play_round(table, units, scripts[table], played[table])
+    time.sleep(go["settle"])
+    Path(spec["out"]).write_text(json.dumps({
+        "put": {u: s.put_at for u, s in units.items()},
+        "meters": {u: s.meters for u, s in units.items() if "/seat-" in u}}))
+    for u in units.values():
+        u.close()
+
+
+# -- the orchestra --------------------------------------------------------------------------
+
+
+def cpu_rss(pid: int) -> tuple[float, int]:
+    """(CPU seconds, RSS KiB) of a process; (0, 0) once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        rss = next(int(x.split()[1]) for x in Path(f"/proc/{pid}/status").read_text().splitlines()
+                   if x.startswith("VmRSS:"))
+        return (int(fields[11]) + int(fields[12])) / TICK, rss
+    except (OSError, StopIteration, IndexError, ValueError):
+        return 0.0, 0
+
+
+def pct(xs: list[float], p: float) -> float:
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
+
+
+class Sampler:
+    def __init__(self, procs: dict[str, list[int]]) -> None:
+        self.procs = procs
+        self.rss: dict[str, int] = {k: 0 for k in procs}
+
+    def cpu(self) -> dict[str, float]:
+        out = {}
+        for name, pids in self.procs.items():
+            total, rss = 0.0, 0
+            for pid in pids:
+                c, r = cpu_rss(pid)
+                total += c
+                rss = max(rss, r)
+            self.rss[name] = max(self.rss[name], rss)
+            out[name] = total
+        return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tables", type=int, default=100)
+    ap.add_argument("--seats", type=int, default=7)
+    ap.add_argument("--workers", type=int, default=8,
+                    help=f"processes the simulated units run in (at most {MAX_UNITS_PER_WORKER} units each)")
+    ap.add_argument("--paced", type=float, default=120.0, help="seconds at 60 rounds/hour/table (0: skip)")
+    ap.add_argument("--full", type=float, default=30.0, help="seconds at full speed (0: skip)")
+    ap.add_argument("--store-url", default=None, help="the controller's store (default sqlite:/// in a temp dir)")
+    ap.add_argument("--outbox-dir", default=None, help="where the units' outboxes live (default: tmpfs)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--controller", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        return worker_main(json.loads(Path(args.worker).read_text()))
+    if args.controller:
+        return controller_main(json.loads(Path(args.controller).read_text()))
+    run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    from tests.floor.floor import CONTROLLER, Floor
+    per_worker = -(-args.tables // max(1, args.workers)) * (args.seats + 1)
+    if per_worker > MAX_UNITS_PER_WORKER:
+        raise SystemExit(f"--workers {args.workers}: {per_worker} units in one process; paho's select() allows "
+                         f"about {MAX_UNITS_PER_WORKER} (give --workers {-(-args.tables * (args.seats + 1) // MAX_UNITS_PER_WORKER)})")
+    # a SIGTERM (timeout) ends the run through the finally below: no broker left behind
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
+    tmp = Path(tempfile.mkdtemp(prefix="bench-floor-"))
+    shm = Path("/dev/shm")
+    outbox_dir = Path(args.outbox_dir) if args.outbox_dir else Path(tempfile.mkdtemp(
+        prefix="bench-floor-", dir=shm if shm.is_dir() else None))
+    store_url = args.store_url or f"sqlite:///{tmp / 'jackpot.db'}"
+    tables = {f"table-{n}": args.seats for n in range(1, args.tables + 1)}
+    floor = Floor(tmp, tables)
+    procs: list[subprocess.Popen] = []
+    try:
+        floor.start()
+        link = {"broker": floor.floor.url, "username": "jackpot/main", "password": CONTROLLER["jackpot/main"],
+                "allow_insecure": True}
+        (tmp / "controller.json").write_text(json.dumps({"store_url": store_url, "link": link,
+                                                         "out": str(tmp / "commits.json")}))
+        ctl = subprocess.Popen([sys.executable, __file__, "--controller", str(tmp / "controller.json")],
+                               stdout=subprocess.PIPE, text=True)
+        procs.append(ctl)
+        if ctl.stdout is None or ctl.stdout.readline().strip() != "ready":
+            raise SystemExit("the controller did not start")
+        from tests.floor.floor import unit_password
+        names = sorted(tables, key=lambda t: int(t.rsplit("-", 1)[1]))
+        # enough rounds for the paced phase and for the full-speed one (generated up front)
+        rounds = int(args.paced / ROUND_SECONDS + 2) + max(60, 20000 // args.tables)
+        workers = []
+        for w in range(args.workers):
+            mine = names[w::args.workers]
+            if not mine:
+                continue
+            spec = {"outbox_dir": str(outbox_dir), "seats": args.seats, "rounds": rounds,
+                    "out": str(tmp / f"worker-{w}.json"),
+                    "tables": {t: {"port": floor.tables[t].port, "units": floor.units(t),
+                                   "passwords": {u: unit_password(u) for u in floor.units(t)}} for t in mine}}
+            (tmp / f"worker-{w}.in.json").write_text(json.dumps(spec))
+            p = subprocess.Popen([sys.executable, __file__, "--worker", str(tmp / f"worker-{w}.in.json")],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            procs.append(p)
+            workers.append(p)
+        for p in workers:
+            if p.stdout is None or p.stdout.readline().strip() != "ready":
+                raise SystemExit("a worker did not start")
+        probe = FloorProbe(floor.floor.port)
+        sampler = Sampler({"controller": [ctl.pid], "floor broker": [floor.floor.proc.pid],
+                           "table brokers": [b.proc.pid for b in floor.tables.values()],
+                           "simulated units": [p.pid for p in workers]})
+        now = time.time() + 1.0
+        go = {"paced_start": now, "paced_end": now + args.paced, "full_start": now + args.paced,
+              "full_end": now + args.paced + args.full, "settle": 10.0}
+        for p in workers:
+            assert p.stdin is not None
+            p.stdin.write(json.dumps(go) + "\n")
+            p.stdin.flush()
+        time.sleep(max(0.0, go["paced_start"] - time.time()))
+        c0 = sampler.cpu()
+        time.sleep(max(0.0, go["paced_end"] - time.time()))
+        c1 = sampler.cpu()
+        time.sleep(max(0.0, go["full_end"] - time.time()))
+        c2 = sampler.cpu()
+        for p in workers:
+            p.wait(300)
+        ctl.send_signal(signal.SIGTERM)
+        assert ctl.stdout is not None
+        if ctl.stdout.readline().strip() != "written":
+            raise SystemExit("the controller did not write its commit times")
+        probe.close()
+        commits = json.loads((tmp / "commits.json").read_text())["commits"]
+        outs = [json.loads((tmp / f"worker-{w}.json").read_text()) for w in range(len(workers))]
+        summary(args, go, commits, outs, probe.meters, (c0, c1, c2), sampler.rss, store_url)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+        floor.stop()
+
+
+class FloorProbe:
+    """The meter as the floor broker sends it (the reference for the fan-out to the seats)."""
+
+    def __init__(self, port: int) -> None:
+        from tests.floor.floor import CONTROLLER
+        self.meters: dict[str, float] = {}
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2)
+        self.client.username_pw_set("attendant", CONTROLLER["attendant"])
+        self.client.on_connect = lambda c, *a: c.subscribe(topics.meter_topic("main"), 1)
+        self.client.on_message = lambda c, u, m: self.meters.setdefault(m.payload.decode(), time.time())
+        # the attendant may not read the meter under the ACL; the controller's pattern lines let
+        # every user read it
+        self.client.connect("127.0.0.1", port)
+        self.client.loop_start()
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+def fan_out(outs: list[dict[str, Any]], floor_meters: dict[str, float], t0: float, t1: float) -> None:
+    """Each meter the floor broker sent in [t0, t1), at each seat: delay and delivery."""
+    fan, got, want = [], 0, 0
+    seats = [dict(reversed(m)) for o in outs for m in o["meters"].values()]     # payload -> first time
+    sent = {p: at for p, at in floor_meters.items() if t0 <= at < t1}
+    for payload, at in sent.items():
+        for meters in seats:
+            want += 1
+            seen = meters.get(payload)
+            if seen is not None:
+                got += 1
+                fan.append(1000 * (seen - at))
+    if want:
+        print(f"  meter fan-out floor -> every seat: p50 {pct(fan, 50):.1f} ms, p99 {pct(fan, 99):.1f} ms; "
+              f"{100 * got / want:.1f}% of (meter, seat) pairs delivered ({len(sent)} meters)")
+
+
+def capacity(cpu_per_report: float, sustained: float, per_table: float) -> None:
+    """Tables one controller serves at 60 rounds/hour, keeping half its core (and half the
+    ingest rate measured) free."""
+    by_cpu = 0.5 / (cpu_per_report * per_table)
+    by_rate = 0.5 * sustained / per_table
+    print(f"  controller CPU per report: {1000 * cpu_per_report:.2f} ms; at 60 rounds/h a table sends "
+          f"{per_table:.3f} reports/s")
+    print(f"  tables one controller serves with 50% headroom: ~{min(by_cpu, by_rate):.0f} "
+          f"(by its CPU ~{by_cpu:.0f}, by the ingest rate sustained here ~{by_rate:.0f})")
+
+
+def summary(args, go, commits, outs, floor_meters, cpu, rss, store_url) -> None:
+    put: dict[tuple[str, int], float] = {}
+    for o in outs:
+        for unit, seqs in o["put"].items():
+            for seq, at in seqs.items():
+                put[(unit, int(seq))] = at
+    first: dict[tuple[str, int], float] = {}
+    for unit, seq, at in commits:
+        first.setdefault((unit, seq), at)
+    print(f"bench_floor: {args.tables} tables x (dealer + {args.seats} seats) = "
+          f"{args.tables * (args.seats + 1)} simulated units in {args.workers} processes, "
+          f"{args.tables} table brokers bridged to 1 floor broker, controller on {store_url.split(':')[0]}; "
+          f"{os.cpu_count()} CPUs")
+    phases = [("paced (60 rounds/h/table)", go["paced_start"], go["paced_end"], 0),
+              ("full speed", go["full_start"], go["full_end"], 1)]
+    for name, t0, t1, i in phases:
+        if t1 <= t0:
+            continue
+        keys = [k for k, at in put.items() if t0 <= at < t1]
+        done = [k for k in keys if k in first]
+        lat = [1000 * (first[k] - put[k]) for k in done]
+        in_window = sum(1 for at in first.values() if t0 <= at < t1)
+        wall = t1 - t0
+        print(f"\n{name}: {wall:.0f} s; reports put {len(keys)}, committed {len(done)} "
+              f"({len(keys) - len(done)} not by the end)")
+        print(f"  controller committed {in_window / wall:8.1f} reports/s in the window "
+              f"(units put {len(keys) / wall:.1f}/s)")
+        if done:
+            last = max(first[k] for k in done)
+            print(f"  all {len(done)} committed by {last - t0:.1f} s after the phase began: "
+                  f"{len(done) / max(1e-9, last - t0):.1f} reports/s sustained including the backlog")
+        print(f"  outbox put -> controller commit: p50 {pct(lat, 50):.1f} ms, p99 {pct(lat, 99):.1f} ms, "
+              f"max {max(lat, default=float('nan')):.1f} ms")
+        a, b = cpu[i], cpu[i + 1]
+        for proc in a:
+            print(f"  CPU {proc:16s} {100 * (b[proc] - a[proc]) / wall:6.1f} % of a core")
+        fan_out(outs, floor_meters, t0, t1)
+        if i == 1 and in_window and args.paced:
+            sustained = len(done) / max(1e-9, max(first[k] for k in done) - t0)
+            paced = [k for k in put if go["paced_start"] <= put[k] < go["paced_end"]]
+            capacity((b["controller"] - a["controller"]) / in_window, sustained,
+                     len(paced) / (go["paced_end"] - go["paced_start"]) / args.tables)
+    print("\nRSS (max KiB of one process): " + ", ".join(f"{k} {v}" for k, v in rss.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""A floor on loopback: one floor broker and a broker per table bridged to it (the
+configuration ``firmware.link.bridge`` writes), the documented ACLs and per-user passwords
+on both; a TCP relay that a test can cut to take one table's bridge down."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+
+from firmware.jackpot.service import JackpotService
+from firmware.link import connect_bus
+from firmware.link.bridge import (
+    Bridge,
+    bridge_user,
+    render_bridge,
+    render_floor_acl,
+    render_table_acl,
+)
+from firmware.link.config import load_link_config
+from firmware.link.mqtt import MqttBus
+from tests.link.broker import Broker, free_port
+
+CONTROLLER = {"jackpot/main": "pw-jackpot", "attendant": "pw-attendant", "pit": "pw-pit"}
+
+
+def unit_password(unit: str) -> str:
+    return "pw-" + unit.replace("/", "-")
+
+
+class Relay:
+    """A TCP relay 127.0.0.1:port -> target: ``cut()`` drops every connection and refuses
+    new ones (a floor switch gone), ``restore()`` lets them through again."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.port = free_port()
+        self._open = threading.Event()
+        self._open.set()
+        self._lock = threading.Lock()
+        self._socks: list[socket.socket] = []
+        self._server = socket.create_server(("127.0.0.1", self.port))
+        self._server.settimeout(0.2)
+        self._stop = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._stop:
+            try:
+                conn, _ = self._server.accept()
+            except (TimeoutError, OSError):
+                continue
+            if not self._open.is_set():
+                conn.close()
+                continue
+            try:
+                up = socket.create_connection(("127.0.0.1", self.target), timeout=2)
+            except OSError:
+                conn.close()
+                continue
+            with self._lock:
+                self._socks += [conn, up]
+            for a, b in ((conn, up), (up, conn)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                if not self._open.is_set():
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def cut(self) -> None:
+        self._open.clear()
+        with self._lock:
+            socks, self._socks = self._socks, []
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def restore(self) -> None:
+        self._open.set()
+
+    def close(self) -> None:
+        self._stop = True
+        self.cut()
+        self._server.close()
+
+
+class Floor:
+    """``tables``: table id -> boxes. ``relay``: tables whose bridge goes through a Relay."""
+
+    def __init__(self, root: Path, tables: dict[str, int], relay: tuple[str, ...] = (),
+                 table_queue: int = 0) -> None:
+        """``table_queue``: the table brokers' ``max_queued_messages`` (0: unbounded)."""
+        self.root = root
+        self.boxes = dict(tables)
+        users = {**CONTROLLER, **{bridge_user(t): unit_password(bridge_user(t)) for t in tables}}
+        self.floor = Broker(root / "floor", acl=render_floor_acl(tables), users=users)
+        self.relays = {t: Relay(self.floor.port) for t in relay}
+        self.tables: dict[str, Broker] = {}
+        for table, boxes in tables.items():
+            port = self.relays[table].port if table in self.relays else self.floor.port
+            bridge = Bridge(table, f"127.0.0.1:{port}", unit_password(bridge_user(table)), restart=(1, 2),
+                            keepalive=5)
+            # "observer": a test's own client, so it never takes over a unit's client id
+            units = {**{u: unit_password(u) for u in self.units(table)}, "observer": unit_password("observer")}
+            self.tables[table] = Broker(root / table, acl=render_table_acl(table, boxes), users=units,
+                                        extra=f"max_queued_messages {table_queue}\n" + render_bridge(bridge))
+
+    def units(self, table: str) -> list[str]:
+        return [f"{table}/dealer", *(f"{table}/seat-{b}" for b in range(1, self.boxes[table] + 1))]
+
+    def start(self) -> "Floor":
+        self.floor.start()
+        for b in self.tables.values():
+            b.start()
+        return self
+
+    def stop(self) -> None:
+        for relay in self.relays.values():
+            relay.close()
+        for b in [*self.tables.values(), self.floor]:
+            b.stop()
+
+    def controller_link(self):
+        return load_link_config({"broker": self.floor.url, "username": "jackpot/main",
+                                 "password": CONTROLLER["jackpot/main"], "allow_insecure": True})
+
+    def service(self, ctl) -> JackpotService:
+        return JackpotService(ctl, self.controller_link()).start()
+
+    def bus(self, unit: str, outbox: Path | None = None, **kw) -> MqttBus:
+        """A unit's link to its own table's broker, as itself."""
+        table = unit.split("/")[0]
+        role = "dealer" if unit.endswith("/dealer") else "seat"
+        return connect_bus(self.tables[table].url, unit, outbox_path=outbox, username=unit,
+                           password=unit_password(unit), allow_insecure=True, role=role, **kw)
