@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         odds = compute(args.profile, args.decks, args.meter)
         profile = load_profile(args.profile)
-        main = main_json(profile, main_rules(profile, odds.decks))
+        # a whole shoe here (compute resolves --decks); the profile's default otherwise
+        main = main_json(profile, main_rules(profile, odds.decks or profile.default_decks))
     except (EdgeError, ProfileError) as exc:
         print(f"betbox edge: error: {exc}", file=sys.stderr)
         return 2
