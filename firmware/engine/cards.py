@@ -15,6 +15,9 @@ RANKS = "A23456789TJQK"
 SUITS = "SHDC"
 RED_SUITS = frozenset("HD")
 
+#: §3.2: an Ace counts 1 (or 11, decided by the hand's total), pictures 10.
+_RANK_VALUE = {r: 1 if r == "A" else 10 if r in "TJQK" else int(r) for r in RANKS}
+
 #: Poker order for straights and "of a kind" ranking (Ace high; low Ace handled by callers).
 POKER_ORDER = {r: i for i, r in enumerate("23456789TJQKA", start=2)}
 
@@ -37,11 +40,7 @@ class Card:
     @property
     def value(self) -> int:
         """Blackjack value with an Ace counted as 1 (§3.2)."""
-        if self.rank == "A":
-            return 1
-        if self.rank in "TJQK":
-            return 10
-        return int(self.rank)
+        return _RANK_VALUE[self.rank]      # a look-up: the side bets and strategies ask often
 
     @property
     def is_ace(self) -> bool:

@@ -48,6 +48,9 @@ _BETTING, _INITIAL_DEAL, _PLAY, _DEALER = Phase.BETTING, Phase.INITIAL_DEAL, Pha
 _COMPLETE, _VOID = Phase.COMPLETE, Phase.VOID
 
 
+_new_hand = _new_box = object.__new__
+
+
 @dataclass(slots=True)
 class Hand:
     """One hand of a box. ``family`` is the initial hand it descends from (0, or 0/1 in
@@ -70,9 +73,23 @@ class Hand:
 
     def copy(self) -> "Hand":
         """A hand that can be changed without touching this one (its own card list)."""
-        return Hand(self.family, self.stake, self.id, list(self.cards), self.doubled, self.from_split,
-                    self.split_aces, self.switched, self.wants_card, self.done, self.decided,
-                    self.status, self.result, self.net)
+        # slot by slot, not through the dataclass __init__: this runs for most events
+        new = _new_hand(Hand)
+        new.family = self.family
+        new.stake = self.stake
+        new.id = self.id
+        new.cards = self.cards[:]
+        new.doubled = self.doubled
+        new.from_split = self.from_split
+        new.split_aces = self.split_aces
+        new.switched = self.switched
+        new.wants_card = self.wants_card
+        new.done = self.done
+        new.decided = self.decided
+        new.status = self.status
+        new.result = self.result
+        new.net = self.net
+        return new
 
     @property
     def total(self) -> int:
@@ -129,11 +146,27 @@ class Box:
 
     def copy(self) -> "Box":
         """A box that can be changed without touching this one: its own list of (shared) hands."""
-        return Box(self.number, self.wagers, self.stakes, list(self.hands), self.insurance,
-                   self.insurance_settled, self.walked_away, self.switched, self.acted, self.ledger,
-                   self.side_results, self.flags, self.returned, self.progressive_hand,
-                   self.progressive_award, self.progressive_share, self.progressive_pending,
-                   self.envy_from)
+        # slot by slot, not through the dataclass __init__: this runs for most events
+        new = _new_box(Box)
+        new.number = self.number
+        new.wagers = self.wagers
+        new.stakes = self.stakes
+        new.hands = self.hands[:]
+        new.insurance = self.insurance
+        new.insurance_settled = self.insurance_settled
+        new.walked_away = self.walked_away
+        new.switched = self.switched
+        new.acted = self.acted
+        new.ledger = self.ledger
+        new.side_results = self.side_results
+        new.flags = self.flags
+        new.returned = self.returned
+        new.progressive_hand = self.progressive_hand
+        new.progressive_award = self.progressive_award
+        new.progressive_share = self.progressive_share
+        new.progressive_pending = self.progressive_pending
+        new.envy_from = self.envy_from
+        return new
 
     def book(self, bet: str, amount: Fraction) -> None:
         # a new dict: the old one may be shared with an earlier round
@@ -247,7 +280,7 @@ class Round:
         An illegal event raises a :class:`RuleError` that explains itself."""
         new = self._clone()
         outcomes: list[Outcome] = []
-        new._fresh = set()
+        new._fresh = set()          # ids of the boxes and hands this apply made (writable)
         new._apply(event, outcomes)
         new._fresh = None          # from here on the new round is as unchangeable as this one
         new._events = (event, self._events)
@@ -876,8 +909,9 @@ class Round:
         p = self.profile
         if hand.split_aces:
             raise IllegalDecision("split Aces receive one card each", p.clause("split_aces"))
-        if hand.total >= 21:
-            raise IllegalDecision(f"a hand of {hand.total} draws no more cards", p.clause("no_draw_on_21"))
+        total = hand.total
+        if total >= 21:
+            raise IllegalDecision(f"a hand of {total} draws no more cards", p.clause("no_draw_on_21"))
 
     def _check_stand(self, box: Box, hand: Hand, d: Decision) -> None:
         p = self.profile
@@ -895,13 +929,14 @@ class Round:
             raise IllegalDecision("split Aces cannot be doubled", p.clause("double"))
         if hand.from_split and not r.double_after_split:
             raise IllegalDecision("no double after a split", p.clause("double"))
-        if hand.total == 21:
+        total = hand.total
+        if total == 21:
             raise IllegalDecision("no double on a Blackjack or a 21", p.clause("double"))
         if not r.double_with_ace and any(c.is_ace for c in hand.cards):
             raise IllegalDecision("a double is not allowed when the cards include an Ace", p.clause("double"))
-        if r.double_totals and hand.total not in r.double_totals:
+        if r.double_totals and total not in r.double_totals:
             raise IllegalDecision(f"a double needs a total of {', '.join(map(str, r.double_totals))}, "
-                                  f"not {hand.total}", p.clause("double"))
+                                  f"not {total}", p.clause("double"))
         amount = hand.stake if d.amount is None else d.amount
         if amount <= 0:
             raise IllegalDecision("a double needs an amount above zero", p.clause("double"))
@@ -1086,9 +1121,9 @@ class Round:
                     self._settle(box, hand, "stand_off", ZERO, "dealer_push", out)   # Switch §3.19.2
                 elif dealer_total > 21:
                     self._settle(box, hand, "win", hand.at_risk, "dealer", out)
-                elif hand.total > dealer_total:
+                elif (total := hand.total) > dealer_total:
                     self._settle(box, hand, "win", hand.at_risk, "dealer", out)
-                elif hand.total < dealer_total:
+                elif total < dealer_total:
                     self._settle(box, hand, "lose", -hand.at_risk, "dealer", out)
                 else:
                     self._settle(box, hand, "stand_off", ZERO, "dealer", out)
@@ -1153,9 +1188,11 @@ def _above(amount: Fraction, factor: Fraction, base: Fraction) -> bool:
 
 
 def _read_limits(profile: Profile, limits: Mapping[str, Sequence[object]]) -> dict[str, tuple[Fraction, Fraction]]:
+    out: dict[str, tuple[Fraction, Fraction]] = {}
+    if not limits:
+        return out              # (most rounds: nothing to read, so nothing imported or built)
     from .money import parse_amount
 
-    out: dict[str, tuple[Fraction, Fraction]] = {}
     names = set(profile.bet_names())
     for name, pair in limits.items():
         if name not in names:
