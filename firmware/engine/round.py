@@ -721,10 +721,11 @@ class Round:
         p = self.profile
         up = self.dealer[0]
         for bi in range(len(self.boxes)):
-            if not self.boxes[bi].dealt:
+            box = self.boxes[bi]
+            if not box.dealt:
                 continue
-            box = self._wbox(bi)
             if len(box.stakes) > 1:
+                box = self._wbox(bi)        # copied only when it has side bets to settle
                 # one new ledger and result dict per box (the old ones may be shared)
                 first_two = tuple(box.hands[0].cards[:2])
                 ledger = dict(box.ledger)
@@ -747,6 +748,7 @@ class Round:
             for hi, hand in enumerate(box.hands):
                 if hand.is_blackjack:
                     hand = self._whand(bi, hi)
+                    box = self.boxes[bi]        # (the box as this apply writes it)
                     hand.status = "blackjack"
                     hand.done = True
                     if p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value):
