@@ -315,11 +315,19 @@ def run_cardsharp(python: str, boxes: int, rounds: int, seed: int, side: bool) -
         return None
 
 
+def spread(runs: list[dict], key: str) -> str:
+    """``min/median/max`` of one figure over the runs."""
+    if not runs:
+        return "-"
+    values = sorted(r[key] for r in runs)
+    return f"{values[0]:.0f}/{statistics.median(values):.0f}/{values[-1]:.0f}"
+
+
 def side_by_side(python: str | None, rounds: int, runs: int, seed: int) -> None:
     print(f"side by side, rws-blackjack vs cardsharp: 6 decks, basic strategy, {rounds} rounds "
-          f"a run, median of {runs} alternating runs")
-    print(f"  {'spots':5s} {'bets':10s} {'betbox rounds/s':>16s} {'hands/s':>9s}   "
-          f"{'cardsharp rounds/s':>18s} {'hands/s':>9s}   ratio")
+          f"a run, {runs} alternating runs; min/median/max, ratio of the medians")
+    print(f"  {'spots':5s} {'bets':10s} {'betbox rounds/s':>18s} {'hands/s':>18s}   "
+          f"{'cardsharp rounds/s':>18s} {'hands/s':>18s}   ratio")
     for boxes in (1, 7):
         for side in (False, True):
             ours, theirs = [], []
@@ -330,12 +338,13 @@ def side_by_side(python: str | None, rounds: int, runs: int, seed: int) -> None:
                     if got:
                         theirs.append(got)
             med = lambda rs, k: statistics.median(r[k] for r in rs) if rs else float("nan")   # noqa: E731
-            b_r, b_h, c_r, c_h = med(ours, "rounds_s"), med(ours, "hands_s"), med(theirs, "rounds_s"), med(theirs, "hands_s")
+            b_r, c_r = med(ours, "rounds_s"), med(theirs, "rounds_s")
             ratio = b_r / c_r if theirs else float("nan")
             peer = (f"cardsharp {theirs[0]['version']}" + (" with its bonus payouts" if theirs[0]["side"]
                     else " main only")) if theirs else "no cardsharp"
-            print(f"  {boxes:5d} {'main+side' if side else 'main':10s} {b_r:16.0f} {b_h:9.0f}   "
-                  f"{c_r:18.0f} {c_h:9.0f}   {ratio:5.2f}x  ({peer})", flush=True)
+            print(f"  {boxes:5d} {'main+side' if side else 'main':10s} {spread(ours, 'rounds_s'):>18s} "
+                  f"{spread(ours, 'hands_s'):>18s}   {spread(theirs, 'rounds_s'):>18s} "
+                  f"{spread(theirs, 'hands_s'):>18s}   {ratio:5.2f}x  ({peer})", flush=True)
 
 
 def bench_rounds(name, wagers, rounds, seed):
@@ -396,6 +405,7 @@ def main(argv=None) -> None:
     ap.add_argument("--no-cardsharp", action="store_true", help="skip the side-by-side run")
     args = ap.parse_args(argv)
     print(f"machine: {machine()}")
+    print("load average (1, 5, 15 min) at the start: " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
     print(f"rounds per profile: {args.rounds}, seed {args.seed}, 7 boxes, "
           "strategy: hit below 17 else stand")
     print()
@@ -417,6 +427,7 @@ def main(argv=None) -> None:
     if not args.no_cardsharp:
         print()
         side_by_side(cardsharp_python(args.cardsharp_python), args.vs_rounds, args.runs, args.seed)
+    print("load average (1, 5, 15 min) at the end:   " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 
 if __name__ == "__main__":

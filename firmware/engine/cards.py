@@ -15,6 +15,9 @@ RANKS = "A23456789TJQK"
 SUITS = "SHDC"
 RED_SUITS = frozenset("HD")
 
+#: §3.2: an Ace counts 1 (or 11, decided by the hand's total), pictures 10.
+_RANK_VALUE = {r: 1 if r == "A" else 10 if r in "TJQK" else int(r) for r in RANKS}
+
 #: Poker order for straights and "of a kind" ranking (Ace high; low Ace handled by callers).
 POKER_ORDER = {r: i for i, r in enumerate("23456789TJQKA", start=2)}
 
@@ -37,11 +40,7 @@ class Card:
     @property
     def value(self) -> int:
         """Blackjack value with an Ace counted as 1 (§3.2)."""
-        if self.rank == "A":
-            return 1
-        if self.rank in "TJQK":
-            return 10
-        return int(self.rank)
+        return _RANK_VALUE[self.rank]      # a look-up: the side bets and strategies ask often
 
     @property
     def is_ace(self) -> bool:
@@ -105,31 +104,49 @@ class ShoeComposition:
         return cls(tuple(counts.get(c, 0) for c in ALL_CARDS))
 
     def count(self, card: Card) -> int:
-        return self.counts[_INDEX[card]]
+        return self.counts[_index(card)]
 
     def __len__(self) -> int:
         return sum(self.counts)
 
     def can_draw(self, card: Card) -> bool:
-        return self.counts[_INDEX[card]] > 0
+        return self.counts[_index(card)] > 0
 
     def draw(self, card: Card) -> "ShoeComposition":
-        i = _INDEX[card]
-        if self.counts[i] <= 0:
+        shoe = self.take(card)
+        if shoe is None:
             raise ValueError(f"{card} is not in the shoe")
-        counts = list(self.counts)
-        counts[i] -= 1
-        return ShoeComposition(tuple(counts))
+        return shoe
+
+    def take(self, card: Card) -> "ShoeComposition | None":
+        """The shoe after ``card`` is drawn, or None when the shoe cannot hold it (one look-up:
+        this runs for every card of every round)."""
+        i = _index(card)
+        counts = self.counts
+        n = counts[i]
+        if n <= 0:
+            return None
+        return ShoeComposition(counts[:i] + (n - 1,) + counts[i + 1:])
 
     def without(self, cards: Iterable[Card]) -> "ShoeComposition":
         left = Counter(cards)
         counts = list(self.counts)
         for card, n in left.items():
-            i = _INDEX[card]
+            i = _index(card)
             if counts[i] < n:
                 raise ValueError(f"{card} is not in the shoe {n} times")
             counts[i] -= n
         return ShoeComposition(tuple(counts))
 
 
-_INDEX = {c: i for i, c in enumerate(ALL_CARDS)}
+# ALL_CARDS is suit-major: a card's index from two string look-ups (a Card's own hash is a
+# Python-level dataclass method, several times slower)
+_SUIT_BASE = {s: i * len(RANKS) for i, s in enumerate(SUITS)}
+_RANK_POS = {r: i for i, r in enumerate(RANKS)}
+
+
+def _index(card: Card) -> int:
+    return _SUIT_BASE[card.suit] + _RANK_POS[card.rank]
+
+
+assert all(_index(c) == i for i, c in enumerate(ALL_CARDS))

@@ -53,6 +53,14 @@ class Phase(StrEnum):
     VOID = "void"
 
 
+# module names for the phases: an Enum member looked up on its class costs more than a global
+_BETTING, _INITIAL_DEAL, _PLAY, _DEALER = Phase.BETTING, Phase.INITIAL_DEAL, Phase.PLAY, Phase.DEALER
+_COMPLETE, _VOID = Phase.COMPLETE, Phase.VOID
+
+
+_new_hand = _new_box = object.__new__
+
+
 @dataclass(slots=True)
 class Hand:
     """One hand of a box. ``family`` is the initial hand it descends from (0, or 0/1 in
@@ -75,9 +83,23 @@ class Hand:
 
     def copy(self) -> "Hand":
         """A hand that can be changed without touching this one (its own card list)."""
-        return Hand(self.family, self.stake, self.id, list(self.cards), self.doubled, self.from_split,
-                    self.split_aces, self.switched, self.wants_card, self.done, self.decided,
-                    self.status, self.result, self.net)
+        # slot by slot, not through the dataclass __init__: this runs for most events
+        new = _new_hand(Hand)
+        new.family = self.family
+        new.stake = self.stake
+        new.id = self.id
+        new.cards = self.cards[:]
+        new.doubled = self.doubled
+        new.from_split = self.from_split
+        new.split_aces = self.split_aces
+        new.switched = self.switched
+        new.wants_card = self.wants_card
+        new.done = self.done
+        new.decided = self.decided
+        new.status = self.status
+        new.result = self.result
+        new.net = self.net
+        return new
 
     @property
     def total(self) -> int:
@@ -134,11 +156,27 @@ class Box:
 
     def copy(self) -> "Box":
         """A box that can be changed without touching this one: its own list of (shared) hands."""
-        return Box(self.number, self.wagers, self.stakes, list(self.hands), self.insurance,
-                   self.insurance_settled, self.walked_away, self.switched, self.acted, self.ledger,
-                   self.side_results, self.flags, self.returned, self.progressive_hand,
-                   self.progressive_award, self.progressive_share, self.progressive_pending,
-                   self.envy_from)
+        # slot by slot, not through the dataclass __init__: this runs for most events
+        new = _new_box(Box)
+        new.number = self.number
+        new.wagers = self.wagers
+        new.stakes = self.stakes
+        new.hands = self.hands[:]
+        new.insurance = self.insurance
+        new.insurance_settled = self.insurance_settled
+        new.walked_away = self.walked_away
+        new.switched = self.switched
+        new.acted = self.acted
+        new.ledger = self.ledger
+        new.side_results = self.side_results
+        new.flags = self.flags
+        new.returned = self.returned
+        new.progressive_hand = self.progressive_hand
+        new.progressive_award = self.progressive_award
+        new.progressive_share = self.progressive_share
+        new.progressive_pending = self.progressive_pending
+        new.envy_from = self.envy_from
+        return new
 
     def book(self, bet: str, amount: Fraction) -> None:
         # a new dict: the old one may be shared with an earlier round
@@ -170,6 +208,23 @@ class Expect:
         if self.kind == "decision":
             return f"a decision for box {self.box} hand {self.hand}"
         return {"bets": "bets to be closed", "nothing": "nothing: the round is over"}[self.kind]
+
+
+_BETS = Expect("bets")
+_NOTHING = Expect("nothing")
+_DEALER_CARD = Expect("card", to_dealer=True)
+_EXPECTS: dict[tuple[str, int, int], Expect] = {}
+
+
+def _expect(kind: str, box: int, hand: int) -> Expect:
+    """The (immutable, so shared) Expect for a box's hand: made once, not per query."""
+    key = (kind, box, hand)
+    found = _EXPECTS.get(key)
+    if found is None:
+        found = Expect(kind, box, hand)
+        if len(_EXPECTS) < 4096:       # box numbers come from outside: keep the cache bounded
+            _EXPECTS[key] = found
+    return found
 
 
 class Round:
@@ -235,7 +290,7 @@ class Round:
         An illegal event raises a :class:`RuleError` that explains itself."""
         new = self._clone()
         outcomes: list[Outcome] = []
-        new._fresh = set()
+        new._fresh = set()          # ids of the boxes and hands this apply made (writable)
         new._apply(event, outcomes)
         new._fresh = None          # from here on the new round is as unchangeable as this one
         new._events = (event, self._events)
@@ -309,7 +364,7 @@ class Round:
     @property
     def is_over(self) -> bool:
         phase = self.phase
-        return phase is Phase.COMPLETE or phase is Phase.VOID
+        return phase is _COMPLETE or phase is _VOID
 
     def hand_by_id(self, number: int, hand_id: int) -> Hand:
         """The hand an outcome names: ids stay with their hand when later splits move it."""
@@ -322,26 +377,26 @@ class Round:
         raise IllegalDecision(f"box {number} has no bets in this round")
 
     def expecting(self) -> Expect:
-        if self.phase == Phase.BETTING:
-            return Expect("bets")
-        if self.is_over:
-            return Expect("nothing")
-        if self.phase == Phase.INITIAL_DEAL:
+        phase = self.phase
+        if phase is _PLAY:
+            assert self.cursor is not None              # PLAY: a hand is in play
+            bi, hi = self.cursor
+            box = self.boxes[bi]
+            return _expect("card" if box.hands[hi].wants_card else "decision", box.number, hi + 1)
+        if phase is _INITIAL_DEAL:
             target = self.deal_order[self.deal_pos]
             if isinstance(target, str):             # DEALER
-                return Expect("card", to_dealer=True)
+                return _DEALER_CARD
             bi, hi = target
-            return Expect("card", self.boxes[bi].number, hi + 1)
-        if self.phase == Phase.DEALER:
-            return Expect("card", to_dealer=True)
-        assert self.cursor is not None              # in play: a hand is in play
-        bi, hi = self.cursor
-        box = self.boxes[bi]
-        kind = "card" if box.hands[hi].wants_card else "decision"
-        return Expect(kind, box.number, hi + 1)
+            return _expect("card", self.boxes[bi].number, hi + 1)
+        if phase is _DEALER:
+            return _DEALER_CARD
+        if phase is _BETTING:
+            return _BETS
+        return _NOTHING
 
     def hand_in_play(self) -> tuple[Box, Hand] | None:
-        if self.phase != Phase.PLAY or self.cursor is None:
+        if self.phase is not _PLAY or self.cursor is None:
             return None
         bi, hi = self.cursor
         return self.boxes[bi], self.boxes[bi].hands[hi]
@@ -384,7 +439,12 @@ class Round:
         box = self.box(number)
         out: dict[str, Fraction] = {}
         for name, stake in box.stakes.items():
-            out[name] = sum((h.at_risk for h in box.hands), ZERO) if name == "main" else stake
+            if name != "main":
+                out[name] = stake
+            elif len(box.hands) == 1:
+                out[name] = box.hands[0].at_risk      # (no sum: a Fraction add is costly)
+            else:
+                out[name] = sum((h.at_risk for h in box.hands), ZERO)
         if box.insurance:
             out["insurance"] = sum(box.insurance.values(), ZERO)
         return out
@@ -413,27 +473,29 @@ class Round:
     # --- the state machine ------------------------------------------------------------
 
     def _apply(self, event: Event, out: list[Outcome]) -> None:
-        if self.is_over:
-            raise RoundOver(f"the round is {self.phase.value}; it takes no more events")
-        if isinstance(event, VoidRound):
+        phase = self.phase
+        if phase is _COMPLETE or phase is _VOID:
+            raise RoundOver(f"the round is {phase.value}; it takes no more events")
+        # the most frequent events first; a card or decision while betting is open is refused
+        if isinstance(event, CardDrawn) and phase is not _BETTING:
+            self._card(event.card, out)
+        elif isinstance(event, Decision) and phase is not _BETTING:
+            self._check(event)
+            self._decide(event, out)
+        elif isinstance(event, VoidRound):
             if event.reason == "interruption" and self.outcome_established():
                 # §5.4.1: once any bet has conclusively won or lost, play continues
                 raise RuleError("an outcome has been established: the round is concluded, not voided",
                                 self.profile.clause("interruption"))
             self._void(event.reason, out)
             return
-        if isinstance(event, BetsClosed):
-            if self.phase != Phase.BETTING:
+        elif isinstance(event, BetsClosed):
+            if phase is not _BETTING:
                 raise IllegalWager("bets are already closed", self.profile.clause("bets_closed"))
             self._close_bets(event, out)
-        elif self.phase == Phase.BETTING:
+        elif phase is _BETTING:
             raise BettingOpen("bets are still open: close them before any card or decision",
                               self.profile.clause("bets_closed"))
-        elif isinstance(event, CardDrawn):
-            self._card(event.card, out)
-        elif isinstance(event, Decision):
-            self._check(event)
-            self._decide(event, out)
         elif isinstance(event, WalkedAway):
             self._walked_away(event.box, out)
         else:
@@ -461,13 +523,13 @@ class Round:
                                        issue="unknown_bet")
                 if name in placed:
                     raise IllegalWager(f"box {number}: {name} is listed twice")
-                if amount < 0:
+                if amount.numerator < 0:       # (an int compare: Fraction's own is Python code)
                     raise IllegalWager(f"box {number}: {name} wager {amount} is negative",
                                        box=number, bet=name, issue="negative")
                 if not is_whole_cents(amount):
                     raise IllegalWager(f"box {number}: {name} wager {amount} is not a whole number of cents",
                                        box=number, bet=name, issue="not_cents")
-                if amount > 0:
+                if amount.numerator:
                     placed[name] = amount
             if placed:
                 self.boxes.append(self._box_for(number, placed, out))
@@ -477,7 +539,7 @@ class Round:
         # boxes are dealt as two boxes.
         firsts = [(bi, hi) for bi, b in enumerate(self.boxes) if b.dealt for hi in range(len(b.hands))]
         self.deal_order = [*firsts, DEALER, *firsts]
-        self.phase = Phase.INITIAL_DEAL if firsts else Phase.COMPLETE
+        self.phase = _INITIAL_DEAL if firsts else _COMPLETE
         if not firsts:
             out.append(RoundComplete(None))
 
@@ -508,7 +570,7 @@ class Round:
                 # UK poster, TOP 3: "to play this bet, a player must have a 21 + 3 wager"
                 self._return(box, name, amount, f"requires_{table.requires}", p.clause(name), out)
                 continue
-            if table.max_of_initial_bet is not None and amount > table.max_of_initial_bet * placed["main"]:
+            if table.max_of_initial_bet is not None and _above(amount, table.max_of_initial_bet, placed["main"]):
                 raise IllegalWager(f"box {number}: {name} {amount} is above the initial bet {placed['main']}",
                                    p.clause("side_bet_limit"), box=number, bet=name, issue="above_initial_bet")
             box.stakes[name] = self._within_limits(box, name, amount, out)
@@ -553,49 +615,54 @@ class Round:
     # cards -----------------------------------------------------------------------------
 
     def _card(self, card: Card, out: list[Outcome]) -> None:
-        if not self.shoe.can_draw(card):
+        shoe = self.shoe.take(card)
+        if shoe is None:
             # §5.5.1 / §5.5.2: a card that does not form part of the set of cards
             self._void("foreign_card", out, detail=f"{card} cannot be in this {self.decks}-deck shoe")
             return
-        if self.phase == Phase.INITIAL_DEAL:
+        phase = self.phase
+        if phase is _INITIAL_DEAL:
             target = self.deal_order[self.deal_pos]
             self.deal_pos += 1
             if target == DEALER:
                 self.dealer.append(card)
             else:
                 self._whand(*target).cards.append(card)
-        elif self.phase == Phase.DEALER:
-            self.dealer.append(card)
-            self.subsequent_deal = True
-        elif self.phase == Phase.PLAY:
-            in_play = self.hand_in_play()
-            assert in_play is not None and self.cursor is not None     # PLAY: a hand is in play
-            box, hand = in_play
+        elif phase is _PLAY:
+            assert self.cursor is not None              # PLAY: a hand is in play
+            bi, hi = self.cursor
+            box = self.boxes[bi]
+            hand = box.hands[hi]
             if not hand.wants_card:
-                raise UnexpectedCard(f"box {box.number} hand {self.cursor[1] + 1} ({describe(hand.cards)}) "
+                raise UnexpectedCard(f"box {box.number} hand {hi + 1} ({describe(hand.cards)}) "
                                      f"is waiting for a decision, not a card", self.profile.clause("deal"))
-            hand = self._whand(*self.cursor)
+            hand = self._whand(bi, hi)
             hand.cards.append(card)
             hand.wants_card = False
             self.subsequent_deal = True
-        self.shoe = self.shoe.draw(card)
+        elif phase is _DEALER:
+            self.dealer.append(card)
+            self.subsequent_deal = True
+        self.shoe = shoe
 
     def _advance(self, out: list[Outcome]) -> None:
         """Move the round on until it needs an event from outside."""
-        if self.phase == Phase.INITIAL_DEAL and self.deal_pos == len(self.deal_order):
+        if self.phase is _INITIAL_DEAL:
+            if self.deal_pos != len(self.deal_order):
+                return                      # the initial deal goes on
             self._interim_settlement(out)
-            self.phase = Phase.PLAY
+            self.phase = _PLAY
             self.cursor = self._first_open_hand(0, 0)
-        while self.phase == Phase.PLAY:
+        while self.phase is _PLAY:
             if self.cursor is None:
-                self.phase = Phase.DEALER
+                self.phase = _DEALER
                 break
             bi, hi = self.cursor
             if self._settle_hand_flow(bi, hi, out):
                 self.cursor = self._first_open_hand(bi, hi + 1)
                 continue
             break
-        if self.phase == Phase.DEALER:
+        if self.phase is _DEALER:
             self._dealer_flow(out)
 
     def _first_open_hand(self, bi: int, hi: int) -> tuple[int, int] | None:
@@ -669,28 +736,39 @@ class Round:
         p = self.profile
         up = self.dealer[0]
         for bi in range(len(self.boxes)):
-            if not self.boxes[bi].dealt:
+            box = self.boxes[bi]
+            if not box.dealt:
                 continue
-            box = self._wbox(bi)
-            for name, stake in box.stakes.items():
-                if name in ("main", "progressive"):
-                    continue
-                rule = SIDE_BETS[name]
-                category = rule.evaluate(tuple(box.hands[0].cards[:2]), up)
-                odds = p.side_bets[name].pays.get(category) if category else None
-                net = stake * odds if odds is not None else -stake
-                box.side_results = {**box.side_results, name: category if odds is not None else None}
-                box.book(name, net)
-                out.append(SideBetSettled(box.number, name, category if odds is not None else None,
-                                          odds, stake, net, p.clause(name) if name in p.clauses else p.clause("side_bets")))
+            if len(box.stakes) > 1:
+                box = self._wbox(bi)        # copied only when it has side bets to settle
+                # one new ledger and result dict per box (the old ones may be shared)
+                first_two = tuple(box.hands[0].cards[:2])
+                ledger = dict(box.ledger)
+                results = dict(box.side_results)
+                for name, stake in box.stakes.items():
+                    if name == "main" or name == "progressive":
+                        continue
+                    category = SIDE_BETS[name].evaluate(first_two, up)
+                    odds = p.side_bets[name].pays.get(category) if category else None
+                    if odds is None:
+                        category = None
+                    net = _times(stake, odds) if odds is not None else -stake
+                    results[name] = category
+                    old = ledger.get(name)
+                    ledger[name] = net if old is None and type(net) is Fraction else (old or ZERO) + net
+                    out.append(SideBetSettled(box.number, name, category, odds, stake, net,
+                                              p.clause(name) if name in p.clauses else p.clause("side_bets")))
+                box.ledger = ledger
+                box.side_results = results
             for hi, hand in enumerate(box.hands):
                 if hand.is_blackjack:
                     hand = self._whand(bi, hi)
+                    box = self.boxes[bi]        # (the box as this apply writes it)
                     hand.status = "blackjack"
                     hand.done = True
                     if p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value):
                         # §3.15 (and Switch §3.8: immediately, kept whatever the dealer draws)
-                        self._settle(box, hand, "blackjack", hand.stake * p.rules.blackjack_pays,
+                        self._settle(box, hand, "blackjack", _times(hand.stake, p.rules.blackjack_pays),
                                      "blackjack_settlement", out)
         self._progressive(out)
 
@@ -738,11 +816,12 @@ class Round:
         """Raise the reason ``d`` is illegal now; return when it is legal."""
         p = self.profile
         r = p.rules
-        if self.is_over:
-            raise RoundOver(f"the round is {self.phase.value}; it takes no more decisions")
-        if self.phase == Phase.BETTING:
+        phase = self.phase
+        if phase is _COMPLETE or phase is _VOID:
+            raise RoundOver(f"the round is {phase.value}; it takes no more decisions")
+        if phase is _BETTING:
             raise BettingOpen("bets are still open", p.clause("bets_closed"))
-        if self.phase == Phase.INITIAL_DEAL:
+        if phase is _INITIAL_DEAL:
             raise IllegalDecision("the initial deal is not complete: decisions come after the second card "
                                   "to each box", p.clause("deal"))
         box = self.box(d.box)
@@ -769,7 +848,7 @@ class Round:
             if chand.wants_card:
                 raise IllegalDecision(f"box {d.box} hand {self.cursor[1] + 1} is waiting for its card",
                                       p.clause("deal"))
-            getattr(self, f"_check_{d.action.value}")(box, chand, d)
+            _TURN_CHECKS[d.action](self, box, chand, d)
             return
         if d.action == Action.INSURANCE:
             if not r.insurance:
@@ -849,8 +928,9 @@ class Round:
         p = self.profile
         if hand.split_aces:
             raise IllegalDecision("split Aces receive one card each", p.clause("split_aces"))
-        if hand.total >= 21:
-            raise IllegalDecision(f"a hand of {hand.total} draws no more cards", p.clause("no_draw_on_21"))
+        total = hand.total
+        if total >= 21:
+            raise IllegalDecision(f"a hand of {total} draws no more cards", p.clause("no_draw_on_21"))
 
     def _check_stand(self, box: Box, hand: Hand, d: Decision) -> None:
         p = self.profile
@@ -868,13 +948,14 @@ class Round:
             raise IllegalDecision("split Aces cannot be doubled", p.clause("double"))
         if hand.from_split and not r.double_after_split:
             raise IllegalDecision("no double after a split", p.clause("double"))
-        if hand.total == 21:
+        total = hand.total
+        if total == 21:
             raise IllegalDecision("no double on a Blackjack or a 21", p.clause("double"))
         if not r.double_with_ace and any(c.is_ace for c in hand.cards):
             raise IllegalDecision("a double is not allowed when the cards include an Ace", p.clause("double"))
-        if r.double_totals and hand.total not in r.double_totals:
+        if r.double_totals and total not in r.double_totals:
             raise IllegalDecision(f"a double needs a total of {', '.join(map(str, r.double_totals))}, "
-                                  f"not {hand.total}", p.clause("double"))
+                                  f"not {total}", p.clause("double"))
         amount = hand.stake if d.amount is None else d.amount
         if amount <= 0:
             raise IllegalDecision("a double needs an amount above zero", p.clause("double"))
@@ -1030,7 +1111,7 @@ class Round:
                     if dealer_bj:
                         self._settle(box, hand, "stand_off", ZERO, "blackjack_settlement", out)
                     else:
-                        self._settle(box, hand, "blackjack", hand.stake * p.rules.blackjack_pays,
+                        self._settle(box, hand, "blackjack", _times(hand.stake, p.rules.blackjack_pays),
                                      "blackjack_settlement", out)
 
     def _final_settlement(self, out: list[Outcome]) -> None:
@@ -1062,14 +1143,14 @@ class Round:
                     self._settle(box, hand, "stand_off", ZERO, "dealer_push", out)   # Switch §3.19.2
                 elif dealer_total > 21:
                     self._settle(box, hand, "win", hand.at_risk, "dealer", out)
-                elif hand.total > dealer_total:
+                elif (total := hand.total) > dealer_total:
                     self._settle(box, hand, "win", hand.at_risk, "dealer", out)
-                elif hand.total < dealer_total:
+                elif total < dealer_total:
                     self._settle(box, hand, "lose", -hand.at_risk, "dealer", out)
                 else:
                     self._settle(box, hand, "stand_off", ZERO, "dealer", out)
             self._settle_progressive_end(bi, out)
-        self.phase = Phase.COMPLETE
+        self.phase = _COMPLETE
         self.cursor = None
         out.append(RoundComplete(dealer_total))
 
@@ -1097,7 +1178,7 @@ class Round:
     def _void(self, reason: str, out: list[Outcome], detail: str | None = None) -> None:
         """§5.5, §5.17: a voided round has no result and every bet is returned."""
         clause = self.profile.clause(reason) if reason in self.profile.clauses else self.profile.clause("void")
-        self.phase = Phase.VOID
+        self.phase = _VOID
         self.cursor = None
         self.void_reason = reason if detail is None else f"{reason}: {detail}"
         self.void_clause = clause
@@ -1108,10 +1189,33 @@ class Round:
         out.append(RoundVoided(self.void_reason, clause))
 
 
+#: The check of each decision that belongs to the hand in play (no attribute built per call).
+_TURN_CHECKS = {Action.HIT: Round._check_hit, Action.STAND: Round._check_stand,
+                Action.DOUBLE: Round._check_double, Action.SPLIT: Round._check_split,
+                Action.SWITCH: Round._check_switch}
+assert _TURN_CHECKS.keys() == TURN_ACTIONS
+
+
+def _times(amount: Fraction, odds: Fraction) -> Fraction:
+    """``amount * odds``, exact; whole numbers (most stakes and odds) without Fraction's
+    Python-level arithmetic."""
+    if amount.denominator == 1 and odds.denominator == 1:
+        return Fraction(amount.numerator * odds.numerator)
+    return amount * odds
+
+
+def _above(amount: Fraction, factor: Fraction, base: Fraction) -> bool:
+    """``amount > factor * base``, exact, by cross-multiplied integers."""
+    return (amount.numerator * factor.denominator * base.denominator
+            > factor.numerator * base.numerator * amount.denominator)
+
+
 def _read_limits(profile: Profile, limits: Mapping[str, Sequence[object]]) -> dict[str, tuple[Fraction, Fraction]]:
+    out: dict[str, tuple[Fraction, Fraction]] = {}
+    if not limits:
+        return out              # (most rounds: nothing to read, so nothing imported or built)
     from .money import parse_amount
 
-    out: dict[str, tuple[Fraction, Fraction]] = {}
     names = set(profile.bet_names())
     for name, pair in limits.items():
         if name not in names:
