@@ -19,6 +19,9 @@ file, section and key; ``docs/examples/jackpot.toml``)::
     rate = "0.15"                 # of each progressive wager; or "15%"
     maximum = "250000"
     tables = ["*"]                # or ["table-1", "table-2"]
+    [store]                       # optional: PostgreSQL instead of the SQLite file (hot standby)
+    url = "postgresql://jackpot@db.local:5432/betbox"   # no password here
+    password_file = "pg.pass"     # the password, alone in a file (relative: to this file)
 
 This module reads the pools (:func:`load_pools`).
 """
@@ -48,6 +51,7 @@ class JackpotConfig:
     link_id: str
     pools: tuple[PoolSpec, ...]
     raw: Mapping[str, Any]
+    store: Any = None           # firmware.jackpot.pg.PgTarget: [store] url; None: SQLite at ``db``
 
 
 _POOL = {"seed", "rate", "maximum", "tables"}

@@ -35,7 +35,7 @@ from firmware.wirejson import RateLimitedLog
 from . import pools as P
 from .claims import BOOKED_KINDS, STAGE, Claim, dealer_claims, seat_claim, stage_of_record
 from .pools import PoolSpec, PoolState, cents, money
-from .store import connect, dumps, keep_rejected, rejected_counts
+from .store import StoreUnavailable, connect, dialect, dumps, keep_rejected, rejected_counts
 from .wire import Report, ReportRejected, parse_report
 
 log = logging.getLogger("betbox.jackpot")
@@ -45,6 +45,19 @@ GAP_GRACE = 5.0             # seconds a hole in a unit's seqs may stay open befo
 HOLD_GRACE = 30.0           # seconds a claim may wait for its counterpart before an integrity alarm
 MAX_HELD = 2000             # claims of one unit that may wait for their counterpart at once
 POOL_FIELDS = tuple(f.name for f in fields(PoolState))
+# the few statements SQLite and PostgreSQL spell differently
+PATCH_POOL = {"sqlite": "UPDATE pool SET state = json_patch(state, ?) WHERE name = ?",
+              "postgresql": "UPDATE pool SET state = (state::jsonb || ?::jsonb)::text WHERE name = ?"}
+ALARM_OF = {"sqlite": "json_extract(body, '$.alarm')", "postgresql": "body::jsonb ->> 'alarm'"}
+
+
+def _rollback(db: Any) -> None:
+    """Roll back, when the connection is still there to hear it (a lost PostgreSQL
+    connection has rolled the transaction back already)."""
+    try:
+        db.execute("ROLLBACK")
+    except StoreUnavailable:
+        pass
 
 
 @dataclass(frozen=True)
@@ -62,13 +75,20 @@ def spec_to_json(spec: PoolSpec) -> dict[str, Any]:
 
 
 class JackpotController:
-    def __init__(self, db_path: str | Path, pools: Sequence[PoolSpec], link_id: str = "main",
+    def __init__(self, db_path: str | Path | Any, pools: Sequence[PoolSpec], link_id: str = "main",
                  hold_grace: float = HOLD_GRACE) -> None:
+        """``db_path``: the SQLite file, or an open store (:func:`~firmware.jackpot.store.open_store`:
+        PostgreSQL)."""
         if not pools:
             raise ValueError("a jackpot controller needs at least one pool")
         self.link_id = link_id
         self.hold_grace = hold_grace
-        self.db = connect(db_path)
+        self.db = connect(db_path) if isinstance(db_path, (str, Path)) else db_path
+        self.dialect = dialect(self.db)
+        # hot standby (PostgreSQL): the epoch this controller became active in (set by the
+        # service, after PgDatabase.become_active and before anything is ingested); every
+        # transaction checks it is still the newest (:meth:`_fence`)
+        self.epoch: int | None = None
         self.lock = threading.RLock()
         self.specs = {p.name: p for p in pools}
         self.states: dict[str, PoolState] = {}
@@ -101,6 +121,10 @@ class JackpotController:
         for (unit,) in self.db.execute("SELECT unit FROM unit WHERE highest > contiguous"):
             self._holes[unit] = now
 
+    def _fence(self) -> None:
+        if self.epoch is not None:
+            self.db.fence(self.link_id, self.epoch)
+
     def pool_for(self, table: str) -> PoolSpec | None:
         return next((s for s in self.specs.values() if s.serves(table)), None)
 
@@ -121,13 +145,14 @@ class JackpotController:
             results: list[Ingested] = []
             db.execute("BEGIN IMMEDIATE")
             try:
+                self._fence()
                 for topic, payload in messages:
                     results.append(self._ingest_one(topic, payload))
                 self._store_units()
                 self._store_pools()
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                _rollback(db)
                 self.states.update(before)
                 self._stored_pools = None         # re-read from the database on the next store
                 self._unit_rows.clear()
@@ -177,7 +202,7 @@ class JackpotController:
             changed = {f: getattr(state, f) for f in POOL_FIELDS if old is None or getattr(old, f) != getattr(state, f)}
             if changed:
                 patch = {f: money(v) if isinstance(v, Fraction) else v for f, v in changed.items()}
-                self.db.execute("UPDATE pool SET state = json_patch(state, ?) WHERE name = ?", (dumps(patch), name))
+                self.db.execute(PATCH_POOL[self.dialect], (dumps(patch), name))
             self._stored_pools[name] = state
 
     def _unit_row(self, unit: str) -> list[int]:
@@ -240,14 +265,13 @@ class JackpotController:
             db.execute("UPDATE unit SET duplicates = duplicates + 1 WHERE unit = ?", (r.unit,))
             return Ingested("duplicate", None, r.unit, r.seq)
         spec = self.pool_for(r.table)
-        try:
-            cur = db.execute("INSERT INTO event (unit, seq, id, kind, table_id, box, round, pool, body) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             (r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
-                              spec.name if spec else None, dumps(r.body)))
-        except sqlite3.IntegrityError:      # (unit, seq) is free (above): the id is taken
-            raise ReportRejected("id_reused", f"report id {r.id} was already used by another report") from None
-        n = int(cur.lastrowid or 0)
+        inserted = db.execute("INSERT INTO event (unit, seq, id, kind, table_id, box, round, pool, body) "
+                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING n",
+                              (r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
+                               spec.name if spec else None, dumps(r.body))).fetchone()
+        if inserted is None:                # (unit, seq) is free (above): the id is taken
+            raise ReportRejected("id_reused", f"report id {r.id} was already used by another report")
+        n = int(inserted[0])
         row = self._unit_row(r.unit)
         events, highest, contiguous = row
         if r.seq > highest + 1:
@@ -293,27 +317,28 @@ class JackpotController:
     def _insert_claim(self, n: int, unit: str, c: Claim, source: str) -> bool:
         """Store a claim; False when (table, round, box, kind, key) already has one from
         ``source``: a repeat under another seq books nothing, a different one is disputed."""
-        try:
-            self.db.execute("INSERT INTO claim (table_id, round, box, kind, key, source, event, value, held_at) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (c.table, c.round, c.box, c.kind, c.key, source, n, dumps(c.value), time.time()))
+        # the UNIQUE constraint decides, in the database (no exception: PostgreSQL would
+        # abort the whole transaction on one)
+        if self.db.execute("INSERT INTO claim (table_id, round, box, kind, key, source, event, value, held_at) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+                           (c.table, c.round, c.box, c.kind, c.key, source, n, dumps(c.value),
+                            time.time())).fetchone() is not None:
             return True
-        except sqlite3.IntegrityError:
-            first, value = self.db.execute(
-                "SELECT event, value FROM claim WHERE table_id = ? AND round = ? AND box = ? AND kind = ? "
-                "AND key = ? AND source = ?", (c.table, c.round, c.box, c.kind, c.key, source)).fetchone()
-            earlier = (first, json.loads(value))
-            if earlier[1] == c.value:
-                self.counts["repeated"] += 1
-                self.db.execute("UPDATE event SET effect = ? WHERE n = ?", (dumps({"repeat_of": first}), n))
-                log.warning("%s: report %d repeats report %d (%s, round %d, box %d) under another seq: "
-                            "booked once", unit, n, first, c.kind, c.round, c.box)
-            else:
-                self._integrity("conflicting_report", c, earlier if source == "seat" else None,
-                                earlier if source == "dealer" else None,
-                                f"{unit} reported {c.kind} for round {c.round} box {c.box} twice, differently: "
-                                f"report {first} {earlier[1]}, report {n} {dict(c.value)}; the first stands")
-            return False
+        first, value = self.db.execute(
+            "SELECT event, value FROM claim WHERE table_id = ? AND round = ? AND box = ? AND kind = ? "
+            "AND key = ? AND source = ?", (c.table, c.round, c.box, c.kind, c.key, source)).fetchone()
+        earlier = (first, json.loads(value))
+        if earlier[1] == c.value:
+            self.counts["repeated"] += 1
+            self.db.execute("UPDATE event SET effect = ? WHERE n = ?", (dumps({"repeat_of": first}), n))
+            log.warning("%s: report %d repeats report %d (%s, round %d, box %d) under another seq: "
+                        "booked once", unit, n, first, c.kind, c.round, c.box)
+        else:
+            self._integrity("conflicting_report", c, earlier if source == "seat" else None,
+                            earlier if source == "dealer" else None,
+                            f"{unit} reported {c.kind} for round {c.round} box {c.box} twice, differently: "
+                            f"report {first} {earlier[1]}, report {n} {dict(c.value)}; the first stands")
+        return False
 
     def _seat_claim(self, n: int, r: Report, c: Claim) -> None:
         if self._insert_claim(n, r.unit, c, "seat"):
@@ -324,11 +349,9 @@ class JackpotController:
         if stage is None or r.round is None:
             return
         rnd = r.round
-        try:
-            self.db.execute("INSERT INTO dealer_round (table_id, round, stage, event) VALUES (?, ?, ?, ?)",
-                            (r.table, r.round, stage, n))
-        except sqlite3.IntegrityError:
-            pass                    # each claim below is checked as a repeat or a conflict
+        # a repeated record: each claim below is checked as a repeat or a conflict
+        self.db.execute("INSERT INTO dealer_round (table_id, round, stage, event) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT DO NOTHING", (r.table, r.round, stage, n))
         # every item in first, then matched (a box's wager before its hit)
         for c in [c for c in dealer_claims(r) if self._insert_claim(n, r.unit, c, "dealer")]:
             self._match(c)
@@ -425,6 +448,7 @@ class JackpotController:
                 return out
             self.db.execute("BEGIN IMMEDIATE")
             try:
+                self._fence()
                 for cid, table, rnd, box, kind, key, source, event, value in rows:
                     c = Claim(table, rnd, box, kind, key, json.loads(value))
                     if source == "seat":
@@ -442,7 +466,7 @@ class JackpotController:
                                 "event": event})
                 self.db.execute("COMMIT")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                _rollback(self.db)
                 raise
         return out
 
@@ -520,9 +544,9 @@ class JackpotController:
                                     (f"round_result of round {c.round}", hit))
             wager = self._booked(c, "progressive_wager")
             if void and wager is not None and "into" in wager:
-                amount_ = self.db.execute("SELECT json_extract(value, '$.amount') FROM claim WHERE table_id = ? AND "
-                                          "round = ? AND box = ? AND kind = 'progressive_wager' AND source = 'seat'",
-                                          (c.table, c.round, c.box)).fetchone()[0]
+                amount_ = json.loads(self.db.execute(
+                    "SELECT value FROM claim WHERE table_id = ? AND round = ? AND box = ? AND "
+                    "kind = 'progressive_wager' AND source = 'seat'", (c.table, c.round, c.box)).fetchone()[0])["amount"]
                 s = P.void_wager(s, Fraction(amount_), Fraction(wager["into"]), Fraction(wager["over"]))
                 effect["voided_wager"] = amount_
             if rows:
@@ -532,12 +556,13 @@ class JackpotController:
 
     def _hit(self, event: int, c: Claim, spec: PoolSpec, kind: str, amount_: Fraction, share: Fraction | None,
              state: str, category: str | None = None) -> int:
-        cur = self.db.execute(
+        row = self.db.execute(
             "INSERT INTO hit (event, unit, table_id, box, round, pool, kind, category, share, amount, state) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (event, f"{c.table}/seat-{c.box}", c.table, c.box, c.round, spec.name, kind,
-             category or c.value.get("category"), None if share is None else money(share), money(amount_), state))
-        return int(cur.lastrowid)
+             category or c.value.get("category"), None if share is None else money(share), money(amount_),
+             state)).fetchone()
+        return int(row[0])
 
     # -- an attendant confirms a hit ----------------------------------------------------
 
@@ -554,13 +579,14 @@ class JackpotController:
             spec = self.specs[pool]
             self.db.execute("BEGIN IMMEDIATE")
             try:
+                self._fence()
                 self.states[pool] = P.confirm_hit(spec, self.states[pool])
                 self.db.execute("UPDATE hit SET state = 'confirmed', confirmed_by = ? WHERE id = ?",
                                 (by[:100], hit_id))
                 self._store_pools()
                 self.db.execute("COMMIT")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                _rollback(self.db)
                 self._stored_pools = None
                 raise
             return {"hit": hit_id, "state": "confirmed"}
@@ -616,7 +642,7 @@ def missing_ranges(db: sqlite3.Connection, unit: str, limit: int = 20) -> list[l
     ``[first, last]`` ranges (at most ``limit``)."""
     missing = [[a, b] for a, b in db.execute(
         "SELECT seq + 1, nxt - 1 FROM (SELECT seq, LEAD(seq) OVER (ORDER BY seq) AS nxt "
-        "FROM event WHERE unit = ?) WHERE nxt > seq + 1 LIMIT ?", (unit, limit))]
+        "FROM event WHERE unit = ?) AS s WHERE nxt > seq + 1 LIMIT ?", (unit, limit))]
     first = db.execute("SELECT MIN(seq) FROM event WHERE unit = ?", (unit,)).fetchone()[0]
     if first and first > 1:
         missing.insert(0, [1, first - 1])
@@ -652,7 +678,7 @@ def report(db: sqlite3.Connection) -> dict[str, Any]:
         missing = missing_ranges(db, unit)
         kinds = dict(db.execute("SELECT kind, COUNT(*) FROM event WHERE unit = ? GROUP BY kind ORDER BY kind",
                                 (unit,)))
-        alarms = dict(db.execute("SELECT json_extract(body, '$.alarm'), COUNT(*) FROM event "
+        alarms = dict(db.execute(f"SELECT {ALARM_OF[dialect(db)]}, COUNT(*) FROM event "
                                  "WHERE unit = ? AND kind = 'alarm' GROUP BY 1 ORDER BY 1", (unit,)))
         gaps = db.execute("SELECT COUNT(*) FROM gap WHERE unit = ?", (unit,)).fetchone()[0]
         units[unit] = {"events": events, "highest_seq": highest, "contiguous": contiguous,

@@ -21,6 +21,7 @@ start-up with a message naming the section and the key.
     [hardware.PORT]  backend = "mock" | "serial" | "gpio", then the backend's own options
                 PORT: card_shoe, console (dealer); chip_reader, lamps (seat)
     [jackpot]   db, pools.NAME = {seed, rate, maximum, tables}   (role "jackpot")
+    [store]     url = "postgresql://...", password_file   (role "jackpot"; absent: SQLite at db)
     [verify]    at_start (default false), tree (the installed release, default /opt/betbox/current),
                 keyring (default /etc/rauc/keyring.pem): ``betbox verify`` at start (dealer, seat)
 
@@ -219,8 +220,34 @@ def _jackpot(top: _Section, unit_id: str, state_dir: Path, link: Any, source: st
         specs = load_pools(pools)
     except JackpotConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
-    raw = {"role": "jackpot", "unit": {"id": unit_id}, "jackpot": {"db": str(db), "pools": pools}}
-    return JackpotConfig(link, db, unit_id, specs, raw)
+    raw: dict[str, Any] = {"role": "jackpot", "unit": {"id": unit_id}, "jackpot": {"db": str(db), "pools": pools}}
+    store = _store(top, base)
+    if store is not None:
+        raw["store"] = {"url": store.url}
+    return JackpotConfig(link, db, unit_id, specs, raw, store)
+
+
+def _store(top: _Section, base: Path | None) -> Any:
+    """``[store]`` (role jackpot): url = "postgresql://user@host:port/db" and password_file;
+    absent: the SQLite file of ``[jackpot] db``."""
+    if "store" not in top.data:
+        top.used.add("store")
+        return None
+    from firmware.jackpot.pg import PgTarget, check_url
+
+    st = top.section("store")
+    url = st.get("url", str)
+    try:
+        check_url(url)
+    except ValueError as exc:
+        raise st.fail("url", str(exc)) from None
+    password_file = None
+    if "password_file" in st.data:
+        password_file = Path(st.get("password_file", str))
+        if base is not None and not password_file.is_absolute():
+            password_file = base / password_file
+    st.finish()
+    return PgTarget(url, password_file)
 
 
 def parse_config(data: Mapping[str, Any], source: str = "<config>", base: Path | None = None) -> UnitConfig:

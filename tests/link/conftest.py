@@ -31,3 +31,20 @@ def own_broker(tmp_path):
     b = Broker(tmp_path / "mosquitto").start()
     yield b
     b.kill()
+
+
+@pytest.fixture(scope="session")
+def session_postgres():
+    """One throwaway PostgreSQL cluster (initdb/pg_ctl, unprivileged, a free loopback port)."""
+    from .postgres import PgCluster
+
+    pg = PgCluster().start()
+    yield pg
+    pg.remove()
+
+
+@pytest.fixture
+def postgres(session_postgres):
+    """The shared cluster with an empty ``betbox`` database."""
+    session_postgres.reset()
+    return session_postgres
