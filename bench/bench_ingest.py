@@ -39,7 +39,8 @@ BATCH = 512
 
 def messages(n: int) -> list[tuple[str, bytes]]:
     rounds = n // 2
-    return [m for pair in zip(payloads("bench/seat-1", rounds), dealer_payloads("bench", rounds, 1)) for m in pair]
+    return [m for pair in zip(payloads("bench/seat-1", rounds), dealer_payloads("bench", rounds, 1), strict=True)
+            for m in pair]
 
 
 def store(kind: str, tmp: Path, pg: PgCluster | None):

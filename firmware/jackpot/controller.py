@@ -35,7 +35,7 @@ from firmware.wirejson import RateLimitedLog
 from . import pools as P
 from .claims import BOOKED_KINDS, STAGE, Claim, dealer_claims, seat_claim, stage_of_record
 from .pools import PoolSpec, PoolState, cents, money
-from .store import StoreUnavailable, connect, dialect, dumps, keep_rejected, rejected_counts
+from .store import StoreUnavailable, connect, dialect, pipeline, dumps, keep_rejected, rejected_counts
 from .wire import Report, ReportRejected, parse_report
 
 log = logging.getLogger("betbox.jackpot")
@@ -83,12 +83,17 @@ class JackpotController:
             raise ValueError("a jackpot controller needs at least one pool")
         self.link_id = link_id
         self.hold_grace = hold_grace
-        self.db = connect(db_path) if isinstance(db_path, (str, Path)) else db_path
+        self.db: Any = connect(db_path) if isinstance(db_path, (str, Path)) else db_path
         self.dialect = dialect(self.db)
         # hot standby (PostgreSQL): the epoch this controller became active in (set by the
         # service, after PgDatabase.become_active and before anything is ingested); every
         # transaction checks it is still the newest (:meth:`_fence`)
         self.epoch: int | None = None
+        self._held_upper: dict[tuple[str, int], int] = {}   # (table, box) -> at most this many seat claims held
+        # PostgreSQL: the batch's reports already held (by (unit, seq) and by id) and the
+        # next ingest number (:meth:`_look_up`); None on SQLite (the insert answers)
+        self._known: dict[Any, str] | None = {} if self.dialect == "postgresql" else None
+        self._next_n: int | None = None
         self.lock = threading.RLock()
         self.specs = {p.name: p for p in pools}
         self.states: dict[str, PoolState] = {}
@@ -143,17 +148,25 @@ class JackpotController:
             db = self.db
             before = dict(self.states)
             results: list[Ingested] = []
-            db.execute("BEGIN IMMEDIATE")
             try:
-                self._fence()
-                for topic, payload in messages:
-                    results.append(self._ingest_one(topic, payload))
-                self._store_units()
-                self._store_pools()
-                db.execute("COMMIT")
+                # PostgreSQL: writes whose result nothing reads go out without a round trip each
+                with pipeline(db):
+                    db.execute("BEGIN IMMEDIATE")
+                    self._fence()
+                    parsed = [self._parse(topic, payload) for topic, payload in messages]
+                    if self._known is not None:
+                        self._look_up([r for r in parsed if isinstance(r, Report)])
+                    for (topic, payload), r in zip(messages, parsed, strict=True):
+                        results.append(self._ingest_one(topic, payload, r))
+                    self._store_units()
+                    self._store_pools()
+                    db.execute("COMMIT")
             except BaseException:
                 _rollback(db)
                 self.states.update(before)
+                self._held_upper.clear()
+                if self._known is not None:
+                    self._known, self._next_n = {}, None
                 self._stored_pools = None         # re-read from the database on the next store
                 self._unit_rows.clear()
                 self._rows_dirty.clear()
@@ -166,28 +179,40 @@ class JackpotController:
                     self._track_hole(result.unit)
             return results
 
-    def _ingest_one(self, topic: str, payload: bytes) -> Ingested:
+    @staticmethod
+    def _parse(topic: str, payload: bytes) -> Report | ReportRejected:
         try:
-            report = parse_report(topic, payload)
+            return parse_report(topic, payload)
         except ReportRejected as exc:
-            return self._reject(topic, None, exc, payload)
-        states = dict(self.states)
-        row = self._unit_rows.get(report.unit)
-        saved = None if row is None else list(row)
-        self.db.execute("SAVEPOINT report")
+            return exc
+
+    def _look_up(self, reports: list[Report]) -> None:
+        """PostgreSQL: which of the batch's reports the database holds already, by (unit,
+        seq) or by id, in one query, and the next ingest number: the inserts then need no
+        answer each (pipelined). Sound because one controller writes (the active one,
+        fenced by its epoch); the UNIQUE constraints still stand behind it."""
+        self._known = {}
+        if self._next_n is None:
+            self._next_n = int(self.db.execute("SELECT COALESCE(MAX(n), 0) + 1 FROM event").fetchone()[0])
+        if not reports:
+            return
+        rows = self.db.execute(
+            "SELECT unit, seq, id FROM event WHERE id = ANY(?) UNION ALL SELECT e.unit, e.seq, e.id FROM event e "
+            "JOIN unnest(?::text[], ?::bigint[]) AS k(unit, seq) ON e.unit = k.unit AND e.seq = k.seq",
+            ([r.id for r in reports], [r.unit for r in reports], [r.seq for r in reports])).fetchall()
+        for unit, seq, id_ in rows:
+            self._known[(unit, seq)] = id_
+            self._known[id_] = id_
+
+    def _ingest_one(self, topic: str, payload: bytes, report: Report | ReportRejected) -> Ingested:
+        if isinstance(report, ReportRejected):
+            return self._reject(topic, None, report, payload)
         try:
-            result = self._apply(report)
+            # _apply rejects before it changes anything (no savepoint: two round trips a
+            # report on PostgreSQL)
+            return self._apply(report)
         except ReportRejected as exc:
-            self.db.execute("ROLLBACK TO report")
-            self.db.execute("RELEASE report")
-            self.states.update(states)
-            if saved is None:
-                self._unit_rows.pop(report.unit, None)      # its new row was rolled back too
-            else:
-                self._unit_rows[report.unit][:] = saved
             return self._reject(topic, report.unit, exc, payload)
-        self.db.execute("RELEASE report")
-        return result
 
     def _store_pools(self) -> None:
         """Write what changed in each pool's state since the last write (only those fields),
@@ -257,21 +282,59 @@ class JackpotController:
         return Ingested("rejected", exc.reason, unit)
 
     def _apply(self, r: Report) -> Ingested:
+        """Apply one report; a ReportRejected leaves nothing of it behind (it is raised
+        before any write, or after the event row alone, which it deletes)."""
         db = self.db
-        row = db.execute("SELECT id FROM event WHERE unit = ? AND seq = ?", (r.unit, r.seq)).fetchone()
-        if row is not None:
-            if row[0] != r.id:
-                raise ReportRejected("seq_reused", f"{r.unit} seq {r.seq} was report {row[0]}, now {r.id}")
-            db.execute("UPDATE unit SET duplicates = duplicates + 1 WHERE unit = ?", (r.unit,))
-            return Ingested("duplicate", None, r.unit, r.seq)
         spec = self.pool_for(r.table)
+        if self._known is not None:
+            return self._apply_known(r, spec)
+        # the UNIQUE constraints decide: a report already held, or an id or seq reused
         inserted = db.execute("INSERT INTO event (unit, seq, id, kind, table_id, box, round, pool, body) "
                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING n",
                               (r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
                                spec.name if spec else None, dumps(r.body))).fetchone()
-        if inserted is None:                # (unit, seq) is free (above): the id is taken
-            raise ReportRejected("id_reused", f"report id {r.id} was already used by another report")
+        if inserted is None:
+            row = db.execute("SELECT id FROM event WHERE unit = ? AND seq = ?", (r.unit, r.seq)).fetchone()
+            if row is None:
+                raise ReportRejected("id_reused", f"report id {r.id} was already used by another report")
+            if row[0] != r.id:
+                raise ReportRejected("seq_reused", f"{r.unit} seq {r.seq} was report {row[0]}, now {r.id}")
+            db.execute("UPDATE unit SET duplicates = duplicates + 1 WHERE unit = ?", (r.unit,))
+            return Ingested("duplicate", None, r.unit, r.seq)
         n = int(inserted[0])
+        if r.kind in BOOKED_KINDS or stage_of_record(r.kind) is not None:
+            try:
+                self._held_bound(r)
+            except ReportRejected:
+                db.execute("DELETE FROM event WHERE n = ?", (n,))
+                raise
+        return self._accept(r, spec, n)
+
+    def _apply_known(self, r: Report, spec: PoolSpec | None) -> Ingested:
+        """:meth:`_apply` with the batch looked up beforehand (:meth:`_look_up`)."""
+        known = self._known
+        assert known is not None and self._next_n is not None
+        held = known.get((r.unit, r.seq))
+        if held is not None:
+            if held != r.id:
+                raise ReportRejected("seq_reused", f"{r.unit} seq {r.seq} was report {held}, now {r.id}")
+            self.db.execute("UPDATE unit SET duplicates = duplicates + 1 WHERE unit = ?", (r.unit,))
+            return Ingested("duplicate", None, r.unit, r.seq)
+        if r.id in known:
+            raise ReportRejected("id_reused", f"report id {r.id} was already used by another report")
+        if r.kind in BOOKED_KINDS or stage_of_record(r.kind) is not None:
+            self._held_bound(r)
+        n = self._next_n
+        self._next_n += 1
+        self.db.execute("INSERT INTO event (n, unit, seq, id, kind, table_id, box, round, pool, body) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (n, r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
+                         spec.name if spec else None, dumps(r.body)))
+        known[(r.unit, r.seq)] = known[r.id] = r.id
+        return self._accept(r, spec, n)
+
+    def _accept(self, r: Report, spec: PoolSpec | None, n: int) -> Ingested:
+        db = self.db
         row = self._unit_row(r.unit)
         events, highest, contiguous = row
         if r.seq > highest + 1:
@@ -289,7 +352,6 @@ class JackpotController:
         self._rows_dirty.add(r.unit)
         before = dict(self.states)
         if r.kind in BOOKED_KINDS or stage_of_record(r.kind) is not None:
-            self._held_bound(r)
             if spec is None:
                 log.error("%s: %s for table %s, which no pool serves", r.unit, r.kind, r.table)
             if r.box:
@@ -309,8 +371,14 @@ class JackpotController:
         grows only with rounds played, and refusing it would hold its alarms back too."""
         if r.box == 0:
             return
+        # an upper bound kept in memory (claims only ever leave 'held'): counted in the
+        # database only when it comes near the bound
+        upper = self._held_upper.get((r.table, r.box))
+        if upper is not None and upper < MAX_HELD:
+            return
         held = self.db.execute("SELECT COUNT(*) FROM claim WHERE state = 'held' AND table_id = ? AND source = 'seat' "
                                "AND box = ?", (r.table, r.box)).fetchone()[0]
+        self._held_upper[(r.table, r.box)] = held
         if held >= MAX_HELD:
             raise ReportRejected("hold_full", f"{r.unit} has {held} claims no counterpart has corroborated")
 
@@ -323,6 +391,8 @@ class JackpotController:
                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
                            (c.table, c.round, c.box, c.kind, c.key, source, n, dumps(c.value),
                             time.time())).fetchone() is not None:
+            if source == "seat" and (c.table, c.box) in self._held_upper:
+                self._held_upper[(c.table, c.box)] += 1
             return True
         first, value = self.db.execute(
             "SELECT event, value FROM claim WHERE table_id = ? AND round = ? AND box = ? AND kind = ? "

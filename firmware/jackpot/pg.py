@@ -14,11 +14,12 @@ died, the server restarted), so a waiting controller takes it within its poll in
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from .store import StoreError, StoreUnavailable
 
@@ -202,6 +203,14 @@ class PgDatabase:
 
     def close(self) -> None:
         self.conn.close()
+
+    @contextlib.contextmanager
+    def pipeline(self) -> Iterator[None]:
+        try:
+            with self.conn.pipeline():
+                yield
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            raise StoreUnavailable(f"PostgreSQL: {str(exc).strip()[:300]}") from None
 
     def become_active(self, link_id: str, holder: str) -> int:
         """Raise ``link_id``'s epoch (call with the :class:`ActiveLock` held): from now on

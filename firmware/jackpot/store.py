@@ -11,6 +11,7 @@ round (``hit_once``). A claim waits (``held``) for its counterpart, then is ``bo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -172,6 +173,12 @@ def open_store(db: str | Path, url: str | None = None, password_file: Path | Non
         return connect(db)
     from .pg import PgDatabase, PgTarget
     return PgDatabase(PgTarget(url, password_file))
+
+
+def pipeline(db: Any) -> Any:
+    """PostgreSQL's pipeline mode for a batch (statements sent without waiting for each
+    answer until one is read); nothing to do on SQLite."""
+    return contextlib.nullcontext() if isinstance(db, sqlite3.Connection) else db.pipeline()
 
 
 def dialect(db: Any) -> str:

@@ -24,7 +24,14 @@ from firmware.jackpot.controller import report
 from firmware.jackpot.store import StoreUnavailable, open_store
 from firmware.link import connect_bus, topics
 
-from .helpers import Expected, Sniffer, check_accounting, seat_script, send_dealer, wait_until
+from .helpers import (
+    Expected,
+    Sniffer,
+    check_accounting,
+    seat_script,
+    send_dealer,
+    wait_until,
+)
 from .test_jackpot_integration import dealer, send
 from .test_postgres_store import _payloads
 

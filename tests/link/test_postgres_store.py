@@ -14,7 +14,14 @@ from firmware.jackpot.controller import JackpotController, report
 from firmware.jackpot.pg import MIGRATIONS, PgDatabase, PgTarget
 from firmware.jackpot.store import StoreError, StoreUnavailable, open_store
 
-from .helpers import POOL, Expected, check_accounting, dealer_payloads, dealer_records, seat_script
+from .helpers import (
+    POOL,
+    Expected,
+    check_accounting,
+    dealer_payloads,
+    dealer_records,
+    seat_script,
+)
 
 
 def _payloads(table: str, seats: int, rounds: int) -> tuple[list[tuple[str, bytes]], Expected]:
@@ -133,3 +140,20 @@ def test_store_configuration_resolves_the_password_file_and_keeps_sqlite_without
     del plain["store"]
     assert load_jackpot_config(plain).store is None
     assert Fraction(load_jackpot_config(plain).pools[0].seed) == 1000
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_within_one_batch_a_repeat_is_a_duplicate_and_a_reused_seq_or_id_is_rejected(kind, postgres, tmp_path):
+    ctl = JackpotController(tmp_path / "j.db" if kind == "sqlite" else _pg(postgres), [POOL])
+    (t1, p1), (t2, p2) = _payloads("table-6", 1, 2)[0][:2]
+    seq_reused = p2.replace(b'"seq": 2', b'"seq": 1')
+    id_reused = p2.replace(b'"id": "table-6-s1-000002"', b'"id": "table-6-s1-000001"')
+    results = ctl.ingest_batch([(t1, p1), (t1, p1), (t2, seq_reused), (t2, id_reused), (t2, p2), (t2, p2)])
+    assert [(r.status, r.reason) for r in results] == [
+        ("accepted", None), ("duplicate", None), ("rejected", "seq_reused"), ("rejected", "id_reused"),
+        ("accepted", None), ("duplicate", None)]
+    # and in the next batch, against what the database holds
+    assert [r.status for r in ctl.ingest_batch([(t2, p2), (t1, p1)])] == ["duplicate", "duplicate"]
+    u = report(ctl.db)["units"]["table-6/seat-1"]
+    assert (u["events"], u["contiguous"], u["duplicates"]) == (2, 2, 4)
+    ctl.close()
