@@ -56,6 +56,7 @@ class JackpotService:
                            status_topic=topics.jackpot_status_topic(self.link_id), manual_ack=True)
         self.bus.subscribe_deferred(topics.REPORT_PATTERN, self._on_report)
         self.bus.subscribe_raw(topics.command_topic(self.link_id), self._on_command)
+        self.bus.subscribe_raw(topics.jackpot_status_topic(self.link_id), self._on_presence)
         self.bus.add_link_listener(self._on_link)
         self._meter_dirty = True
         self._all_marks = True
@@ -94,6 +95,19 @@ class JackpotService:
         if up:
             self._meter_dirty = True
             self._all_marks = True
+
+    def _on_presence(self, topic: str, payload: bytes) -> None:
+        """Hot standby: a controller that stepped down late (or its will) may say ``offline``
+        on the shared presence topic after this one said ``online``; while this one serves,
+        it says ``online`` again, so the seats' gate does not stay closed."""
+        if self._stop.is_set() or self.store_lost.is_set() or not self.bus.connected:
+            return
+        try:
+            state = wirejson.loads(payload).get("state")
+        except (ValueError, AttributeError):
+            return
+        if state == "offline":
+            self.bus.publish_raw(self.bus.status_topic, self.bus._status("online"), qos=1, retain=True)
 
     def _on_report(self, topic: str, payload: bytes, ack: Callable[[], None]) -> None:
         # paho's thread: only queue; the PUBACK goes when the ingest thread has committed it
