@@ -90,6 +90,7 @@ class JackpotController:
         # transaction checks it is still the newest (:meth:`_fence`)
         self.epoch: int | None = None
         self._held_upper: dict[tuple[str, int], int] = {}   # (table, box) -> at most this many seat claims held
+        self._stage_top: dict[tuple[str, str], int] = {}    # (table, stage) -> highest round the dealer recorded
         # PostgreSQL: the batch's reports already held (by (unit, seq) and by id) and the
         # next ingest number (:meth:`_look_up`); None on SQLite (the insert answers)
         self._known: dict[Any, str] | None = {} if self.dialect == "postgresql" else None
@@ -165,6 +166,7 @@ class JackpotController:
                 _rollback(db)
                 self.states.update(before)
                 self._held_upper.clear()
+                self._stage_top.clear()
                 if self._known is not None:
                     self._known, self._next_n = {}, None
                 self._stored_pools = None         # re-read from the database on the next store
@@ -424,10 +426,14 @@ class JackpotController:
         # a repeated record: each claim below is checked as a repeat or a conflict
         self.db.execute("INSERT INTO dealer_round (table_id, round, stage, event) VALUES (?, ?, ?, ?) "
                         "ON CONFLICT DO NOTHING", (r.table, r.round, stage, n))
+        if (r.table, stage) in self._stage_top:
+            self._stage_top[(r.table, stage)] = max(self._stage_top[(r.table, stage)], rnd)
         # every item in first, then matched (a box's wager before its hit)
-        # (matched with their claims read again: booking one item may book another)
-        for c in [c for c in dealer_claims(r) if self._insert_claim(n, r.unit, c, "dealer") is not None]:
-            self._match(c)
+        # (the others with their claims read again: booking one item may book another)
+        # (the first is matched from its read-back: nothing has been booked since)
+        fresh = [(c, claims) for c in dealer_claims(r) if (claims := self._insert_claim(n, r.unit, c, "dealer"))]
+        for i, (c, claims) in enumerate(fresh):
+            self._match(c, claims if i == 0 else None)
         # what a seat claimed for this round and stage that the dealer's record lacks (one
         # query for the stage's kinds, in their order)
         kinds = [k for k, s in STAGE.items() if s == stage]
@@ -485,7 +491,20 @@ class JackpotController:
         if c.kind == "progressive_wager":        # a hit that waited for its wager
             self._match(Claim(c.table, c.round, c.box, "progressive_hit", "", {}))
 
+    def _stage_absent(self, table: str, round_: int, stage: str) -> bool:
+        """True when the dealer's record of ``stage`` for this round is surely not held: the
+        round is above the highest the dealer recorded (kept in memory: this controller is
+        the one writer; read from the database once per table and stage)."""
+        top = self._stage_top.get((table, stage))
+        if top is None:
+            top = self._stage_top[(table, stage)] = int(self.db.execute(
+                "SELECT COALESCE(MAX(round), 0) FROM dealer_round WHERE table_id = ? AND stage = ?",
+                (table, stage)).fetchone()[0])
+        return round_ > top
+
     def _dealer_has_stage(self, c: Claim) -> bool:
+        if self._stage_absent(c.table, c.round, c.stage):
+            return False
         return self.db.execute("SELECT 1 FROM dealer_round WHERE table_id = ? AND round = ? AND stage = ?",
                                (c.table, c.round, c.stage)).fetchone() is not None
 
@@ -562,7 +581,8 @@ class JackpotController:
         s = self.states[spec.name]
         unit = f"{c.table}/seat-{c.box}"
         effect: dict[str, Any] | None = None
-        result = self._booked(c, "round_result")
+        # a round's result is booked only after the dealer's settlement record is held
+        result = None if self._stage_absent(c.table, c.round, "settlement") else self._booked(c, "round_result")
         if c.kind == "progressive_wager":
             if result is not None and result.get("void"):
                 return {"void_round": True}, None
