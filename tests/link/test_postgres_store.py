@@ -157,3 +157,24 @@ def test_within_one_batch_a_repeat_is_a_duplicate_and_a_reused_seq_or_id_is_reje
     u = report(ctl.db)["units"]["table-6/seat-1"]
     assert (u["events"], u["contiguous"], u["duplicates"]) == (2, 2, 4)
     ctl.close()
+
+
+def test_a_controller_superseded_by_another_commits_nothing_more(postgres):
+    """The fence behind the advisory lock: a controller that lost the lock without
+    noticing (a partition) cannot commit once another became active."""
+    from firmware.jackpot.pg import Superseded
+
+    old_db, new_db = _pg(postgres), _pg(postgres)
+    old = JackpotController(old_db, [POOL])
+    old.epoch = old_db.become_active("main", "old:1")
+    (t1, p1), (t2, p2) = _payloads("table-7", 1, 2)[0][:2]
+    assert old.ingest(t1, p1).status == "accepted"
+    epoch = new_db.become_active("main", "new:2")
+    new = JackpotController(new_db, [POOL])
+    new.epoch = epoch
+    with pytest.raises(Superseded):
+        old.ingest(t2, p2)
+    assert new.ingest(t2, p2).status == "accepted"          # nothing of the old one's try is held
+    assert report(new.db)["units"]["table-7/seat-1"]["events"] == 2
+    old.close()
+    new.close()
