@@ -21,6 +21,7 @@ start-up with a message naming the section and the key.
     [hardware.PORT]  backend = "mock" | "serial" | "gpio", then the backend's own options
                 PORT: card_shoe, console (dealer); chip_reader, lamps (seat)
     [jackpot]   db, pools.NAME = {seed, rate, maximum, tables}   (role "jackpot")
+    [store]     url = "postgresql://...", password_file   (role "jackpot"; absent: SQLite at db)
     [verify]    at_start (default false), tree (the installed release, default /opt/betbox/current),
                 keyring (default /etc/rauc/keyring.pem): ``betbox verify`` at start (dealer, seat)
 
@@ -44,7 +45,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping
 
-from firmware.jackpot.config import JackpotConfig, JackpotConfigError, read_jackpot_section
+from firmware.jackpot.config import JackpotConfig, JackpotConfigError, read_jackpot_section, read_store_section
 from firmware.link import topics
 from firmware.link.config import LinkConfig, LinkConfigError, load_link_config
 from firmware.runtime.config import (
@@ -186,10 +187,11 @@ def _display(top: UnitSection) -> DisplayConfig | None:
 
 def _jackpot(top: UnitSection, unit_id: str, state_dir: Path, link: LinkConfig, source: str,
              base: Path | None) -> JackpotConfig:
-    """``role = "jackpot"``: ``[jackpot]``, read by the jackpot package's own reader."""
-    top.used.add("jackpot")
+    """``role = "jackpot"``: ``[jackpot]`` and ``[store]``, read by the jackpot package's own readers."""
+    top.used.update(("jackpot", "store"))
     try:
-        return read_jackpot_section(top.data.get("jackpot", {}), unit_id, state_dir, link, base, source)
+        store = read_store_section(top.data["store"], base, source) if "store" in top.data else None
+        return read_jackpot_section(top.data.get("jackpot", {}), unit_id, state_dir, link, base, source, store)
     except JackpotConfigError as exc:
         raise ConfigError(str(exc)) from None
 

@@ -59,3 +59,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         module = getattr(item, "module", None)
         if BROKER_FIXTURES & set(getattr(item, "fixturenames", ())) or getattr(module, "Broker", None) is Broker:
             item.add_marker(pytest.mark.slow)
+
+
+# -- a throwaway PostgreSQL cluster (tests/jackpot/postgres.py) --------------------------
+
+@pytest.fixture(scope="session")
+def session_postgres():
+    """One throwaway PostgreSQL cluster (initdb/pg_ctl, unprivileged, a free loopback port)."""
+    from tests.jackpot.postgres import PgCluster
+
+    pg = PgCluster().start()
+    yield pg
+    pg.remove()
+
+
+@pytest.fixture
+def postgres(session_postgres):
+    """The shared cluster with an empty ``betbox`` database."""
+    session_postgres.reset()
+    return session_postgres

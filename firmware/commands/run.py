@@ -339,7 +339,9 @@ def run(args: argparse.Namespace) -> int:
         stop = threading.Event()         # SIGTERM during start-up stops it cleanly too
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
-        print(f"betbox: jackpot controller {config.unit_id}{where}, database {config.jackpot.db}",
+        store = config.jackpot.store        # PostgreSQL (hot standby): its URL holds no password
+        print(f"betbox: jackpot controller {config.unit_id}{where}, database "
+              f"{store.url if store is not None else config.jackpot.db}",
               file=sys.stderr, flush=True)
         try:
             return run_controller(config.jackpot, stop=stop)

@@ -19,6 +19,9 @@ file, section and key; ``docs/examples/jackpot.toml``)::
     rate = "0.15"                 # of each progressive wager; or "15%"
     maximum = "250000"
     tables = ["*"]                # or ["table-1", "table-2"]
+    [store]                       # optional: PostgreSQL instead of the SQLite file (hot standby)
+    url = "postgresql://jackpot@db.local:5432/betbox"   # no password here
+    password_file = "pg.pass"     # the password, alone in a file (relative: to this file)
 
 This module reads the ``[jackpot]`` section (:func:`read_jackpot_section`, the pools with
 :func:`load_pools`); :func:`firmware.config.load_jackpot_config` reads the whole file.
@@ -29,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from firmware.engine.money import parse_amount
 from firmware.engine.strict import Section
@@ -37,6 +40,9 @@ from firmware.link import topics
 from firmware.link.config import LinkConfig, LinkConfigError
 
 from .pools import PoolSpec
+
+if TYPE_CHECKING:
+    from .pg import PgTarget
 
 
 class JackpotConfigError(LinkConfigError):
@@ -50,6 +56,7 @@ class JackpotConfig:
     link_id: str
     pools: tuple[PoolSpec, ...]
     raw: Mapping[str, Any]
+    store: PgTarget | None = None   # [store] url (PostgreSQL); None: SQLite at ``db``
 
 
 _POOL = {"seed", "rate", "maximum", "tables"}
@@ -108,8 +115,29 @@ def load_pools(data: Mapping[str, Any], where: str = "jackpot.pools") -> tuple[P
     return tuple(out)
 
 
+def read_store_section(data: Any, base: Path | None, source: str = "<config>") -> PgTarget:
+    """``[store]`` url = "postgresql://user@host:port/db" and password_file (relative: to
+    ``base``); the URL must not carry the password."""
+    from .pg import PgTarget, check_url  # psycopg only where PostgreSQL is configured
+
+    st = Section(data, "store", source, JackpotConfigError)
+    url = st.get("url", str)
+    try:
+        check_url(url)
+    except ValueError as exc:
+        raise st.fail("url", str(exc)) from None
+    password_file = None
+    if "password_file" in st.data:
+        password_file = Path(st.get("password_file", str))
+        if base is not None and not password_file.is_absolute():
+            password_file = base / password_file
+    st.finish()
+    return PgTarget(url, password_file)
+
+
 def read_jackpot_section(data: Any, unit_id: str, state_dir: Path, link: LinkConfig,
-                         base: Path | None, source: str = "<config>") -> JackpotConfig:
+                         base: Path | None, source: str = "<config>",
+                         store: PgTarget | None = None) -> JackpotConfig:
     """``[jackpot]`` db (default ``state_dir/jackpot.db``, relative to ``base``) and pools."""
     j = Section(data, "jackpot", source, JackpotConfigError)
     db = Path(j.get("db", str, str(state_dir / "jackpot.db")))
@@ -121,8 +149,10 @@ def read_jackpot_section(data: Any, unit_id: str, state_dir: Path, link: LinkCon
         specs = load_pools(pools)
     except JackpotConfigError as exc:
         raise JackpotConfigError(f"{source}: {exc}") from None
-    raw = {"role": "jackpot", "unit": {"id": unit_id}, "jackpot": {"db": str(db), "pools": pools}}
-    return JackpotConfig(link, db, unit_id, specs, raw)
+    raw: dict[str, Any] = {"role": "jackpot", "unit": {"id": unit_id}, "jackpot": {"db": str(db), "pools": pools}}
+    if store is not None:
+        raw["store"] = {"url": store.url}
+    return JackpotConfig(link, db, unit_id, specs, raw, store)
 
 
 DEFAULT_POOLS = {"main": {"seed": "1000", "rate": "0.15", "maximum": "250000", "tables": ["*"]}}

@@ -35,7 +35,7 @@ from firmware.wirejson import RateLimitedLog
 from . import pools as P
 from .claims import BOOKED_KINDS, STAGE, Claim, dealer_claims, seat_claim, stage_of_record
 from .pools import PoolSpec, PoolState, cents, money
-from .store import connect, dumps, keep_rejected, rejected_counts
+from .store import StoreUnavailable, connect, dialect, dumps, keep_rejected, pipeline, rejected_counts
 from .wire import Report, ReportRejected, parse_report
 
 log = logging.getLogger("betbox.jackpot")
@@ -45,6 +45,19 @@ GAP_GRACE = 5.0             # seconds a hole in a unit's seqs may stay open befo
 HOLD_GRACE = 30.0           # seconds a claim may wait for its counterpart before an integrity alarm
 MAX_HELD = 2000             # claims of one unit that may wait for their counterpart at once
 POOL_FIELDS = tuple(f.name for f in fields(PoolState))
+# the few statements SQLite and PostgreSQL spell differently
+PATCH_POOL = {"sqlite": "UPDATE pool SET state = json_patch(state, ?) WHERE name = ?",
+              "postgresql": "UPDATE pool SET state = (state::jsonb || ?::jsonb)::text WHERE name = ?"}
+ALARM_OF = {"sqlite": "json_extract(body, '$.alarm')", "postgresql": "body::jsonb ->> 'alarm'"}
+
+
+def _rollback(db: Any) -> None:
+    """Roll back, when the connection is still there to hear it (a lost PostgreSQL
+    connection has rolled the transaction back already)."""
+    try:
+        db.execute("ROLLBACK")
+    except StoreUnavailable:
+        pass
 
 
 @dataclass(frozen=True)
@@ -62,13 +75,26 @@ def spec_to_json(spec: PoolSpec) -> dict[str, Any]:
 
 
 class JackpotController:
-    def __init__(self, db_path: str | Path, pools: Sequence[PoolSpec], link_id: str = "main",
+    def __init__(self, db_path: str | Path | Any, pools: Sequence[PoolSpec], link_id: str = "main",
                  hold_grace: float = HOLD_GRACE) -> None:
+        """``db_path``: the SQLite file, or an open store (:func:`~firmware.jackpot.store.open_store`:
+        PostgreSQL)."""
         if not pools:
             raise ValueError("a jackpot controller needs at least one pool")
         self.link_id = link_id
         self.hold_grace = hold_grace
-        self.db = connect(db_path)
+        self.db: Any = connect(db_path) if isinstance(db_path, (str, Path)) else db_path
+        self.dialect = dialect(self.db)
+        # hot standby (PostgreSQL): the epoch this controller became active in (set by the
+        # service, after PgDatabase.become_active and before anything is ingested); every
+        # transaction checks it is still the newest (:meth:`_fence`)
+        self.epoch: int | None = None
+        self._held_upper: dict[tuple[str, int], int] = {}   # (table, box) -> at most this many seat claims held
+        self._stage_top: dict[tuple[str, str], int] = {}    # (table, stage) -> highest round the dealer recorded
+        # PostgreSQL: the batch's reports already held (by (unit, seq) and by id) and the
+        # next ingest number (:meth:`_look_up`); None on SQLite (the insert answers)
+        self._known: dict[Any, str] | None = {} if self.dialect == "postgresql" else None
+        self._next_n: int | None = None
         self.lock = threading.RLock()
         self.specs = {p.name: p for p in pools}
         self.states: dict[str, PoolState] = {}
@@ -101,6 +127,10 @@ class JackpotController:
         for (unit,) in self.db.execute("SELECT unit FROM unit WHERE highest > contiguous"):
             self._holes[unit] = now
 
+    def _fence(self) -> None:
+        if self.epoch is not None:
+            self.db.fence(self.link_id, self.epoch)
+
     def pool_for(self, table: str) -> PoolSpec | None:
         return next((s for s in self.specs.values() if s.serves(table)), None)
 
@@ -119,16 +149,26 @@ class JackpotController:
             db = self.db
             before = dict(self.states)
             results: list[Ingested] = []
-            db.execute("BEGIN IMMEDIATE")
             try:
-                for topic, payload in messages:
-                    results.append(self._ingest_one(topic, payload))
-                self._store_units()
-                self._store_pools()
-                db.execute("COMMIT")
+                # PostgreSQL: writes whose result nothing reads go out without a round trip each
+                with pipeline(db):
+                    db.execute("BEGIN IMMEDIATE")
+                    self._fence()
+                    parsed = [self._parse(topic, payload) for topic, payload in messages]
+                    if self._known is not None:
+                        self._look_up([r for r in parsed if isinstance(r, Report)])
+                    for (topic, payload), r in zip(messages, parsed, strict=True):
+                        results.append(self._ingest_one(topic, payload, r))
+                    self._store_units()
+                    self._store_pools()
+                    db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                _rollback(db)
                 self.states.update(before)
+                self._held_upper.clear()
+                self._stage_top.clear()
+                if self._known is not None:
+                    self._known, self._next_n = {}, None
                 self._stored_pools = None         # re-read from the database on the next store
                 self._unit_rows.clear()
                 self._rows_dirty.clear()
@@ -142,28 +182,40 @@ class JackpotController:
                     self._track_hole(result.unit)
             return results
 
-    def _ingest_one(self, topic: str, payload: bytes) -> Ingested:
+    @staticmethod
+    def _parse(topic: str, payload: bytes) -> Report | ReportRejected:
         try:
-            report = parse_report(topic, payload)
+            return parse_report(topic, payload)
         except ReportRejected as exc:
-            return self._reject(topic, None, exc, payload)
-        states = dict(self.states)
-        row = self._unit_rows.get(report.unit)
-        saved = None if row is None else list(row)
-        self.db.execute("SAVEPOINT report")
+            return exc
+
+    def _look_up(self, reports: list[Report]) -> None:
+        """PostgreSQL: which of the batch's reports the database holds already, by (unit,
+        seq) or by id, in one query, and the next ingest number: the inserts then need no
+        answer each (pipelined). Sound because one controller writes (the active one,
+        fenced by its epoch); the UNIQUE constraints still stand behind it."""
+        self._known = {}
+        if self._next_n is None:
+            self._next_n = int(self.db.execute("SELECT COALESCE(MAX(n), 0) + 1 FROM event").fetchone()[0])
+        if not reports:
+            return
+        rows = self.db.execute(
+            "SELECT unit, seq, id FROM event WHERE id = ANY(?) UNION ALL SELECT e.unit, e.seq, e.id FROM event e "
+            "JOIN unnest(?::text[], ?::bigint[]) AS k(unit, seq) ON e.unit = k.unit AND e.seq = k.seq",
+            ([r.id for r in reports], [r.unit for r in reports], [r.seq for r in reports])).fetchall()
+        for unit, seq, id_ in rows:
+            self._known[(unit, seq)] = id_
+            self._known[id_] = id_
+
+    def _ingest_one(self, topic: str, payload: bytes, report: Report | ReportRejected) -> Ingested:
+        if isinstance(report, ReportRejected):
+            return self._reject(topic, None, report, payload)
         try:
-            result = self._apply(report)
+            # _apply rejects before it changes anything (no savepoint: two round trips a
+            # report on PostgreSQL)
+            return self._apply(report)
         except ReportRejected as exc:
-            self.db.execute("ROLLBACK TO report")
-            self.db.execute("RELEASE report")
-            self.states.update(states)
-            if saved is None:
-                self._unit_rows.pop(report.unit, None)      # its new row was rolled back too
-            else:
-                self._unit_rows[report.unit][:] = saved
             return self._reject(topic, report.unit, exc, payload)
-        self.db.execute("RELEASE report")
-        return result
 
     def _store_pools(self) -> None:
         """Write what changed in each pool's state since the last write (only those fields),
@@ -178,7 +230,7 @@ class JackpotController:
             changed = {f: getattr(state, f) for f in POOL_FIELDS if old is None or getattr(old, f) != getattr(state, f)}
             if changed:
                 patch = {f: money(v) if isinstance(v, Fraction) else v for f, v in changed.items()}
-                self.db.execute("UPDATE pool SET state = json_patch(state, ?) WHERE name = ?", (dumps(patch), name))
+                self.db.execute(PATCH_POOL[self.dialect], (dumps(patch), name))
             self._stored_pools[name] = state
 
     def _unit_row(self, unit: str) -> list[int]:
@@ -233,22 +285,59 @@ class JackpotController:
         return Ingested("rejected", exc.reason, unit)
 
     def _apply(self, r: Report) -> Ingested:
+        """Apply one report; a ReportRejected leaves nothing of it behind (it is raised
+        before any write, or after the event row alone, which it deletes)."""
         db = self.db
-        row = db.execute("SELECT id FROM event WHERE unit = ? AND seq = ?", (r.unit, r.seq)).fetchone()
-        if row is not None:
+        spec = self.pool_for(r.table)
+        if self._known is not None:
+            return self._apply_known(r, spec)
+        # the UNIQUE constraints decide: a report already held, or an id or seq reused
+        inserted = db.execute("INSERT INTO event (unit, seq, id, kind, table_id, box, round, pool, body) "
+                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING n",
+                              (r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
+                               spec.name if spec else None, dumps(r.body))).fetchone()
+        if inserted is None:
+            row = db.execute("SELECT id FROM event WHERE unit = ? AND seq = ?", (r.unit, r.seq)).fetchone()
+            if row is None:
+                raise ReportRejected("id_reused", f"report id {r.id} was already used by another report")
             if row[0] != r.id:
                 raise ReportRejected("seq_reused", f"{r.unit} seq {r.seq} was report {row[0]}, now {r.id}")
             db.execute("UPDATE unit SET duplicates = duplicates + 1 WHERE unit = ?", (r.unit,))
             return Ingested("duplicate", None, r.unit, r.seq)
-        spec = self.pool_for(r.table)
-        try:
-            cur = db.execute("INSERT INTO event (unit, seq, id, kind, table_id, box, round, pool, body) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             (r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
-                              spec.name if spec else None, dumps(r.body)))
-        except sqlite3.IntegrityError:      # (unit, seq) is free (above): the id is taken
-            raise ReportRejected("id_reused", f"report id {r.id} was already used by another report") from None
-        n = int(cur.lastrowid or 0)
+        n = int(inserted[0])
+        if r.kind in BOOKED_KINDS or stage_of_record(r.kind) is not None:
+            try:
+                self._held_bound(r)
+            except ReportRejected:
+                db.execute("DELETE FROM event WHERE n = ?", (n,))
+                raise
+        return self._accept(r, spec, n)
+
+    def _apply_known(self, r: Report, spec: PoolSpec | None) -> Ingested:
+        """:meth:`_apply` with the batch looked up beforehand (:meth:`_look_up`)."""
+        known = self._known
+        assert known is not None and self._next_n is not None
+        held = known.get((r.unit, r.seq))
+        if held is not None:
+            if held != r.id:
+                raise ReportRejected("seq_reused", f"{r.unit} seq {r.seq} was report {held}, now {r.id}")
+            self.db.execute("UPDATE unit SET duplicates = duplicates + 1 WHERE unit = ?", (r.unit,))
+            return Ingested("duplicate", None, r.unit, r.seq)
+        if r.id in known:
+            raise ReportRejected("id_reused", f"report id {r.id} was already used by another report")
+        if r.kind in BOOKED_KINDS or stage_of_record(r.kind) is not None:
+            self._held_bound(r)
+        n = self._next_n
+        self._next_n += 1
+        self.db.execute("INSERT INTO event (n, unit, seq, id, kind, table_id, box, round, pool, body) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (n, r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
+                         spec.name if spec else None, dumps(r.body)))
+        known[(r.unit, r.seq)] = known[r.id] = r.id
+        return self._accept(r, spec, n)
+
+    def _accept(self, r: Report, spec: PoolSpec | None, n: int) -> Ingested:
+        db = self.db
         row = self._unit_row(r.unit)
         events, highest, contiguous = row
         if r.seq > highest + 1:
@@ -266,7 +355,6 @@ class JackpotController:
         self._rows_dirty.add(r.unit)
         before = dict(self.states)
         if r.kind in BOOKED_KINDS or stage_of_record(r.kind) is not None:
-            self._held_bound(r)
             if spec is None:
                 log.error("%s: %s for table %s, which no pool serves", r.unit, r.kind, r.table)
             if r.box:
@@ -286,73 +374,91 @@ class JackpotController:
         grows only with rounds played, and refusing it would hold its alarms back too."""
         if r.box == 0:
             return
+        # an upper bound kept in memory (claims only ever leave 'held'): counted in the
+        # database only when it comes near the bound
+        upper = self._held_upper.get((r.table, r.box))
+        if upper is not None and upper < MAX_HELD:
+            return
         held = self.db.execute("SELECT COUNT(*) FROM claim WHERE state = 'held' AND table_id = ? AND source = 'seat' "
                                "AND box = ?", (r.table, r.box)).fetchone()[0]
+        self._held_upper[(r.table, r.box)] = held
         if held >= MAX_HELD:
             raise ReportRejected("hold_full", f"{r.unit} has {held} claims no counterpart has corroborated")
 
-    def _insert_claim(self, n: int, unit: str, c: Claim, source: str) -> bool:
-        """Store a claim; False when (table, round, box, kind, key) already has one from
-        ``source``: a repeat under another seq books nothing, a different one is disputed."""
-        try:
-            self.db.execute("INSERT INTO claim (table_id, round, box, kind, key, source, event, value, held_at) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (c.table, c.round, c.box, c.kind, c.key, source, n, dumps(c.value), time.time()))
-            return True
-        except sqlite3.IntegrityError:
-            first, value = self.db.execute(
-                "SELECT event, value FROM claim WHERE table_id = ? AND round = ? AND box = ? AND kind = ? "
-                "AND key = ? AND source = ?", (c.table, c.round, c.box, c.kind, c.key, source)).fetchone()
-            earlier = (first, json.loads(value))
-            if earlier[1] == c.value:
-                self.counts["repeated"] += 1
-                self.db.execute("UPDATE event SET effect = ? WHERE n = ?", (dumps({"repeat_of": first}), n))
-                log.warning("%s: report %d repeats report %d (%s, round %d, box %d) under another seq: "
-                            "booked once", unit, n, first, c.kind, c.round, c.box)
-            else:
-                self._integrity("conflicting_report", c, earlier if source == "seat" else None,
-                                earlier if source == "dealer" else None,
-                                f"{unit} reported {c.kind} for round {c.round} box {c.box} twice, differently: "
-                                f"report {first} {earlier[1]}, report {n} {dict(c.value)}; the first stands")
-            return False
+    def _insert_claim(self, n: int, unit: str, c: Claim, source: str) -> dict[str, tuple] | None:
+        """Store a claim: the item's claims (both sides, as :meth:`_claims`) when it is new;
+        None when (table, round, box, kind, key) already has one from ``source``: a repeat
+        under another seq books nothing, a different one is disputed."""
+        # the UNIQUE constraint decides, in the database (no exception: PostgreSQL would
+        # abort the whole transaction on one); whose claim stands is read back with its
+        # counterpart, in one query (no RETURNING: one answer fewer to wait for)
+        self.db.execute("INSERT INTO claim (table_id, round, box, kind, key, source, event, value, held_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                        (c.table, c.round, c.box, c.kind, c.key, source, n, dumps(c.value), time.time()))
+        claims = self._claims(c)
+        first, value = claims[source][1], claims[source][2]
+        if first == n:
+            if source == "seat" and (c.table, c.box) in self._held_upper:
+                self._held_upper[(c.table, c.box)] += 1
+            return claims
+        earlier = (first, value)
+        if earlier[1] == c.value:
+            self.counts["repeated"] += 1
+            self.db.execute("UPDATE event SET effect = ? WHERE n = ?", (dumps({"repeat_of": first}), n))
+            log.warning("%s: report %d repeats report %d (%s, round %d, box %d) under another seq: "
+                        "booked once", unit, n, first, c.kind, c.round, c.box)
+        else:
+            self._integrity("conflicting_report", c, earlier if source == "seat" else None,
+                            earlier if source == "dealer" else None,
+                            f"{unit} reported {c.kind} for round {c.round} box {c.box} twice, differently: "
+                            f"report {first} {earlier[1]}, report {n} {dict(c.value)}; the first stands")
+        return None
 
     def _seat_claim(self, n: int, r: Report, c: Claim) -> None:
-        if self._insert_claim(n, r.unit, c, "seat"):
-            self._match(c)
+        claims = self._insert_claim(n, r.unit, c, "seat")
+        if claims is not None:
+            self._match(c, claims)      # nothing changed them since they were read
 
     def _dealer_record(self, n: int, r: Report) -> None:
         stage = stage_of_record(r.kind)
         if stage is None or r.round is None:
             return
         rnd = r.round
-        try:
-            self.db.execute("INSERT INTO dealer_round (table_id, round, stage, event) VALUES (?, ?, ?, ?)",
-                            (r.table, r.round, stage, n))
-        except sqlite3.IntegrityError:
-            pass                    # each claim below is checked as a repeat or a conflict
+        # a repeated record: each claim below is checked as a repeat or a conflict
+        self.db.execute("INSERT INTO dealer_round (table_id, round, stage, event) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT DO NOTHING", (r.table, r.round, stage, n))
+        if (r.table, stage) in self._stage_top:
+            self._stage_top[(r.table, stage)] = max(self._stage_top[(r.table, stage)], rnd)
         # every item in first, then matched (a box's wager before its hit)
-        for c in [c for c in dealer_claims(r) if self._insert_claim(n, r.unit, c, "dealer")]:
-            self._match(c)
-        # what a seat claimed for this round and stage that the dealer's record lacks
-        for kind in [k for k, s in STAGE.items() if s == stage]:
-            for box, key, value, _event in self.db.execute(
-                    "SELECT box, key, value, event FROM claim s WHERE table_id = ? AND round = ? AND kind = ? "
-                    "AND source = 'seat' AND state = 'held' AND NOT EXISTS (SELECT 1 FROM claim d WHERE "
-                    "d.table_id = s.table_id AND d.round = s.round AND d.box = s.box AND d.kind = s.kind AND "
-                    "d.key = s.key AND d.source = 'dealer')", (r.table, r.round, kind)).fetchall():
-                c = Claim(r.table, rnd, box, kind, key, json.loads(value))
-                self._dispute(c, "not_in_dealer_record",
-                              f"the dealer's record of round {r.round} (report {n}) has no {kind} for box {box}")
+        # (the others with their claims read again: booking one item may book another)
+        # (the first is matched from its read-back: nothing has been booked since)
+        fresh = [(c, claims) for c in dealer_claims(r) if (claims := self._insert_claim(n, r.unit, c, "dealer"))]
+        for i, (c, claims) in enumerate(fresh):
+            self._match(c, claims if i == 0 else None)
+        # what a seat claimed for this round and stage that the dealer's record lacks (one
+        # query for the stage's kinds, in their order)
+        kinds = [k for k, s in STAGE.items() if s == stage]
+        marks = ", ".join("?" * len(kinds))
+        order = " ".join(f"WHEN ? THEN {i}" for i in range(len(kinds)))
+        for box, key, value, kind in self.db.execute(
+                f"SELECT box, key, value, kind FROM claim s WHERE table_id = ? AND round = ? AND kind IN ({marks}) "
+                "AND source = 'seat' AND state = 'held' AND NOT EXISTS (SELECT 1 FROM claim d WHERE "
+                "d.table_id = s.table_id AND d.round = s.round AND d.box = s.box AND d.kind = s.kind AND "
+                f"d.key = s.key AND d.source = 'dealer') ORDER BY CASE kind {order} END, id",
+                (r.table, r.round, *kinds, *kinds)).fetchall():
+            c = Claim(r.table, rnd, box, kind, key, json.loads(value))
+            self._dispute(c, "not_in_dealer_record",
+                          f"the dealer's record of round {r.round} (report {n}) has no {kind} for box {box}")
 
     def _claims(self, c: Claim) -> dict[str, tuple[int, int, dict[str, Any], str]]:
         return {source: (cid, event, json.loads(value), state) for cid, source, event, value, state in self.db.execute(
             "SELECT id, source, event, value, state FROM claim WHERE table_id = ? AND round = ? AND box = ? "
             "AND kind = ? AND key = ?", (c.table, c.round, c.box, c.kind, c.key))}
 
-    def _match(self, c: Claim) -> None:
+    def _match(self, c: Claim, claims: dict[str, tuple] | None = None) -> None:
         """Book the claim when the seat's and the dealer's are both in and agree; dispute it
         when they differ; else it stays held (the other may come later)."""
-        claims = self._claims(c)
+        claims = self._claims(c) if claims is None else claims
         if "seat" not in claims or "dealer" not in claims:
             if "seat" in claims and claims["seat"][3] == "held" and self._dealer_has_stage(c):
                 self._dispute(c, "not_in_dealer_record",
@@ -386,7 +492,20 @@ class JackpotController:
         if c.kind == "progressive_wager":        # a hit that waited for its wager
             self._match(Claim(c.table, c.round, c.box, "progressive_hit", "", {}))
 
+    def _stage_absent(self, table: str, round_: int, stage: str) -> bool:
+        """True when the dealer's record of ``stage`` for this round is surely not held: the
+        round is above the highest the dealer recorded (kept in memory: this controller is
+        the one writer; read from the database once per table and stage)."""
+        top = self._stage_top.get((table, stage))
+        if top is None:
+            top = self._stage_top[(table, stage)] = int(self.db.execute(
+                "SELECT COALESCE(MAX(round), 0) FROM dealer_round WHERE table_id = ? AND stage = ?",
+                (table, stage)).fetchone()[0])
+        return round_ > top
+
     def _dealer_has_stage(self, c: Claim) -> bool:
+        if self._stage_absent(c.table, c.round, c.stage):
+            return False
         return self.db.execute("SELECT 1 FROM dealer_round WHERE table_id = ? AND round = ? AND stage = ?",
                                (c.table, c.round, c.stage)).fetchone() is not None
 
@@ -426,6 +545,7 @@ class JackpotController:
                 return out
             self.db.execute("BEGIN IMMEDIATE")
             try:
+                self._fence()
                 for cid, table, rnd, box, kind, key, source, event, value in rows:
                     c = Claim(table, rnd, box, kind, key, json.loads(value))
                     if source == "seat":
@@ -443,7 +563,7 @@ class JackpotController:
                                 "event": event})
                 self.db.execute("COMMIT")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                _rollback(self.db)
                 raise
         return out
 
@@ -462,7 +582,8 @@ class JackpotController:
         s = self.states[spec.name]
         unit = f"{c.table}/seat-{c.box}"
         effect: dict[str, Any] | None = None
-        result = self._booked(c, "round_result")
+        # a round's result is booked only after the dealer's settlement record is held
+        result = None if self._stage_absent(c.table, c.round, "settlement") else self._booked(c, "round_result")
         if c.kind == "progressive_wager":
             if result is not None and result.get("void"):
                 return {"void_round": True}, None
@@ -521,9 +642,9 @@ class JackpotController:
                                     (f"round_result of round {c.round}", hit))
             wager = self._booked(c, "progressive_wager")
             if void and wager is not None and "into" in wager:
-                amount_ = self.db.execute("SELECT json_extract(value, '$.amount') FROM claim WHERE table_id = ? AND "
-                                          "round = ? AND box = ? AND kind = 'progressive_wager' AND source = 'seat'",
-                                          (c.table, c.round, c.box)).fetchone()[0]
+                amount_ = json.loads(self.db.execute(
+                    "SELECT value FROM claim WHERE table_id = ? AND round = ? AND box = ? AND "
+                    "kind = 'progressive_wager' AND source = 'seat'", (c.table, c.round, c.box)).fetchone()[0])["amount"]
                 s = P.void_wager(s, Fraction(amount_), Fraction(wager["into"]), Fraction(wager["over"]))
                 effect["voided_wager"] = amount_
             if rows:
@@ -533,13 +654,13 @@ class JackpotController:
 
     def _hit(self, event: int, c: Claim, spec: PoolSpec, kind: str, amount_: Fraction, share: Fraction | None,
              state: str, category: str | None = None) -> int:
-        cur = self.db.execute(
+        row = self.db.execute(
             "INSERT INTO hit (event, unit, table_id, box, round, pool, kind, category, share, amount, state) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (event, f"{c.table}/seat-{c.box}", c.table, c.box, c.round, spec.name, kind,
-             category or c.value.get("category"), None if share is None else money(share), money(amount_), state))
-        assert cur.lastrowid is not None            # an INSERT just made the row
-        return int(cur.lastrowid)
+             category or c.value.get("category"), None if share is None else money(share), money(amount_),
+             state)).fetchone()
+        return int(row[0])
 
     # -- an attendant confirms a hit ----------------------------------------------------
 
@@ -556,13 +677,14 @@ class JackpotController:
             spec = self.specs[pool]
             self.db.execute("BEGIN IMMEDIATE")
             try:
+                self._fence()
                 self.states[pool] = P.confirm_hit(spec, self.states[pool])
                 self.db.execute("UPDATE hit SET state = 'confirmed', confirmed_by = ? WHERE id = ?",
                                 (by[:100], hit_id))
                 self._store_pools()
                 self.db.execute("COMMIT")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                _rollback(self.db)
                 self._stored_pools = None
                 raise
             return {"hit": hit_id, "state": "confirmed"}
@@ -618,7 +740,7 @@ def missing_ranges(db: sqlite3.Connection, unit: str, limit: int = 20) -> list[l
     ``[first, last]`` ranges (at most ``limit``)."""
     missing = [[a, b] for a, b in db.execute(
         "SELECT seq + 1, nxt - 1 FROM (SELECT seq, LEAD(seq) OVER (ORDER BY seq) AS nxt "
-        "FROM event WHERE unit = ?) WHERE nxt > seq + 1 LIMIT ?", (unit, limit))]
+        "FROM event WHERE unit = ?) AS s WHERE nxt > seq + 1 LIMIT ?", (unit, limit))]
     first = db.execute("SELECT MIN(seq) FROM event WHERE unit = ?", (unit,)).fetchone()[0]
     if first and first > 1:
         missing.insert(0, [1, first - 1])
@@ -654,7 +776,7 @@ def report(db: sqlite3.Connection) -> dict[str, Any]:
         missing = missing_ranges(db, unit)
         kinds = dict(db.execute("SELECT kind, COUNT(*) FROM event WHERE unit = ? GROUP BY kind ORDER BY kind",
                                 (unit,)))
-        alarms = dict(db.execute("SELECT json_extract(body, '$.alarm'), COUNT(*) FROM event "
+        alarms = dict(db.execute(f"SELECT {ALARM_OF[dialect(db)]}, COUNT(*) FROM event "
                                  "WHERE unit = ? AND kind = 'alarm' GROUP BY 1 ORDER BY 1", (unit,)))
         gaps = db.execute("SELECT COUNT(*) FROM gap WHERE unit = ?", (unit,)).fetchone()[0]
         units[unit] = {"events": events, "highest_seq": highest, "contiguous": contiguous,

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import signal
+import socket
 import threading
 from typing import Any, Callable
 
@@ -32,6 +34,7 @@ from firmware.link.mqtt import MqttBus
 
 from .config import JackpotConfig
 from .controller import JackpotController
+from .store import StoreUnavailable, open_store
 
 log = logging.getLogger("betbox.jackpot")
 _failed_log = wirejson.RateLimitedLog(log, level=logging.ERROR)
@@ -52,6 +55,7 @@ class JackpotService:
                            status_topic=topics.jackpot_status_topic(self.link_id), manual_ack=True)
         self.bus.subscribe_deferred(topics.REPORT_PATTERN, self._on_report)
         self.bus.subscribe_raw(topics.command_topic(self.link_id), self._on_command)
+        self.bus.subscribe_raw(topics.jackpot_status_topic(self.link_id), self._on_presence)
         self.bus.add_link_listener(self._on_link)
         self._meter_dirty = True
         self._all_marks = True
@@ -63,6 +67,9 @@ class JackpotService:
         self._inbox: queue.Queue[Arrived | None] = queue.Queue(MAX_WAITING)
         self._ingester = threading.Thread(target=self._ingest_loop, name="jackpot-ingest", daemon=True)
         self.batches = 0                # transactions committed (reports / batches: the grouping)
+        # the database went away (or another controller took over): nothing more is taken
+        # or acknowledged; run_controller steps down and the broker keeps the reports
+        self.store_lost = threading.Event()
 
     def start(self, wait: float | None = 10.0) -> "JackpotService":
         self._thread.start()
@@ -75,14 +82,31 @@ class JackpotService:
         self._thread.join(5)
         self._inbox.put(None)       # what is queued is stored and acknowledged; later ones come again
         self._ingester.join(10)
-        self._publish_pending()
-        self.controller.check_gaps(grace=0)       # every hole still open, warned before stopping
+        if not self.store_lost.is_set():
+            try:
+                self._publish_pending()
+                self.controller.check_gaps(grace=0)       # every hole still open, warned before stopping
+            except StoreUnavailable as exc:
+                self._lose_store(exc)
         self.bus.close()
 
     def _on_link(self, up: bool) -> None:
         if up:
             self._meter_dirty = True
             self._all_marks = True
+
+    def _on_presence(self, topic: str, payload: bytes) -> None:
+        """Hot standby: a controller that stepped down late (or its will) may say ``offline``
+        on the shared presence topic after this one said ``online``; while this one serves,
+        it says ``online`` again, so the seats' gate does not stay closed."""
+        if self._stop.is_set() or self.store_lost.is_set() or not self.bus.connected:
+            return
+        try:
+            state = wirejson.loads(payload).get("state")
+        except (ValueError, AttributeError):
+            return
+        if state == "offline":
+            self.bus.publish_raw(self.bus.status_topic, self.bus._status("online"), qos=1, retain=True)
 
     def _on_report(self, topic: str, payload: bytes, ack: Callable[[], None]) -> None:
         # paho's thread: only queue; the PUBACK goes when the ingest thread has committed it
@@ -112,25 +136,42 @@ class JackpotService:
         would end the ingest thread): when the batch cannot be stored, each report is tried
         on its own; one that still cannot be is logged and dropped (acknowledged); its unit's
         outbox still holds it (the mark has not moved) and sends it again."""
+        if self.store_lost.is_set():
+            return                      # not stored, not acknowledged: the broker sends it again
         try:
             results: list[Any] = self.controller.ingest_batch([(t, p) for t, p, _ in batch])
             self.batches += 1
+        except StoreUnavailable as exc:
+            self._lose_store(exc)
+            return
         except Exception:                               # noqa: BLE001 - see above
             results = [self._ingest_alone(t, p) for t, p, _ in batch]
+            if self.store_lost.is_set():
+                return
         if any(r is not None and r.meter_changed for r in results):
             self._meter_dirty = True
         self._acknowledge(batch)
 
     def _ingest_alone(self, topic: str, payload: bytes) -> Any:
+        if self.store_lost.is_set():
+            return None
         try:
             result = self.controller.ingest(topic, payload)
             self.batches += 1
             return result
+        except StoreUnavailable as exc:
+            self._lose_store(exc)
+            return None
         except Exception as exc:                        # noqa: BLE001 - see _ingest
             self.failed += 1
             _failed_log("could not take a report on %s (dropped; the unit sends it again): %s: %.200s",
                         topic[:200], type(exc).__name__, exc)
             return None
+
+    def _lose_store(self, exc: Exception) -> None:
+        if not self.store_lost.is_set():
+            log.error("the jackpot database is gone (%s): taking no more reports, stepping down", exc)
+        self.store_lost.set()
 
     def _acknowledge(self, batch: list[Arrived]) -> None:
         """The PUBACKs, after the commit ("stored before PUBACK")."""
@@ -178,6 +219,9 @@ class JackpotService:
             self._meter_dirty = True
         except (ValueError, AttributeError) as exc:
             out = {"ok": False, "error": str(exc)}
+        except StoreUnavailable as exc:
+            self._lose_store(exc)
+            out = {"ok": False, "error": "the jackpot database is unavailable; try again"}
         self.bus.publish_raw(topics.response_topic(self.link_id),
                              json.dumps({"schema": 1, "tx": tx if isinstance(tx, str) and len(tx) <= 100 else None,
                                          **out},
@@ -185,9 +229,14 @@ class JackpotService:
 
     def _publisher(self) -> None:
         while not self._stop.wait(self.tick):
-            self._publish_pending()
-            self.controller.check_gaps()
-            self.controller.check_holds()
+            if self.store_lost.is_set():
+                continue
+            try:
+                self._publish_pending()
+                self.controller.check_gaps()
+                self.controller.check_holds()
+            except StoreUnavailable as exc:
+                self._lose_store(exc)
 
     def _publish_pending(self) -> None:
         if not self.bus.connected:
@@ -209,13 +258,16 @@ class JackpotService:
 
 def run_controller(cfg: JackpotConfig, stop: threading.Event | None = None) -> int:
     """``betbox run --config FILE`` for ``role = "jackpot"``: serve until SIGTERM/SIGINT
-    (or ``stop`` is set). The configuration comes from :func:`firmware.config.load_jackpot_config`."""
-    controller = JackpotController(cfg.db, cfg.pools, cfg.link_id)
-    service = JackpotService(controller, cfg.link, config_hash(cfg.raw))
+    (or ``stop`` is set). The configuration comes from :func:`firmware.config.load_jackpot_config`.
+    With ``[store] url`` (PostgreSQL) it runs as a hot standby pair member (:func:`run_standby`)."""
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
+    if cfg.store is not None:
+        return run_standby(cfg, stop)
+    controller = JackpotController(cfg.db, cfg.pools, cfg.link_id)
+    service = JackpotService(controller, cfg.link, config_hash(cfg.raw))
     service.start(wait=None)
     log.info("jackpot controller %s on %s, database %s", cfg.link_id, cfg.link.url, cfg.db)
     try:
@@ -223,4 +275,62 @@ def run_controller(cfg: JackpotConfig, stop: threading.Event | None = None) -> i
     finally:
         service.stop()
         controller.close()
+    return 0
+
+
+STANDBY_POLL = 0.25         # seconds between a waiting controller's tries for the lock
+LEASE_CHECK = 0.5           # seconds between the active controller's checks that it still holds it
+
+
+def run_standby(cfg: JackpotConfig, stop: threading.Event) -> int:
+    """One of two (or more) controllers on one PostgreSQL database: wait for the advisory
+    lock, then serve as the active one from what the database holds; step down (MQTT closed,
+    nothing more acknowledged) when the lock or the database is lost, and wait again.
+
+    A waiting controller is not on the broker at all: the active one's presence is the
+    controller's presence (its will says ``offline`` the moment it dies), and the one taking
+    over says ``online`` on the same topic with the same persistent session, so the reports
+    the dead one had not acknowledged come to it."""
+    from .pg import ActiveLock, redact
+
+    store = cfg.store
+    assert store is not None                    # run_controller: only with [store] url
+    lock = ActiveLock(store, cfg.link_id)
+    holder = f"{socket.gethostname()}:{os.getpid()}"
+    waiting_logged = False
+    while not stop.is_set():
+        if not lock.try_take():
+            if not waiting_logged:
+                log.info("jackpot controller %s: standby (another controller is active, or the database "
+                         "is unreachable)", cfg.link_id)
+                waiting_logged = True
+            stop.wait(STANDBY_POLL)
+            continue
+        waiting_logged = False
+        try:
+            db = open_store(cfg.db, store.url, store.password_file)
+            epoch = db.become_active(cfg.link_id, holder)
+            controller = JackpotController(db, cfg.pools, cfg.link_id)
+            controller.epoch = epoch
+        except StoreUnavailable as exc:
+            log.error("jackpot controller %s: cannot open the database: %s", cfg.link_id, exc)
+            lock.release()
+            stop.wait(STANDBY_POLL)
+            continue
+        service = JackpotService(controller, cfg.link, config_hash(cfg.raw))
+        service.start(wait=None)
+        log.info("jackpot controller %s: ACTIVE (epoch %d) on %s, database %s", cfg.link_id, epoch,
+                 cfg.link.url, redact(store.url))
+        try:
+            while not stop.wait(LEASE_CHECK) and not service.store_lost.is_set():
+                if not lock.held():
+                    log.error("jackpot controller %s: lost the active lock; stepping down", cfg.link_id)
+                    service.store_lost.set()
+        finally:
+            service.stop()
+            try:
+                controller.close()
+            except Exception:                           # noqa: BLE001 - a dead connection
+                pass
+            lock.release()
     return 0

@@ -11,8 +11,10 @@ round (``hit_once``). A claim waits (``held``) for its counterpart, then is ``bo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +102,35 @@ class StoreError(RuntimeError):
     pass
 
 
+class StoreUnavailable(StoreError):
+    """The database cannot be reached now (PostgreSQL restarted, the network down): nothing
+    of the transaction is held; the caller must not acknowledge and should try again later."""
+
+
+# Versioned migrations of the SQLite store (``schema_version`` says which are in); the first
+# is the schema as it was before versions, written to be applied over it. Append; never edit
+# one that has shipped. PostgreSQL's are in :mod:`firmware.jackpot.pg`.
+MIGRATIONS: tuple[str, ...] = (DDL,)
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)")
+    have = db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
+    if have > len(MIGRATIONS):
+        raise StoreError(f"the jackpot database is at schema {have}; this controller knows up to {len(MIGRATIONS)}")
+    for version in range(have + 1, len(MIGRATIONS) + 1):
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in MIGRATIONS[version - 1].split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute("INSERT INTO schema_version VALUES (?, ?)", (version, time.time()))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
 def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
     path = Path(path)
     if readonly:
@@ -118,7 +149,7 @@ def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
-        db.executescript(DDL)
+        _migrate(db)
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: cannot open the jackpot database: {exc}") from None
     meta = dict(db.execute("SELECT key, value FROM meta"))
@@ -133,6 +164,25 @@ def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
         # a database from before the counts: count the rows it kept
         db.execute("INSERT INTO rejected_count SELECT reason, COUNT(*) FROM rejected GROUP BY reason")
     return db
+
+
+def open_store(db: str | Path, url: str | None = None, password_file: Path | None = None) -> Any:
+    """The controller's database: SQLite at ``db`` (the default), or PostgreSQL at ``url``
+    (:mod:`firmware.jackpot.pg`, migrated to the newest schema on open)."""
+    if url is None:
+        return connect(db)
+    from .pg import PgDatabase, PgTarget
+    return PgDatabase(PgTarget(url, password_file))
+
+
+def pipeline(db: Any) -> Any:
+    """PostgreSQL's pipeline mode for a batch (statements sent without waiting for each
+    answer until one is read); nothing to do on SQLite."""
+    return contextlib.nullcontext() if isinstance(db, sqlite3.Connection) else db.pipeline()
+
+
+def dialect(db: Any) -> str:
+    return "sqlite" if isinstance(db, sqlite3.Connection) else str(db.dialect)
 
 
 def keep_rejected(db: sqlite3.Connection, topic: str, unit: str | None, reason: str, detail: str,
@@ -156,7 +206,7 @@ def _keep_rejected(db: sqlite3.Connection, topic: str, unit: str | None, reason:
                    excerpt: str) -> None:
     db.execute("INSERT INTO rejected (topic, unit, reason, detail, excerpt) VALUES (?, ?, ?, ?, ?)",
                (topic, unit, reason, detail, excerpt))
-    db.execute("INSERT INTO rejected_count VALUES (?, 1) ON CONFLICT (reason) DO UPDATE SET n = n + 1",
+    db.execute("INSERT INTO rejected_count VALUES (?, 1) ON CONFLICT (reason) DO UPDATE SET n = rejected_count.n + 1",
                (reason,))
     db.execute("DELETE FROM rejected WHERE id <= (SELECT MAX(id) FROM rejected) - ?", (KEEP_REJECTED,))
 

@@ -85,8 +85,11 @@ def test_dealer_seat_and_controller_processes_play_rounds_on_a_broker(broker, tm
             finally:
                 db.close()
         # booked once the dealer's record of each round (from the dealer process) agrees
+        # (and the dealer's settlement of round 2: it may come after the seat's own result)
         wait_until(lambda: seat_events()["units"].get(f"{TABLE}/seat-1", {}).get("events", 0) >= 4 and
-                   seat_events()["pools"]["main"]["meters"]["wagers"] == 2, 30, "the seat's reports booked")
+                   seat_events()["pools"]["main"]["meters"]["wagers"] == 2 and
+                   seat_events()["units"].get(f"{TABLE}/dealer", {}).get("kinds", {}).get("round_settlement") == 2,
+                   30, "the seat's reports booked and the dealer's records in")
         data = seat_events()
         m = data["pools"]["main"]["meters"]
         assert (m["wagers"], Fraction(m["wagers_in"])) == (2, 2 * profile.progressive.wager)

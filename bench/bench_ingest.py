@@ -1,0 +1,131 @@
+"""The jackpot controller's ingest on SQLite and on PostgreSQL (a throwaway cluster, as
+the tests start one), three runs each, min/median/max:
+
+- direct: reports/s into :meth:`JackpotController.ingest_batch`, group commit of 512 (what
+  the service does), a seat's wager and the dealer's record of its round, each booked;
+- through the broker (``--broker``): 4 seats' publishers and a dealer's in another process
+  -> mosquitto (2,000 retained messages on it) -> :class:`JackpotService` -> the store.
+
+``--profile`` prints the controller's biggest costs (cProfile, direct ingest) instead.
+
+    .venv/bin/python bench/bench_ingest.py [--burst 20000] [--broker] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_mqtt import dealer_payloads, ingest_via_broker, payloads, retain  # noqa: E402
+
+from firmware.jackpot.controller import JackpotController, report  # noqa: E402
+from firmware.jackpot.store import open_store  # noqa: E402
+from tests.link.broker import Broker  # noqa: E402
+from tests.link.helpers import POOL  # noqa: E402
+from tests.link.postgres import PgCluster  # noqa: E402
+
+BATCH = 512
+
+
+def messages(n: int) -> list[tuple[str, bytes]]:
+    rounds = n // 2
+    return [m for pair in zip(payloads("bench/seat-1", rounds), dealer_payloads("bench", rounds, 1), strict=True)
+            for m in pair]
+
+
+def store(kind: str, tmp: Path, pg: PgCluster | None):
+    if kind == "sqlite":
+        return open_store(tmp / f"direct-{time.monotonic_ns()}.db")
+    assert pg is not None
+    pg.reset()
+    return open_store("unused", pg.url, pg.password_file)
+
+
+def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: bool = False) -> float:
+    ctl = JackpotController(store(kind, tmp, pg), [POOL])
+    msgs = messages(n)
+    prof = cProfile.Profile() if profile else None
+    t0 = time.perf_counter()
+    if prof:
+        prof.enable()
+    for i in range(0, len(msgs), BATCH):
+        ctl.ingest_batch(msgs[i:i + BATCH])
+    if prof:
+        prof.disable()
+    dt = time.perf_counter() - t0
+    assert report(ctl.db)["pools"]["main"]["meters"]["wagers"] == n // 2
+    ctl.close()
+    if prof:
+        print(f"== {kind}: {len(msgs) / dt:.0f} reports/s under the profiler")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(18)
+    return len(msgs) / dt
+
+
+def spread(xs: list[float]) -> str:
+    return f"{min(xs):8.0f} {statistics.median(xs):8.0f} {max(xs):8.0f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--burst", type=int, default=20000, help="reports per run (default 20000)")
+    ap.add_argument("--broker", action="store_true", help="also through mosquitto (2,000 retained)")
+    ap.add_argument("--profile", action="store_true", help="profile the direct ingest instead")
+    ap.add_argument("--only", choices=("sqlite", "postgresql"), help="one store only")
+    args = ap.parse_args()
+    kinds = [args.only] if args.only else ["sqlite", "postgresql"]
+    pg = PgCluster().start() if "postgresql" in kinds else None
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            tmp = Path(d)
+            if args.profile:
+                for kind in kinds:
+                    ingest_direct(kind, args.burst, tmp, pg, profile=True)
+                return
+            figures: dict[str, list[float]] = {}
+            for _ in range(args.runs):
+                for kind in kinds:
+                    figures.setdefault(f"direct {kind}", []).append(ingest_direct(kind, args.burst, tmp, pg))
+            if args.broker:
+                broker = Broker(tmp / "mosquitto").start()
+                try:
+                    retain(broker.url, 2000)
+                    for _ in range(args.runs):
+                        for kind in kinds:
+                            figures.setdefault(f"broker {kind}", []).append(
+                                ingest_via_broker_on(kind, broker.url, args.burst, tmp, pg))
+                finally:
+                    broker.stop()
+    finally:
+        if pg is not None:
+            pg.remove()
+    print(f"reports/s ({args.burst} a run, group commit {BATCH}; min median max of {args.runs}):")
+    for name, xs in figures.items():
+        print(f"  {name:20s} {spread(xs)}")
+
+
+def ingest_via_broker_on(kind: str, url: str, n: int, tmp: Path, pg: PgCluster | None) -> float:
+    """bench_mqtt's run through the broker, with the controller on ``kind``."""
+    import bench_mqtt
+
+    made = store(kind, tmp, pg)
+    saved = bench_mqtt.controller
+    bench_mqtt.controller = lambda _path: JackpotController(made, [POOL])
+    try:
+        return ingest_via_broker(url, n, 4, tmp)[0]
+    finally:
+        bench_mqtt.controller = saved
+
+
+if __name__ == "__main__":
+    main()
