@@ -288,32 +288,14 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
                               "play" if s.phase_key == "phase.your_hand" else "gold")
             ids.seat_button.text = s.seat + (f"\n{s.round}" if s.round else "")
             if self._changed("spots", s.spots):
-                ids.spots.clear_widgets()
-                n = len(s.spots)
-                ids.spots.cols = 1 if n <= 1 else 2 if n <= 4 else 3
-                for line in s.spots:
-                    spot = make('BetSpot', label=line.label, amount=line.amount, note=line.note,
-                                tone=line.tone, result=line.result, result_note=line.result_note,
-                                result_tone=line.result_tone)
-                    spot.ids.stack.chips = list(line.chips)
-                    ids.spots.add_widget(spot)
+                self._spots(s.spots)
             ids.dealer_label.text = s.dealer_label
             ids.dealer_total.text = s.dealer_total
             if self._changed("dealer", s.dealer_cards):
                 self._cards(ids.dealer_cards, s.dealer_cards, self._shown.get("dealer_n", 0))
                 self._shown["dealer_n"] = len(s.dealer_cards)
             if self._changed("hands", s.hands):
-                before = self._shown.get("hand_cards", ())
-                ids.hands.clear_widgets()
-                for i, h in enumerate(s.hands):
-                    row = make("HandRow", label=h.label + ("  ▶" if h.in_play and len(s.hands) > 1 else ""),
-                               total=h.total, result=h.result, tone=h.tone,
-                               size_hint_y=None if len(s.hands) == 1 else 1, height=app.u * 84)
-                    self._cards(row.ids.cards, h.cards, before[i] if i < len(before) else 0, row)
-                    ids.hands.add_widget(row)
-                if len(s.hands) <= 1:
-                    ids.hands.add_widget(Factory.Widget())
-                self._shown["hand_cards"] = tuple(len(h.cards) for h in s.hands)
+                self._hands(s.hands)
             ids.note.text = s.decisions or s.switch_note
             ids.net.tone = s.net_tone
             self._count_net(s.net)
@@ -322,15 +304,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             self._count_meter(s.meter, s.meter_amount, s.lang)
             self._controls(s)
             if self._changed("banners", (s.banners[:2], s.lang)):
-                ids.banners.clear_widgets()
-                for b in s.banners[:2]:
-                    if b.kind in ("jackpot", "win") and s.jackpot is not None:
-                        continue            # the jackpot moment says it, full screen
-                    colour = {"jackpot": (0.95, 0.70, 0.08, 1), "win": (0.92, 0.68, 0.10, 1),
-                              "envy": (0.16, 0.38, 0.68, 1)}.get(b.kind, (0.42, 0.30, 0.10, 1))
-                    ink = (0.08, 0.04, 0.0, 1) if b.kind in ("jackpot", "win") else (1, 1, 1, 1)
-                    ids.banners.add_widget(make('BannerBand', title=b.title, text=b.text, colour=colour,
-                                                ink=ink, big=b.kind == "jackpot"))
+                self._banners(s)
             self._conditions(s)
             self._jackpot(s)
             lang = s.lang
@@ -339,27 +313,89 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             ids.b_language.text = {"en": "Language", "zh": "语言", "ms": "Bahasa"}[lang]
             ids.b_help.text = tr(lang, "menu.help")
 
+        # -- rows updated in place (issue 18): a change sets the properties of the widgets
+        # already there; widgets are added or removed only when the count changes
+
+        @staticmethod
+        def _resize_rows(box, n: int, new) -> list:
+            """``box``'s children in order, made ``n`` long: extra ones removed (the newest
+            first), missing ones added by ``new()``."""
+            rows = list(reversed(box.children))
+            for extra in rows[n:]:
+                box.remove_widget(extra)
+            for _ in range(len(rows), n):
+                rows.append(new())
+                box.add_widget(rows[-1])
+            return rows[:n]
+
+        def _spots(self, lines) -> None:
+            box = self.ids.spots
+            n = len(lines)
+            box.cols = 1 if n <= 1 else 2 if n <= 4 else 3
+            for spot, line in zip(self._resize_rows(box, n, lambda: make('BetSpot')), lines):
+                spot.label, spot.amount, spot.note, spot.tone = line.label, line.amount, line.note, line.tone
+                spot.result, spot.result_note, spot.result_tone = line.result, line.result_note, line.result_tone
+                spot.ids.stack.chips = list(line.chips)
+
+        def _hands(self, hands) -> None:
+            box = self.ids.hands
+            app = App.get_running_app()
+            before = self._shown.get("hand_cards", ())
+            filler = self._shown.get("hand_filler")
+            if filler is not None and filler in box.children:     # (ids are weak proxies: no "is")
+                box.remove_widget(filler)
+            rows = self._resize_rows(box, len(hands), lambda: make("HandRow"))
+            for i, (row, h) in enumerate(zip(rows, hands)):
+                row.label = h.label + ("  ▶" if h.in_play and len(hands) > 1 else "")
+                row.total, row.result, row.tone = h.total, h.result, h.tone
+                row.size_hint_y = None if len(hands) == 1 else 1
+                row.height = app.u * 84
+                self._cards(row.ids.cards, h.cards, before[i] if i < len(before) else 0, row)
+            if len(hands) <= 1:                 # one hand sits at the top, not stretched
+                filler = filler or Factory.Widget()
+                self._shown["hand_filler"] = filler
+                box.add_widget(filler)
+            self._shown["hand_cards"] = tuple(len(h.cards) for h in hands)
+
+        def _banners(self, s) -> None:
+            shown = [b for b in s.banners[:2]
+                     if not (b.kind in ("jackpot", "win") and s.jackpot is not None)]  # the moment says it
+            for band, b in zip(self._resize_rows(self.ids.banners, len(shown), lambda: make('BannerBand')), shown):
+                band.colour = {"jackpot": (0.95, 0.70, 0.08, 1), "win": (0.92, 0.68, 0.10, 1),
+                               "envy": (0.16, 0.38, 0.68, 1)}.get(b.kind, (0.42, 0.30, 0.10, 1))
+                band.ink = (0.08, 0.04, 0.0, 1) if b.kind in ("jackpot", "win") else (1, 1, 1, 1)
+                band.title, band.text, band.big = b.title, b.text, b.kind == "jackpot"
+
         def _cards(self, box, cards, known: int, row=None) -> None:
-            """Card faces; a card that has just arrived fades in (a few frames, then nothing)."""
+            """Card faces, kept in place; a card that has just arrived fades in (a few
+            frames, then nothing)."""
             from kivy.animation import Animation
-            box.clear_widgets()
             u = App.get_running_app().u
             if row is not None:
                 row.n = len(cards)
-            for i, c in enumerate(cards):
-                card = make('CardLabel', face=c.text, red=c.red)
-                if row is not None:
+            have = len(box.children)
+            faces = self._resize_rows(box, len(cards), lambda: make('CardLabel'))
+            for i, (card, c) in enumerate(zip(faces, cards)):
+                card.face, card.red = c.text, c.red
+                if i < have:
+                    card.opacity = 1
+                    continue
+                if row is not None:             # a new face: sized by its row
                     row.bind(card_h=card.setter("card_h"))
                     card.card_h = row.card_h
-                else:                       # the dealer's: as many as come fit the row's width
-                    def fit(_w, _v, card=card, n=len(cards)):
-                        card.card_h = max(u * 20, min(u * 66, (box.width - n * u * 5) / n / 0.72))
-                    box.bind(width=fit)
-                    fit(box, box.width)
                 if i >= known:
                     card.opacity = 0
                     Animation(opacity=1, duration=0.25).start(card)
-                box.add_widget(card)
+            if row is None:                     # the dealer's: as many as come fit the row's width
+                def fit(*_a) -> None:
+                    n = max(1, len(box.children))
+                    h = max(u * 20, min(u * 66, (box.width - n * u * 5) / n / 0.72))
+                    for card in box.children:
+                        card.card_h = h
+                if not self._shown.get("dealer_fit"):
+                    self._shown["dealer_fit"] = True
+                    box.bind(width=fit)
+                fit()
 
         def _count_net(self, text: str) -> None:
             """The round's net appears counting up from zero (a win, gently); then still."""
@@ -556,6 +592,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             self.frames = 0
             self.first_frame = threading.Event()
             self._pending_snapshot = None
+            self._key_on = False
 
         def build(self):
             self._resize(Window, Window.size)
@@ -595,6 +632,20 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
                 self.presenter.update(snap)
                 if self.sm.current == "history":
                     self.show("history")
+                self._technician_key(snap)
+
+        def _technician_key(self, snap) -> None:
+            """The dealer console's technician key (a lasting table alarm in the seat's
+            view): turned on, the PIN pad opens (the PIN still decides); turned back, the
+            PIN pad or service screen closes to the player's screen."""
+            on = any(a.code == "technician_key" and a.lasting for a in snap.view.table_alarms)
+            if on == self._key_on:
+                return
+            self._key_on = on
+            if on and self.sm.current not in ("pin", "service"):
+                self.open_pin()
+            elif not on and self.sm.current in ("pin", "service"):
+                self.show("seat")
 
         def _show_screen(self, screen) -> None:
             self.seat_screen.show(screen)
