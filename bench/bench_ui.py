@@ -38,6 +38,22 @@ def rss_mb() -> float:
     return float("nan")
 
 
+SOFT_GL = ("libLLVM", "swrast_dri", "libgallium", "kms_swrast")
+
+
+def soft_gl_mb() -> float:
+    """Resident MB of the software rasteriser's libraries (Mesa llvmpipe: libLLVM and the
+    swrast driver), which a Pi drawing with its GPU does not load."""
+    total, mapped = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and not head[0].endswith(":"):
+            mapped = len(head) > 5 and any(name in head[5] for name in SOFT_GL)
+        elif mapped and head[:1] == ["Rss:"]:
+            total += int(head[1])
+    return total / 1024
+
+
 def gl_renderer() -> str:
     from kivy.graphics.opengl import GL_RENDERER, glGetString
     raw = glGetString(GL_RENDERER)
@@ -169,6 +185,7 @@ def child_window() -> dict[str, Any]:
             def done(cpu: float) -> None:
                 res["idle_cpu"] = cpu
                 res["rss_mb"] = rss_mb()
+                res["soft_gl_mb"] = soft_gl_mb()
                 app.stop()
             Clock.schedule_once(lambda _dt: idle_cpu(Clock, contribute, done), 0.5)
             return
@@ -225,6 +242,7 @@ def child_bare() -> dict[str, Any]:
             def done(cpu: float) -> None:
                 res["idle_cpu"] = cpu
                 res["rss_mb"] = rss_mb()
+                res["soft_gl_mb"] = soft_gl_mb()
                 app.stop()
             Clock.schedule_once(lambda _dt: idle_cpu(Clock, every, done), 0.5)
             return
@@ -253,7 +271,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--clocks", default="interrupt:30,free_all:30,interrupt:60",
-                    help="Kivy clock:maxfps pairs to measure beside the default:30 baseline")
+                    help="Kivy clock:maxfps pairs to measure beside the default:30 baseline"
+                         " (the display as shipped before issue 18)")
     args = ap.parse_args()
     env = dict(os.environ, KIVY_NO_ARGS="1", KIVY_NO_CONSOLELOG="1", KIVY_HOME="/tmp/betbox-bench-kivy")
     xvfb = None
@@ -293,10 +312,12 @@ def main() -> int:
                                         " is not measured here" if soft else ""))
     print(f"{args.runs} runs each, min / median / max of each run's median; {CHANGES} changes a run;"
           f" idle: {IDLE_S:.0f} s, the meter (label) changing every 2 s")
-    print(f"{'':34} {'change -> swap done ms':>24} {'swap alone ms':>22} {'idle CPU %':>22} {'RSS MB':>22}")
+    print(f"{'':34} {'change -> swap done ms':>24} {'swap alone ms':>22} {'idle CPU %':>22} {'RSS MB':>22}"
+          f" {'RSS less soft GL MB':>22}")
     for name, runs in rows:
         print(f"{name:34} {spread([r['change_ms'] for r in runs]):>24} {spread([r['swap_ms'] for r in runs]):>22}"
-              f" {spread([r['idle_cpu'] for r in runs]):>22} {spread([r['rss_mb'] for r in runs]):>22}")
+              f" {spread([r['idle_cpu'] for r in runs]):>22} {spread([r['rss_mb'] for r in runs]):>22}"
+              f" {spread([r['rss_mb'] - r['soft_gl_mb'] for r in runs]):>22}")
     seat = [r for name, runs in rows if name.startswith("seat") for r in runs]
     if seat:
         print(f"changes that reached a swap per run: {sorted({r['n'] for r in seat})} of {CHANGES};"

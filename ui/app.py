@@ -91,10 +91,11 @@ def _prepare_kivy(size: tuple[int, int], fullscreen: bool = False, kivy_home: st
     Config.set("graphics", "height", str(size[1]))
     Config.set("graphics", "resizable", "0")
     Config.set("graphics", "fullscreen", "auto" if fullscreen else "0")
-    # Kivy's clock and frame cap; BETBOX_UI_CLOCK=interrupt / BETBOX_UI_MAXFPS to compare
-    # with bench/bench_ui.py (on this machine under load the interrupt clock let fewer
-    # changes reach a swap, so the default stays; docs/ui.md)
-    Config.set("kivy", "kivy_clock", os.environ.get("BETBOX_UI_CLOCK", "default"))
+    # Kivy's clock: "interrupt" wakes the loop as soon as the seat's thread hands over a
+    # snapshot, where the default clock sleeps out its 1/30 s tick first (bench/bench_ui.py,
+    # docs/ui.md); the frame cap keeps motion and idle wake-ups modest.
+    # BETBOX_UI_CLOCK / BETBOX_UI_MAXFPS choose others for a comparison.
+    Config.set("kivy", "kivy_clock", os.environ.get("BETBOX_UI_CLOCK", "interrupt"))
     Config.set("graphics", "maxfps", os.environ.get("BETBOX_UI_MAXFPS", "30"))
     Config.set("input", "mouse", "mouse,disable_multitouch")
     Config.set("kivy", "exit_on_escape", "0")
@@ -261,7 +262,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
 
         def on_kv_post(self, _base) -> None:
             keep_fitted(self.ids.phase, 32, 18)
-            keep_fitted(self.ids.meter.ids.amount, 32, 12)
+            keep_fitted(self.ids.meter.ids.amount, 44, 14)
             keep_fitted(self.ids.net, 30, 16)
             for b in (self.ids.b_rules, self.ids.b_history, self.ids.b_language, self.ids.b_help):
                 keep_fitted(b, 18, 11)
@@ -416,6 +417,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             if self._meter_anim is not None:
                 self._meter_anim.cancel()
                 self._meter_anim = None
+                meter.glow = 0.0
             old = self._shown.get("meter_amount")
             self._shown["meter_amount"] = amount
             to = _amount(amount)
@@ -428,8 +430,10 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
 
             def step(_dt) -> bool:
                 n = next(steps, None)
+                meter.glow = 1.0            # the band brightens while it counts (no extra frame)
                 if n is None or n == self.METER_STEPS:
                     meter.text = text
+                    meter.glow = 0.0
                     self._meter_anim = None
                     return False
                 v = frm + (to - frm) * n / self.METER_STEPS
@@ -601,11 +605,8 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             sm = ScreenManager(transition=NoTransition())
             self.seat_screen = SeatScreen(name="seat")
             sm.add_widget(self.seat_screen)
-            for cls in (RulesScreen, HistoryScreen, LanguageScreen, HelpScreen, PinScreen, ServiceScreen):
-                sm.add_widget(cls())
             self.sm = sm
             self.presenter.listen(self._show_screen)
-            self._build_pin_pad()
             if feed.profile is not None:
                 warm_up(feed.profile)
             Window.bind(on_flip=self._on_flip)
@@ -667,17 +668,17 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
                         if sec.note:
                             lines.append(("n", sec.note))
                     lines.append(("s", r.document))
-                    self.sm.get_screen("rules").fill(r.title, lines, back)
+                    self._screen("rules").fill(r.title, lines, back)
             elif name == "history":
                 rows = self.presenter.recall.lines(lang)
                 lines = [("", f"{a}:   {b}   |   {tr(lang, 'dealer')} {c}   |   {d}") for a, b, c, d in rows]
-                self.sm.get_screen("history").fill(tr(lang, "history.title", n=len(rows) or 10),
+                self._screen("history").fill(tr(lang, "history.title", n=len(rows) or 10),
                                                    lines or [("", tr(lang, "history.empty"))], back)
             elif name == "help":
-                self.sm.get_screen("help").fill(tr(lang, "help.title"),
+                self._screen("help").fill(tr(lang, "help.title"),
                                                 [("", line) for line in tr(lang, "help.text").split("\n")], back)
             elif name == "language":
-                scr = self.sm.get_screen("language")
+                scr = self._screen("language")
                 scr.fill(tr(lang, "language.title"), [], back)
                 for code, label in LANGUAGES.items():
                     b = make('BigButton', text=label, size_hint_y=None, height=self.u * 80,
@@ -687,11 +688,13 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             elif name == "service":
                 self._fill_service()
             elif name == "pin":
-                scr = self.sm.get_screen("pin")
+                scr = self._screen("pin")
                 scr.entered = ""
                 scr.ids.heading.text = tr(lang, "service.pin")
                 scr.ids.shown.text = ""
                 scr.ids.back.text = back
+            if name != "seat":
+                self._screen(name)
             self.sm.current = name
 
         def set_language(self, code: str) -> None:
@@ -701,15 +704,26 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
         def open_pin(self) -> None:
             self.show("pin")
 
-        def _build_pin_pad(self) -> None:
-            scr = self.sm.get_screen("pin")
+        #: the other screens, made when first shown (a seat mostly shows only its own)
+        SCREENS = {"rules": RulesScreen, "history": HistoryScreen, "language": LanguageScreen,
+                   "help": HelpScreen, "pin": PinScreen, "service": ServiceScreen}
+
+        def _screen(self, name: str):
+            if not self.sm.has_screen(name):
+                scr = self.SCREENS[name]()
+                self.sm.add_widget(scr)
+                if name == "pin":
+                    self._build_pin_pad(scr)
+            return self.sm.get_screen(name)
+
+        def _build_pin_pad(self, scr) -> None:
             for key in ["1", "2", "3", "C", "4", "5", "6", "0", "7", "8", "9", "OK"]:
                 b = make('BigButton', text=key, font_size=self.u * 30)
                 b.bind(on_release=lambda _b, k=key: self._pin_key(k))
                 scr.ids.pad.add_widget(b)
 
         def _pin_key(self, key: str) -> None:
-            scr = self.sm.get_screen("pin")
+            scr = self._screen("pin")
             if key == "C":
                 scr.entered = ""
             elif key == "OK":
@@ -728,7 +742,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             scr.ids.shown.text = "•" * len(scr.entered)
 
         def _fill_service(self) -> None:
-            scr = self.sm.get_screen("service")
+            scr = self._screen("service")
             source = getattr(feed, "source", None)
             if source is None:
                 scr.fill("Service", [("", "the seat is starting")], "Back")
