@@ -115,17 +115,36 @@ class SwapTimer:
             self._start = self._candidate
 
 
-def idle_cpu(clock: Any, every: Callable[[], None], done: Callable[[float], None]) -> None:
-    """CPU share of this process for IDLE_S while ``every`` runs each 2 s."""
+def raster_threads_s() -> float:
+    """CPU seconds of llvmpipe's rasteriser threads (named ``llvmpipe-N``): work a GPU does
+    on the Pi. (The main thread's share of software GL -- vertex setup, the copy to X --
+    stays in the rest, so "the rest" overstates what hardware GL would cost.)"""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            if not (task / "comm").read_text().startswith("llvmpipe"):
+                continue
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue                    # a thread gone meanwhile
+        total += int(fields[11]) + int(fields[12])      # utime, stime
+    return total / tick
+
+
+def idle_cpu(clock: Any, every: Callable[[], None], done: Callable[[float, float], None]) -> None:
+    """CPU share of this process for IDLE_S while ``every`` runs each 2 s, and the share
+    of that in llvmpipe's rasteriser threads."""
     every()
     tick = clock.schedule_interval(lambda _dt: every(), 2.0)
 
     def start(_dt: float) -> None:
-        c0, w0 = time.process_time(), time.perf_counter()
+        c0, w0, r0 = time.process_time(), time.perf_counter(), raster_threads_s()
 
         def stop(_dt: float) -> None:
             tick.cancel()
-            done(100 * (time.process_time() - c0) / (time.perf_counter() - w0))
+            wall = time.perf_counter() - w0
+            done(100 * (time.process_time() - c0) / wall, 100 * (raster_threads_s() - r0) / wall)
         clock.schedule_once(stop, IDLE_S)
     clock.schedule_once(start, 1.0)
 
@@ -182,8 +201,8 @@ def child_window() -> dict[str, Any]:
                 meter[0] += Fraction(37, 4)
                 table.controller.set(link="up", meter=meter[0])
 
-            def done(cpu: float) -> None:
-                res["idle_cpu"] = cpu
+            def done(cpu: float, raster: float) -> None:
+                res["idle_cpu"], res["raster_cpu"] = cpu, raster
                 res["rss_mb"] = rss_mb()
                 res["soft_gl_mb"] = soft_gl_mb()
                 app.stop()
@@ -239,8 +258,8 @@ def child_bare() -> dict[str, Any]:
                 n[0] += 1
                 put(f"{n[0]:,}")
 
-            def done(cpu: float) -> None:
-                res["idle_cpu"] = cpu
+            def done(cpu: float, raster: float) -> None:
+                res["idle_cpu"], res["raster_cpu"] = cpu, raster
                 res["rss_mb"] = rss_mb()
                 res["soft_gl_mb"] = soft_gl_mb()
                 app.stop()
@@ -313,11 +332,12 @@ def main() -> int:
     print(f"{args.runs} runs each, min / median / max of each run's median; {CHANGES} changes a run;"
           f" idle: {IDLE_S:.0f} s, the meter (label) changing every 2 s")
     print(f"{'':34} {'change -> swap done ms':>24} {'swap alone ms':>22} {'idle CPU %':>22} {'RSS MB':>22}"
-          f" {'RSS less soft GL MB':>22}")
+          f" {'RSS less soft GL MB':>22} {'idle CPU less raster %':>24}")
     for name, runs in rows:
         print(f"{name:34} {spread([r['change_ms'] for r in runs]):>24} {spread([r['swap_ms'] for r in runs]):>22}"
               f" {spread([r['idle_cpu'] for r in runs]):>22} {spread([r['rss_mb'] for r in runs]):>22}"
-              f" {spread([r['rss_mb'] - r['soft_gl_mb'] for r in runs]):>22}")
+              f" {spread([r['rss_mb'] - r['soft_gl_mb'] for r in runs]):>22}"
+              f" {spread([r['idle_cpu'] - r['raster_cpu'] for r in runs]):>24}")
     seat = [r for name, runs in rows if name.startswith("seat") for r in runs]
     if seat:
         print(f"changes that reached a swap per run: {sorted({r['n'] for r in seat})} of {CHANGES};"
