@@ -281,7 +281,6 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
 
         def show(self, s) -> None:
             ids = self.ids
-            app = App.get_running_app()
             ids.title.text = s.title
             ids.limits.text = s.limits
             ids.phase.text = s.phase
@@ -333,7 +332,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             box = self.ids.spots
             n = len(lines)
             box.cols = 1 if n <= 1 else 2 if n <= 4 else 3
-            for spot, line in zip(self._resize_rows(box, n, lambda: make('BetSpot')), lines):
+            for spot, line in zip(self._resize_rows(box, n, lambda: make('BetSpot')), lines, strict=True):
                 spot.label, spot.amount, spot.note, spot.tone = line.label, line.amount, line.note, line.tone
                 spot.result, spot.result_note, spot.result_tone = line.result, line.result_note, line.result_tone
                 spot.ids.stack.chips = list(line.chips)
@@ -346,7 +345,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             if filler is not None and filler in box.children:     # (ids are weak proxies: no "is")
                 box.remove_widget(filler)
             rows = self._resize_rows(box, len(hands), lambda: make("HandRow"))
-            for i, (row, h) in enumerate(zip(rows, hands)):
+            for i, (row, h) in enumerate(zip(rows, hands, strict=True)):
                 row.label = h.label + ("  ▶" if h.in_play and len(hands) > 1 else "")
                 row.total, row.result, row.tone = h.total, h.result, h.tone
                 row.size_hint_y = None if len(hands) == 1 else 1
@@ -361,7 +360,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
         def _banners(self, s) -> None:
             shown = [b for b in s.banners[:2]
                      if not (b.kind in ("jackpot", "win") and s.jackpot is not None)]  # the moment says it
-            for band, b in zip(self._resize_rows(self.ids.banners, len(shown), lambda: make('BannerBand')), shown):
+            for band, b in zip(self._resize_rows(self.ids.banners, len(shown), lambda: make('BannerBand')), shown, strict=True):
                 band.colour = {"jackpot": (0.95, 0.70, 0.08, 1), "win": (0.92, 0.68, 0.10, 1),
                                "envy": (0.16, 0.38, 0.68, 1)}.get(b.kind, (0.42, 0.30, 0.10, 1))
                 band.ink = (0.08, 0.04, 0.0, 1) if b.kind in ("jackpot", "win") else (1, 1, 1, 1)
@@ -376,7 +375,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
                 row.n = len(cards)
             have = len(box.children)
             faces = self._resize_rows(box, len(cards), lambda: make('CardLabel'))
-            for i, (card, c) in enumerate(zip(faces, cards)):
+            for i, (card, c) in enumerate(zip(faces, cards, strict=True)):
                 card.face, card.red = c.text, c.red
                 if i < have:
                     card.opacity = 1
