@@ -262,7 +262,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
 
         def on_kv_post(self, _base) -> None:
             keep_fitted(self.ids.phase, 32, 18)
-            keep_fitted(self.ids.meter.ids.amount, 44, 14)
+            keep_fitted(self.ids.meter.ids.amount, 38, 14)
             keep_fitted(self.ids.net, 30, 16)
             for b in (self.ids.b_rules, self.ids.b_history, self.ids.b_language, self.ids.b_help):
                 keep_fitted(b, 18, 11)
@@ -301,7 +301,9 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             self._count_net(s.net)
             ids.meter.title = s.meter_title if s.meter else ""
             ids.meter.tone = s.meter_tone
-            self._count_meter(s.meter, s.meter_amount, s.lang)
+            live = s.meter_title and s.meter_tone == "gold" and s.meter_amount and s.meter_amount in s.meter
+            # beside its title the band shows the amount alone ("Jackpot" said once)
+            self._count_meter(s.meter_amount if live else s.meter, s.meter_amount, s.lang)
             self._controls(s)
             if self._changed("banners", (s.banners[:2], s.lang)):
                 self._banners(s)
