@@ -1,23 +1,34 @@
-"""Seat display figures: start-up to the first frame, seat state change to the buffer swap
-of the frame that shows it (issue 18: not before the swap), idle CPU with the progressive
-meter counting up, RSS of a seat unit with and without the UI.
+"""Seat display figures (issues 14 and 18): seat state change to the buffer swap of the
+frame that shows it, idle CPU with the progressive meter counting up, RSS; each Kivy clock
+configuration three runs (min / median / max), beside two baselines measured in the same
+run: the display as shipped before issue 18 (Kivy's default clock, 30 fps) and a bare
+Kivy window whose one label changes (what this GL can do at all for a change -> swap).
 
-    python3 bench/bench_ui.py            (starts its own Xvfb when DISPLAY is unset)
+    python3 bench/bench_ui.py [--runs 3] [--clocks interrupt:30,default:30,free_all:30]
+
+Starts its own Xvfb when DISPLAY is unset. Says which GL renderer drew the frames
+(llvmpipe is Mesa's software rasteriser: the swap is a CPU copy, not the Pi's GPU).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+CHANGES = 30            # seat changes timed per run, 0.25 s apart
+IDLE_S = 10.0           # idle CPU window; a meter contribution every 2 s
 
 
 def rss_mb() -> float:
@@ -27,7 +38,29 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def child_headless() -> dict:
+SOFT_GL = ("libLLVM", "swrast_dri", "libgallium", "kms_swrast")
+
+
+def soft_gl_mb() -> float:
+    """Resident MB of the software rasteriser's libraries (Mesa llvmpipe: libLLVM and the
+    swrast driver), which a Pi drawing with its GPU does not load."""
+    total, mapped = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and not head[0].endswith(":"):
+            mapped = len(head) > 5 and any(name in head[5] for name in SOFT_GL)
+        elif mapped and head[:1] == ["Rss:"]:
+            total += int(head[1])
+    return total / 1024
+
+
+def gl_renderer() -> str:
+    from kivy.graphics.opengl import GL_RENDERER, glGetString
+    raw = glGetString(GL_RENDERER)
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def child_headless() -> dict[str, Any]:
     """A table with its seat units, no UI: the seat unit's own footprint."""
     from firmware.engine.profile import load_profile
     from ui.demo import DemoTable
@@ -40,12 +73,92 @@ def child_headless() -> dict:
     return out
 
 
-def child_window() -> dict:
-    """Change -> pixels: the clock starts when the seat's state changes (the snapshot the
-    seat hands the screen) and stops when the buffer swap of the frame that shows it is
-    done (``Window.flip`` returned); a snapshot that changes nothing on screen is not
-    counted. Then idle CPU with the progressive meter counting up every 2 s (Blackjack
-    Switch: a contribution arrives, the meter animates for a second), and RSS."""
+class SwapTimer:
+    """Times change -> swap done. ``arrived()`` (the seat's thread) stamps each snapshot;
+    ``delivering()`` (UI thread) takes the snapshots the screen is about to be given (several
+    arriving within one frame are shown as one: the clock starts at the first of them);
+    ``shown()`` marks that they changed the screen; the wrapped ``Window.flip`` stops the
+    clock when the swap that follows has returned. Snapshots that change nothing on
+    screen are not counted."""
+
+    def __init__(self, window: Any) -> None:
+        self.lat: list[float] = []
+        self.flips: list[float] = []
+        self.first_frame: float | None = None
+        self._arrivals: list[float] = []
+        self._candidate: float | None = None
+        self._start: float | None = None
+        swap = window.flip
+
+        def flip_done() -> None:
+            f0 = time.perf_counter()
+            swap()
+            now = time.perf_counter()
+            self.flips.append(now - f0)
+            if self.first_frame is None:
+                self.first_frame = now
+            if self._start is not None:
+                self.lat.append(now - self._start)
+                self._start = None
+        window.flip = flip_done
+
+    def arrived(self) -> None:
+        self._arrivals.append(time.perf_counter())
+
+    def delivering(self) -> None:
+        n = len(self._arrivals)
+        self._candidate = self._arrivals[0] if n else None
+        del self._arrivals[:n]
+
+    def shown(self) -> None:
+        if self._start is None:
+            self._start = self._candidate
+
+
+def raster_threads_s() -> float:
+    """CPU seconds of llvmpipe's rasteriser threads (named ``llvmpipe-N``): work a GPU does
+    on the Pi. (The main thread's share of software GL -- vertex setup, the copy to X --
+    stays in the rest, so "the rest" overstates what hardware GL would cost.)"""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            if not (task / "comm").read_text().startswith("llvmpipe"):
+                continue
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue                    # a thread gone meanwhile
+        total += int(fields[11]) + int(fields[12])      # utime, stime
+    return total / tick
+
+
+def idle_cpu(clock: Any, every: Callable[[], None], done: Callable[[float, float], None]) -> None:
+    """CPU share of this process for IDLE_S while ``every`` runs each 2 s, and the share
+    of that in llvmpipe's rasteriser threads."""
+    every()
+    tick = clock.schedule_interval(lambda _dt: every(), 2.0)
+
+    def start(_dt: float) -> None:
+        c0, w0, r0 = time.process_time(), time.perf_counter(), raster_threads_s()
+
+        def stop(_dt: float) -> None:
+            tick.cancel()
+            wall = time.perf_counter() - w0
+            done(100 * (time.process_time() - c0) / wall, 100 * (raster_threads_s() - r0) / wall)
+        clock.schedule_once(stop, IDLE_S)
+    clock.schedule_once(start, 1.0)
+
+
+def summary(timer: SwapTimer) -> dict[str, Any]:
+    lat = sorted(timer.lat) or [float("nan")]
+    f = sorted(timer.flips) or [float("nan")]
+    return {"change_ms": 1000 * statistics.median(lat), "change_max_ms": 1000 * lat[-1], "n": len(timer.lat),
+            "swap_ms": 1000 * statistics.median(f)}
+
+
+def child_window() -> dict[str, Any]:
+    """The seat display on a demo Blackjack Switch table: bets changed on the main spot 30
+    times (each a seat snapshot that changes the screen), then the meter counting up."""
     t0 = time.perf_counter()
     from fractions import Fraction
 
@@ -56,89 +169,130 @@ def child_window() -> dict:
     app = build_app(table)
     from kivy.clock import Clock
     from kivy.core.window import Window
-    res: dict = {"clock": f"{os.environ.get('BETBOX_UI_CLOCK', 'default')}, "
-                        f"maxfps {os.environ.get('BETBOX_UI_MAXFPS', '30')}"}
-    lat: list[float] = []
-    flips: list[float] = []
-    state = {"t": None, "shown": False}
-
+    timer = SwapTimer(Window)
+    res: dict[str, Any] = {}
     orig = app.on_snapshot
 
-    def timed(snap):
-        if state["t"] is None:
-            state["t"] = time.perf_counter()
+    def timed(snap: Any) -> None:
+        timer.arrived()
         orig(snap)
     app.on_snapshot = timed
     table.on_snapshot = timed
+    update = app.presenter.update
 
+    def delivered(snap: Any) -> None:
+        timer.delivering()
+        update(snap)
+    app.presenter.update = delivered
     show = app._show_screen
 
-    def shown(screen):
-        state["shown"] = True
+    def shown(screen: Any) -> None:
+        timer.shown()
         show(screen)
     app._show_screen = shown            # before run(): the presenter is bound to it in build()
 
-    swap = Window.flip
+    def one(i: int) -> None:
+        if i >= CHANGES:
+            res.update(summary(timer))
+            res["renderer"] = gl_renderer()
+            meter = [Fraction(25000)]
 
-    def flip_done():
-        f0 = time.perf_counter()
-        swap()
-        now = time.perf_counter()
-        flips.append(now - f0)
-        if "first_frame_s" not in res:
-            res["first_frame_s"] = now - t0
-        if state["t"] is not None and app._pending_snapshot is None:
-            if state["shown"]:
-                lat.append(now - state["t"])
-            state["t"], state["shown"] = None, False
-    Window.flip = flip_done
+            def contribute() -> None:
+                meter[0] += Fraction(37, 4)
+                table.controller.set(link="up", meter=meter[0])
 
-    def changes(n=30):
-        def one(i):
-            if i >= n:
-                Clock.schedule_once(idle, 0.5)
-                return
-            amount = Fraction(5 * (i % 8 + 1))
-            table.command(lambda t: (t.table.readers[1].remove_chips("main"), t.bet("main", amount)))
-            Clock.schedule_once(lambda _dt: one(i + 1), 0.25)
+            def done(cpu: float, raster: float) -> None:
+                res["idle_cpu"], res["raster_cpu"] = cpu, raster
+                res["rss_mb"] = rss_mb()
+                res["soft_gl_mb"] = soft_gl_mb()
+                app.stop()
+            Clock.schedule_once(lambda _dt: idle_cpu(Clock, contribute, done), 0.5)
+            return
+        amount = Fraction(5 * (i % 8 + 1))
+        table.command(lambda t: (t.table.readers[1].remove_chips("main"), t.bet("main", amount)))
+        Clock.schedule_once(lambda _dt: one(i + 1), 0.25)
+
+    def begin(_dt: float) -> None:
         table.command(lambda t: t.open_bets())
         Clock.schedule_once(lambda _dt: one(0), 0.5)
+    Clock.schedule_once(begin, 1.0)
+    app.run()
+    res["first_frame_s"] = (timer.first_frame or t0) - t0
+    return res
 
-    def idle(_dt):
-        meter = [Fraction(25000)]
 
-        def contribute(_dt):
-            meter[0] += Fraction(37, 4)
-            table.controller.set(link="up", meter=meter[0])
-        contribute(0)
-        tick = Clock.schedule_interval(contribute, 2.0)
+def child_bare() -> dict[str, Any]:
+    """The floor: a bare Kivy window, one label whose text a thread changes (as the seat's
+    thread hands the screen a snapshot), same clock and window size, no betbox."""
+    from ui.app import _prepare_kivy
+    _prepare_kivy((800, 480))
+    import threading
 
-        def start(_dt):
-            c0, w0 = time.process_time(), time.perf_counter()
-            flips.clear()
+    from kivy.app import App
+    from kivy.clock import Clock, mainthread
+    from kivy.core.window import Window
+    from kivy.uix.label import Label
+    res: dict[str, Any] = {}
+    timer = SwapTimer(Window)
 
-            def done(_dt):
-                tick.cancel()
-                res["idle_cpu_percent"] = 100 * (time.process_time() - c0) / (time.perf_counter() - w0)
+    class Bare(App):
+        def build(self) -> Label:
+            self.label = Label(text="0", font_size=48)
+            return self.label
+
+    app = Bare()
+
+    @mainthread
+    def put(text: str) -> None:
+        timer.delivering()
+        app.label.text = text
+        timer.shown()
+
+    def one(i: int) -> None:
+        if i >= CHANGES:
+            res.update(summary(timer))
+            res["renderer"] = gl_renderer()
+            n = [0]
+
+            def every() -> None:
+                n[0] += 1
+                put(f"{n[0]:,}")
+
+            def done(cpu: float, raster: float) -> None:
+                res["idle_cpu"], res["raster_cpu"] = cpu, raster
                 res["rss_mb"] = rss_mb()
-                lat.sort()
-                res["change_to_frame_ms"] = {"median": 1000 * lat[len(lat) // 2], "max": 1000 * lat[-1],
-                                             "n": len(lat)}
-                f = sorted(flips) or [0.0]
-                res["swap_ms"] = {"median": 1000 * f[len(f) // 2], "frames": len(f)}
+                res["soft_gl_mb"] = soft_gl_mb()
                 app.stop()
-            Clock.schedule_once(done, 10.0)
-        Clock.schedule_once(start, 1.0)
+            Clock.schedule_once(lambda _dt: idle_cpu(Clock, every, done), 0.5)
+            return
 
-    Clock.schedule_once(lambda _dt: changes(), 1.0)
+        def from_thread() -> None:
+            timer.arrived()
+            put(str(i))
+        threading.Thread(target=from_thread).start()
+        Clock.schedule_once(lambda _dt: one(i + 1), 0.25)
+    Clock.schedule_once(lambda _dt: one(0), 1.0)
     app.run()
     return res
 
 
+def spread(values: list[float]) -> str:
+    v = sorted(values)
+    return f"{v[0]:6.1f} /{statistics.median(v):6.1f} /{v[-1]:6.1f}"
+
+
 def main() -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        print(json.dumps(child_window() if sys.argv[2] == "window" else child_headless()))
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        kind = sys.argv[2]
+        out = child_window() if kind == "window" else child_bare() if kind == "bare" else child_headless()
+        print(json.dumps(out))
         return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--clocks", default="interrupt:30,free_all:30,interrupt:60",
+                    help="Kivy clock:maxfps pairs to measure beside the default:30 baseline"
+                         " (the display as shipped before issue 18)")
+    args = ap.parse_args()
     env = dict(os.environ, KIVY_NO_ARGS="1", KIVY_NO_CONSOLELOG="1", KIVY_HOME="/tmp/betbox-bench-kivy")
     xvfb = None
     if not env.get("DISPLAY"):
@@ -147,33 +301,48 @@ def main() -> int:
                                  "-nolisten", "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1)
         env["DISPLAY"] = f":{n}"
+
+    def run(kind: str, clock: str = "default:30") -> dict[str, Any]:
+        name, fps = clock.split(":")
+        out = subprocess.run([sys.executable, __file__, "--child", kind], capture_output=True, text=True,
+                             env=dict(env, BETBOX_UI_CLOCK=name, BETBOX_UI_MAXFPS=fps), timeout=180, cwd=ROOT)
+        if out.returncode:
+            raise SystemExit(out.stderr[-2000:])
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    rows: list[tuple[str, list[dict[str, Any]]]] = []
     try:
-        def run(kind):
-            out = subprocess.run([sys.executable, __file__, "--child", kind], env=env, capture_output=True,
-                                 text=True, timeout=120, cwd=ROOT)
-            if out.returncode:
-                raise SystemExit(out.stderr[-2000:])
-            return json.loads(out.stdout.strip().splitlines()[-1])
         head = run("headless")
-        win = run("window")
+        configs = ["default:30"] + [c for c in args.clocks.split(",") if c and c != "default:30"]
+        for clock in configs:
+            rows.append((f"bare Kivy label, {clock}", [run("bare", clock) for _ in range(args.runs)]))
+            rows.append((f"seat display,    {clock}", [run("window", clock) for _ in range(args.runs)]))
     finally:
         if xvfb is not None:
             xvfb.terminate()
             xvfb.wait()
     cpu = platform.processor()
     if Path("/proc/cpuinfo").exists():
-        cpu = open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].split(":", 1)[1].strip()
-    print(f"machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
-          f"Python {platform.python_version()}, Xvfb + Mesa llvmpipe (software GL)")
-    print(f"start-up to first frame:        {win['first_frame_s']:.2f} s (process start excluded, Kivy import included)")
-    lat = win["change_to_frame_ms"]
-    print(f"seat change -> swap done:       median {lat['median']:.1f} ms, max {lat['max']:.1f} ms over {lat['n']} changes"
-          f" (Kivy clock: {win.get('clock') or 'default'}; the swap itself: median {win['swap_ms']['median']:.1f} ms,"
-          f" software-rendered by llvmpipe here)")
-    print(f"idle CPU, meter counting up:    {win['idle_cpu_percent']:.1f} % of one core (10 s, a contribution every 2 s,"
-          f" {win['swap_ms']['frames']} frames drawn)")
-    print(f"RSS seat units without UI:      {head['rss_mb']:.0f} MB")
-    print(f"RSS seat units with the UI:     {win['rss_mb']:.0f} MB")
+        cpu = Path("/proc/cpuinfo").read_text().split("model name")[1].split("\n")[0].split(":", 1)[1].strip()
+    renderer = rows[0][1][0].get("renderer", "?")
+    soft = any(w in renderer.lower() for w in ("llvmpipe", "softpipe", "swrast"))
+    print(f"machine: {cpu}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, Python {platform.python_version()}")
+    print(f"GL renderer: {renderer}" + ("  -- SOFTWARE rendering: every swap is a CPU copy; the Pi's GPU"
+                                        " is not measured here" if soft else ""))
+    print(f"{args.runs} runs each, min / median / max of each run's median; {CHANGES} changes a run;"
+          f" idle: {IDLE_S:.0f} s, the meter (label) changing every 2 s")
+    print(f"{'':34} {'change -> swap done ms':>24} {'swap alone ms':>22} {'idle CPU %':>22} {'RSS MB':>22}"
+          f" {'RSS less soft GL MB':>22} {'idle CPU less raster %':>24}")
+    for name, runs in rows:
+        print(f"{name:34} {spread([r['change_ms'] for r in runs]):>24} {spread([r['swap_ms'] for r in runs]):>22}"
+              f" {spread([r['idle_cpu'] for r in runs]):>22} {spread([r['rss_mb'] for r in runs]):>22}"
+              f" {spread([r['rss_mb'] - r['soft_gl_mb'] for r in runs]):>22}"
+              f" {spread([r['idle_cpu'] - r['raster_cpu'] for r in runs]):>24}")
+    seat = [r for name, runs in rows if name.startswith("seat") for r in runs]
+    if seat:
+        print(f"changes that reached a swap per run: {sorted({r['n'] for r in seat})} of {CHANGES};"
+              f" first frame after import: {statistics.median(r['first_frame_s'] for r in seat):.2f} s")
+    print(f"RSS of the seat units without a UI: {head['rss_mb']:.0f} MB")
     return 0
 
 

@@ -93,10 +93,11 @@ def _prepare_kivy(size: tuple[int, int], fullscreen: bool = False, kivy_home: st
     Config.set("graphics", "height", str(size[1]))
     Config.set("graphics", "resizable", "0")
     Config.set("graphics", "fullscreen", "auto" if fullscreen else "0")
-    # Kivy's clock and frame cap; BETBOX_UI_CLOCK=interrupt / BETBOX_UI_MAXFPS to compare
-    # with bench/bench_ui.py (on this machine under load the interrupt clock let fewer
-    # changes reach a swap, so the default stays; docs/ui.md)
-    Config.set("kivy", "kivy_clock", os.environ.get("BETBOX_UI_CLOCK", "default"))
+    # Kivy's clock: "interrupt" wakes the loop as soon as the seat's thread hands over a
+    # snapshot, where the default clock sleeps out its 1/30 s tick first (bench/bench_ui.py,
+    # docs/ui.md); the frame cap keeps motion and idle wake-ups modest.
+    # BETBOX_UI_CLOCK / BETBOX_UI_MAXFPS choose others for a comparison.
+    Config.set("kivy", "kivy_clock", os.environ.get("BETBOX_UI_CLOCK", "interrupt"))
     Config.set("graphics", "maxfps", os.environ.get("BETBOX_UI_MAXFPS", "30"))
     Config.set("input", "mouse", "mouse,disable_multitouch")
     Config.set("kivy", "exit_on_escape", "0")
@@ -265,7 +266,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
 
         def on_kv_post(self, _base) -> None:
             keep_fitted(self.ids.phase, 32, 18)
-            keep_fitted(self.ids.meter.ids.amount, 32, 12)
+            keep_fitted(self.ids.meter.ids.amount, 38, 14)
             keep_fitted(self.ids.net, 30, 16)
             for b in (self.ids.b_rules, self.ids.b_history, self.ids.b_language, self.ids.b_help):
                 keep_fitted(b, 18, 11)
@@ -284,7 +285,6 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
 
         def show(self, s) -> None:
             ids = self.ids
-            app = App.get_running_app()
             ids.title.text = s.title
             ids.limits.text = s.limits
             ids.phase.text = s.phase
@@ -292,49 +292,25 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
                               "play" if s.phase_key == "phase.your_hand" else "gold")
             ids.seat_button.text = s.seat + (f"\n{s.round}" if s.round else "")
             if self._changed("spots", s.spots):
-                ids.spots.clear_widgets()
-                n = len(s.spots)
-                ids.spots.cols = 1 if n <= 1 else 2 if n <= 4 else 3
-                for line in s.spots:
-                    spot = make('BetSpot', label=line.label, amount=line.amount, note=line.note,
-                                tone=line.tone, result=line.result, result_note=line.result_note,
-                                result_tone=line.result_tone)
-                    spot.ids.stack.chips = list(line.chips)
-                    ids.spots.add_widget(spot)
+                self._spots(s.spots)
             ids.dealer_label.text = s.dealer_label
             ids.dealer_total.text = s.dealer_total
             if self._changed("dealer", s.dealer_cards):
                 self._cards(ids.dealer_cards, s.dealer_cards, self._shown.get("dealer_n", 0))
                 self._shown["dealer_n"] = len(s.dealer_cards)
             if self._changed("hands", s.hands):
-                before = self._shown.get("hand_cards", ())
-                ids.hands.clear_widgets()
-                for i, h in enumerate(s.hands):
-                    row = make("HandRow", label=h.label + ("  ▶" if h.in_play and len(s.hands) > 1 else ""),
-                               total=h.total, result=h.result, tone=h.tone,
-                               size_hint_y=None if len(s.hands) == 1 else 1, height=app.u * 84)
-                    self._cards(row.ids.cards, h.cards, before[i] if i < len(before) else 0, row)
-                    ids.hands.add_widget(row)
-                if len(s.hands) <= 1:
-                    ids.hands.add_widget(Factory.Widget())
-                self._shown["hand_cards"] = tuple(len(h.cards) for h in s.hands)
+                self._hands(s.hands)
             ids.note.text = s.decisions or s.switch_note
             ids.net.tone = s.net_tone
             self._count_net(s.net)
             ids.meter.title = s.meter_title if s.meter else ""
             ids.meter.tone = s.meter_tone
-            self._count_meter(s.meter, s.meter_amount, s.lang)
+            live = s.meter_title and s.meter_tone == "gold" and s.meter_amount and s.meter_amount in s.meter
+            # beside its title the band shows the amount alone ("Jackpot" said once)
+            self._count_meter(s.meter_amount if live else s.meter, s.meter_amount, s.lang)
             self._controls(s)
             if self._changed("banners", (s.banners[:2], s.lang)):
-                ids.banners.clear_widgets()
-                for b in s.banners[:2]:
-                    if b.kind in ("jackpot", "win") and s.jackpot is not None:
-                        continue            # the jackpot moment says it, full screen
-                    colour = {"jackpot": (0.95, 0.70, 0.08, 1), "win": (0.92, 0.68, 0.10, 1),
-                              "envy": (0.16, 0.38, 0.68, 1)}.get(b.kind, (0.42, 0.30, 0.10, 1))
-                    ink = (0.08, 0.04, 0.0, 1) if b.kind in ("jackpot", "win") else (1, 1, 1, 1)
-                    ids.banners.add_widget(make('BannerBand', title=b.title, text=b.text, colour=colour,
-                                                ink=ink, big=b.kind == "jackpot"))
+                self._banners(s)
             self._conditions(s)
             self._jackpot(s)
             lang = s.lang
@@ -343,29 +319,89 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             ids.b_language.text = {"en": "Language", "zh": "语言", "ms": "Bahasa"}[lang]
             ids.b_help.text = tr(lang, "menu.help")
 
+        # -- rows updated in place (issue 18): a change sets the properties of the widgets
+        # already there; widgets are added or removed only when the count changes
+
+        @staticmethod
+        def _resize_rows(box, n: int, new) -> list:
+            """``box``'s children in order, made ``n`` long: extra ones removed (the newest
+            first), missing ones added by ``new()``."""
+            rows = list(reversed(box.children))
+            for extra in rows[n:]:
+                box.remove_widget(extra)
+            for _ in range(len(rows), n):
+                rows.append(new())
+                box.add_widget(rows[-1])
+            return rows[:n]
+
+        def _spots(self, lines) -> None:
+            box = self.ids.spots
+            n = len(lines)
+            box.cols = 1 if n <= 1 else 2 if n <= 4 else 3
+            for spot, line in zip(self._resize_rows(box, n, lambda: make('BetSpot')), lines, strict=True):
+                spot.label, spot.amount, spot.note, spot.tone = line.label, line.amount, line.note, line.tone
+                spot.result, spot.result_note, spot.result_tone = line.result, line.result_note, line.result_tone
+                spot.ids.stack.chips = list(line.chips)
+
+        def _hands(self, hands) -> None:
+            box = self.ids.hands
+            app = App.get_running_app()
+            before = self._shown.get("hand_cards", ())
+            filler = self._shown.get("hand_filler")
+            if filler is not None and filler in box.children:     # (ids are weak proxies: no "is")
+                box.remove_widget(filler)
+            rows = self._resize_rows(box, len(hands), lambda: make("HandRow"))
+            for i, (row, h) in enumerate(zip(rows, hands, strict=True)):
+                row.label = h.label + ("  ▶" if h.in_play and len(hands) > 1 else "")
+                row.total, row.result, row.tone = h.total, h.result, h.tone
+                row.size_hint_y = None if len(hands) == 1 else 1
+                row.height = app.u * 84
+                self._cards(row.ids.cards, h.cards, before[i] if i < len(before) else 0, row)
+            if len(hands) <= 1:                 # one hand sits at the top, not stretched
+                filler = filler or Factory.Widget()
+                self._shown["hand_filler"] = filler
+                box.add_widget(filler)
+            self._shown["hand_cards"] = tuple(len(h.cards) for h in hands)
+
+        def _banners(self, s) -> None:
+            shown = [b for b in s.banners[:2]
+                     if not (b.kind in ("jackpot", "win") and s.jackpot is not None)]  # the moment says it
+            for band, b in zip(self._resize_rows(self.ids.banners, len(shown), lambda: make('BannerBand')), shown, strict=True):
+                band.colour = {"jackpot": (0.95, 0.70, 0.08, 1), "win": (0.92, 0.68, 0.10, 1),
+                               "envy": (0.16, 0.38, 0.68, 1)}.get(b.kind, (0.42, 0.30, 0.10, 1))
+                band.ink = (0.08, 0.04, 0.0, 1) if b.kind in ("jackpot", "win") else (1, 1, 1, 1)
+                band.title, band.text, band.big = b.title, b.text, b.kind == "jackpot"
+
         def _cards(self, box, cards, known: int, row=None) -> None:
-            """Card faces; a card that has just arrived fades in (a few frames, then nothing)."""
+            """Card faces, kept in place; a card that has just arrived fades in (a few
+            frames, then nothing)."""
             from kivy.animation import Animation
-            box.clear_widgets()
             u = App.get_running_app().u
             if row is not None:
                 row.n = len(cards)
-            for i, c in enumerate(cards):
-                card = make('CardLabel', face=c.text, red=c.red)
-                if row is not None:
+            have = len(box.children)
+            faces = self._resize_rows(box, len(cards), lambda: make('CardLabel'))
+            for i, (card, c) in enumerate(zip(faces, cards, strict=True)):
+                card.face, card.red = c.text, c.red
+                if i < have:
+                    card.opacity = 1
+                    continue
+                if row is not None:             # a new face: sized by its row
                     row.bind(card_h=card.setter("card_h"))
                     card.card_h = row.card_h
-                else:                       # the dealer's: as many as come fit the row's width
-                    n_cards = len(cards)
-
-                    def fit(_w, _v, card=card, n=n_cards):
-                        card.card_h = max(u * 20, min(u * 66, (box.width - n * u * 5) / n / 0.72))
-                    box.bind(width=fit)
-                    fit(box, box.width)
                 if i >= known:
                     card.opacity = 0
                     Animation(opacity=1, duration=0.25).start(card)
-                box.add_widget(card)
+            if row is None:                     # the dealer's: as many as come fit the row's width
+                def fit(*_a) -> None:
+                    n = max(1, len(box.children))
+                    h = max(u * 20, min(u * 66, (box.width - n * u * 5) / n / 0.72))
+                    for card in box.children:
+                        card.card_h = h
+                if not self._shown.get("dealer_fit"):
+                    self._shown["dealer_fit"] = True
+                    box.bind(width=fit)
+                fit()
 
         def _count_net(self, text: str) -> None:
             """The round's net appears counting up from zero (a win, gently); then still."""
@@ -386,6 +422,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             if self._meter_anim is not None:
                 self._meter_anim.cancel()
                 self._meter_anim = None
+                meter.glow = 0.0
             old = self._shown.get("meter_amount")
             self._shown["meter_amount"] = amount
             to = _amount(amount)
@@ -398,8 +435,10 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
 
             def step(_dt) -> bool:
                 n = next(steps, None)
+                meter.glow = 1.0            # the band brightens while it counts (no extra frame)
                 if n is None or n == self.METER_STEPS:
                     meter.text = text
+                    meter.glow = 0.0
                     self._meter_anim = None
                     return False
                 v = frm + (to - frm) * n / self.METER_STEPS
@@ -562,6 +601,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             self.frames = 0
             self.first_frame = threading.Event()
             self._pending_snapshot = None
+            self._key_on = False
 
         def build(self):
             self._resize(Window, Window.size)
@@ -570,11 +610,8 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             sm = ScreenManager(transition=NoTransition())
             self.seat_screen = SeatScreen(name="seat")
             sm.add_widget(self.seat_screen)
-            for cls in (RulesScreen, HistoryScreen, LanguageScreen, HelpScreen, PinScreen, ServiceScreen):
-                sm.add_widget(cls())
             self.sm = sm
             self.presenter.listen(self._show_screen)
-            self._build_pin_pad()
             if feed.profile is not None:
                 warm_up(feed.profile)
             Window.bind(on_flip=self._on_flip)
@@ -601,6 +638,20 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
                 self.presenter.update(snap)
                 if self.sm.current == "history":
                     self.show("history")
+                self._technician_key(snap)
+
+        def _technician_key(self, snap) -> None:
+            """The dealer console's technician key (a lasting table alarm in the seat's
+            view): turned on, the PIN pad opens (the PIN still decides); turned back, the
+            PIN pad or service screen closes to the player's screen."""
+            on = any(a.code == "technician_key" and a.lasting for a in snap.view.table_alarms)
+            if on == self._key_on:
+                return
+            self._key_on = on
+            if on and self.sm.current not in ("pin", "service"):
+                self.open_pin()
+            elif not on and self.sm.current in ("pin", "service"):
+                self.show("seat")
 
         def _show_screen(self, screen) -> None:
             self.seat_screen.show(screen)
@@ -622,17 +673,17 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
                         if sec.note:
                             lines.append(("n", sec.note))
                     lines.append(("s", r.document))
-                    self.sm.get_screen("rules").fill(r.title, lines, back)
+                    self._screen("rules").fill(r.title, lines, back)
             elif name == "history":
                 rows = self.presenter.recall.lines(lang)
                 lines = [("", f"{a}:   {b}   |   {tr(lang, 'dealer')} {c}   |   {d}") for a, b, c, d in rows]
-                self.sm.get_screen("history").fill(tr(lang, "history.title", n=len(rows) or 10),
+                self._screen("history").fill(tr(lang, "history.title", n=len(rows) or 10),
                                                    lines or [("", tr(lang, "history.empty"))], back)
             elif name == "help":
-                self.sm.get_screen("help").fill(tr(lang, "help.title"),
+                self._screen("help").fill(tr(lang, "help.title"),
                                                 [("", line) for line in tr(lang, "help.text").split("\n")], back)
             elif name == "language":
-                scr = self.sm.get_screen("language")
+                scr = self._screen("language")
                 scr.fill(tr(lang, "language.title"), [], back)
                 for code, label in LANGUAGES.items():
                     b = make('BigButton', text=label, size_hint_y=None, height=self.u * 80,
@@ -642,11 +693,13 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             elif name == "service":
                 self._fill_service()
             elif name == "pin":
-                scr = self.sm.get_screen("pin")
+                scr = self._screen("pin")
                 scr.entered = ""
                 scr.ids.heading.text = tr(lang, "service.pin")
                 scr.ids.shown.text = ""
                 scr.ids.back.text = back
+            if name != "seat":
+                self._screen(name)
             self.sm.current = name
 
         def set_language(self, code: str) -> None:
@@ -656,15 +709,26 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
         def open_pin(self) -> None:
             self.show("pin")
 
-        def _build_pin_pad(self) -> None:
-            scr = self.sm.get_screen("pin")
+        #: the other screens, made when first shown (a seat mostly shows only its own)
+        SCREENS = {"rules": RulesScreen, "history": HistoryScreen, "language": LanguageScreen,
+                   "help": HelpScreen, "pin": PinScreen, "service": ServiceScreen}
+
+        def _screen(self, name: str):
+            if not self.sm.has_screen(name):
+                scr = self.SCREENS[name]()
+                self.sm.add_widget(scr)
+                if name == "pin":
+                    self._build_pin_pad(scr)
+            return self.sm.get_screen(name)
+
+        def _build_pin_pad(self, scr) -> None:
             for key in ["1", "2", "3", "C", "4", "5", "6", "0", "7", "8", "9", "OK"]:
                 b = make('BigButton', text=key, font_size=self.u * 30)
                 b.bind(on_release=lambda _b, k=key: self._pin_key(k))
                 scr.ids.pad.add_widget(b)
 
         def _pin_key(self, key: str) -> None:
-            scr = self.sm.get_screen("pin")
+            scr = self._screen("pin")
             if key == "C":
                 scr.entered = ""
             elif key == "OK":
@@ -683,7 +747,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             scr.ids.shown.text = "•" * len(scr.entered)
 
         def _fill_service(self) -> None:
-            scr = self.sm.get_screen("service")
+            scr = self._screen("service")
             source = getattr(feed, "source", None)
             if source is None:
                 scr.fill("Service", [("", "the seat is starting")], "Back")

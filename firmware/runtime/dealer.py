@@ -19,7 +19,8 @@ from firmware.engine.money import parse_amount, to_json_number
 from firmware.engine.profile import Profile
 from firmware.engine.round import Round
 from firmware.engine.settlement import settlement
-from hal.events import ButtonPressed, CardDrawn as HalCard, CardKeyed, HalEvent, ShoeSignal, ShoeSignalKind
+from hal.events import (ButtonPressed, CardDrawn as HalCard, CardKeyed, HalEvent, ShoeSignal, ShoeSignalKind,
+                        TechnicianKey)
 
 from .bus import (Bus, Message, alarm_topic, console_topic, down_topic, pit_command_topic, pit_response_topic,
                   stream_topic, up_topic)
@@ -35,6 +36,8 @@ TURN_BUTTONS = {"hit": Action.HIT, "stand": Action.STAND, "double": Action.DOUBL
                 "split": Action.SPLIT, "switch": Action.SWITCH}
 KEEP_RESULTS = 16
 CLOSE_WAIT = 5.0          # seconds a seat has to lock its bets after "no more bets"
+#: the console's technician key as a journalled button input ("technician_key" / "..._off")
+TECHNICIAN_KEY = "technician_key"
 
 
 def keyed_card_input(body: Any) -> dict[str, str]:
@@ -156,6 +159,8 @@ class DealerUnit(Unit):
             return [("button", {"button": str(item.button)})]
         if isinstance(item, CardKeyed):
             return [("keyed_card", {"card": item.card, "by": "console"})]
+        if isinstance(item, TechnicianKey):        # journalled like the buttons
+            return [("button", {"button": TECHNICIAN_KEY if item.on else TECHNICIAN_KEY + "_off"})]
         if isinstance(item, HalEvent):
             return self.device_event(item)    # link lost / restored; releases, key turns: nothing
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "controller":
@@ -468,6 +473,10 @@ class DealerUnit(Unit):
             self._offered(Action.INSURANCE)
         elif button in ("even_money", "surrender"):
             self._offered(Action(button))
+        elif button in (TECHNICIAN_KEY, TECHNICIAN_KEY + "_off"):
+            # service mode: a lasting table alarm, so every seat's screen asks for the PIN
+            # and the pit's reports show who had the table open (issue #14.6)
+            self.alarm(button, "technician key turned " + ("off" if button.endswith("_off") else "on"))
         elif button == "void_round":
             if self.phase != "play":
                 self._refuse(f"no round is in play to void (bets are {self.phase})")

@@ -330,7 +330,9 @@ def check_up_message(kind: str, body: Mapping[str, Any]) -> str | None:
 
 #: Table conditions that last until their counterpart arrives, whatever the round.
 TABLE_LASTING = {"shoe_jam": "shoe_jam_cleared", "shoe_door_opened": "shoe_door_closed",
-                 "shoe_down": "shoe_restored", "console_down": "console_restored"}
+                 "shoe_down": "shoe_restored", "console_down": "console_restored",
+                 # the console's technician key turned on (service mode) until turned back
+                 "technician_key": "technician_key_off"}
 #: The longest alarm code and detail a seat takes (a code is a short name; the detail is
 #: for the log, never shown as it is).
 MAX_ALARM_CODE = 64

@@ -1,0 +1,56 @@
+"""The seat display under Xvfb: a seat change updates the widgets already on screen (no
+clear-and-rebuild of rows, issue 18), and the dealer console's technician key opens the
+PIN pad on the seat's screen, then the service screen (issue 14.6)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ui.test_window import XVFB, display  # noqa: F401 - the module's Xvfb fixture
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(XVFB is None, reason="Xvfb is not installed (apt-get install xvfb)")
+
+
+def probe(display: str, scenario: str, tmp_path: Path) -> dict[str, Any]:  # noqa: F811
+    env = dict(os.environ, DISPLAY=display, KIVY_NO_ARGS="1", KIVY_NO_CONSOLELOG="1", KIVY_HOME=str(tmp_path))
+    run = subprocess.run([sys.executable, str(ROOT / "tests" / "ui" / "window_probe.py"), scenario],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert "error" not in out, out["error"]
+    return out
+
+
+def test_a_seat_change_updates_the_widgets_in_place(display, tmp_path):  # noqa: F811
+    out = probe(display, "in_place", tmp_path)
+    before, after = out["bet_20"], out["bet_35"]
+    assert before["amounts"] != after["amounts"]            # the change reached the spots
+    assert "35" in after["amounts"]
+    assert after["spots"] == before["spots"]               # the same BetSpot widgets
+    two, three = out["two_cards"], out["three_cards"]
+    assert sum(map(len, three["cards"])) + len(three["dealer_cards"]) == \
+        sum(map(len, two["cards"])) + len(two["dealer_cards"]) + 1
+    assert three["hands"] == two["hands"]                   # the same hand rows
+    for old, new in zip(two["cards"], three["cards"], strict=True):
+        assert new[:len(old)] == old                       # cards shown stay; the new one is added
+    assert three["dealer_cards"][:len(two["dealer_cards"])] == two["dealer_cards"]
+
+
+def test_the_console_technician_key_opens_the_pin_pad_then_service(display, tmp_path):  # noqa: F811
+    out = probe(display, "technician_key", tmp_path)
+    assert out["before"] == "seat"
+    assert out["key_on"] == "pin"                          # the key asks for the PIN, not more
+    assert out["after_pin"] == "service"
+    assert out["key_off"] == "seat"                        # key turned back: the player's screen
+    assert out["key_on_again"] == "pin"
+    assert out["wrong_pin"] == "pin"                        # a wrong PIN opens nothing
+    assert out["key_off_again"] == "seat"
+    assert "technician_key" in out["dealer_alarms"] and "technician_key_off" in out["dealer_alarms"]

@@ -1,0 +1,110 @@
+"""Drives the real seat display (Kivy window, under the test's Xvfb) on a demo table and
+prints what it saw as JSON. Run by tests/ui/test_window_updates.py in its own process
+(Kivy's window is one per process).
+
+    python tests/ui/window_probe.py in_place | technician_key
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+
+def main(scenario: str) -> dict[str, Any]:
+    from firmware.engine.profile import load_profile
+    from ui.app import build_app
+    from ui.demo import DemoTable
+
+    table = DemoTable(load_profile("rws-perfect-pairs"), pace=0, auto=False)
+    app = build_app(table)
+    from kivy.clock import Clock
+    out: dict[str, Any] = {}
+    steps: list[tuple[Callable[[], None], float]] = []
+
+    def later(fn: Callable[[], None], wait: float = 1.5) -> None:
+        steps.append((fn, wait))
+
+    def run_steps(_dt: float = 0) -> None:
+        if not steps:
+            app.stop()
+            return
+        fn, wait = steps.pop(0)
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - say it in the JSON, then stop the window
+            out["error"] = repr(exc)
+            app.stop()
+            return
+        Clock.schedule_once(run_steps, wait)
+
+    seat = lambda: app.seat_screen.ids          # noqa: E731
+
+    def widgets() -> dict[str, Any]:
+        ids = seat()
+        hands = [w for w in reversed(ids.hands.children) if type(w).__name__ == "HandRow"]
+        return {"spots": [id(w) for w in reversed(ids.spots.children)],
+                "amounts": [w.amount for w in reversed(ids.spots.children)],
+                "hands": [id(w) for w in hands],
+                "cards": [[id(c) for c in reversed(h.ids.cards.children)] for h in hands],
+                "dealer_cards": [id(c) for c in reversed(ids.dealer_cards.children)]}
+
+    def record(name: str) -> Callable[[], None]:
+        return lambda: out.__setitem__(name, widgets())
+
+    def bet(amount: int) -> Callable[[], None]:
+        return lambda: table.command(lambda t: (t.table.readers[1].remove_chips("main"),
+                                                t.bet("main", Fraction(amount))))
+
+    if scenario == "in_place":
+        later(lambda: table.command(lambda t: t.open_bets()))
+        later(bet(20))
+        later(record("bet_20"))
+        later(bet(35))
+        later(record("bet_35"))
+        later(lambda: table.command(lambda t: t.key("n")), 2.0)
+        later(lambda: table.command(lambda t: t.deal_next()))
+        later(lambda: table.command(lambda t: t.deal_next()))
+        later(record("two_cards"))
+        later(lambda: table.command(lambda t: t.deal_next()))
+        later(record("three_cards"))
+    elif scenario == "technician_key":
+        def turn(on: bool) -> Callable[[], None]:
+            return lambda: table.command(lambda t: (t.table.console.turn_key(on), t.table.settle()))
+
+        def screen(name: str) -> Callable[[], None]:
+            return lambda: out.__setitem__(name, app.sm.current)
+
+        def pin(digits: str) -> Callable[[], None]:
+            def press() -> None:
+                for k in [*digits, "OK"]:
+                    app._pin_key(k)
+            return press
+        later(screen("before"))
+        later(turn(True))
+        later(screen("key_on"))
+        later(pin("2468"))
+        later(screen("after_pin"))
+        later(turn(False))
+        later(screen("key_off"))
+        later(turn(True))
+        later(screen("key_on_again"))
+        later(pin("1111"))
+        later(screen("wrong_pin"))
+        later(turn(False))
+        later(screen("key_off_again"))
+        later(lambda: out.__setitem__("dealer_alarms", [a["alarm"] for a in table.table.dealer.alarms]))
+    else:
+        raise SystemExit(f"unknown scenario {scenario!r}")
+    Clock.schedule_once(run_steps, 1.5)
+    app.run()
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1])))
