@@ -148,6 +148,8 @@ class Link:
             # a unit restarted from an older copy of its state refuses bets (issue #11.5)
             self.bus.add_behind_listener(lambda behind: unit.post((BEHIND, behind)))
             self._follow_broker(unit)
+        from firmware.link.challenge import answer_challenges
+        answer_challenges(self.bus, self.config.verify.tree)     # a verifier's seeded check (docs/technician.md)
         self.watch = ControllerWatch(self.bus, self.config.jackpot_link, self.config.table)
         if takes_controller_input(unit):
             self.watch.feed(unit)
