@@ -412,3 +412,55 @@ def run_checks(config: UnitConfig, wait: float = 3.0) -> list[Check]:
     checks += check_journal(config)
     checks.append(check_outbox(config))
     return checks
+
+
+def live_checks(config: UnitConfig, wait: float = 3.0) -> list[Check]:
+    """The checks that can run beside the running unit (its service menu): all of
+    :func:`run_checks` but the ports, which the unit holds open (a serial port is
+    exclusive); its screen shows their live state instead."""
+    checks: list[Check] = []
+    checks += check_software(config)
+    checks.append(Check("ports", SKIP, "in use by the running unit (its state is above); "
+                                       "betbox diag with the unit stopped tests them"))
+    checks += check_link(config, wait)
+    checks.append(check_clock())
+    checks.append(check_storage(config.state_dir))
+    checks += check_journal(config)
+    checks.append(check_outbox(config))
+    return checks
+
+
+class LiveDiag:
+    """The service menu's diagnostics: :func:`live_checks` on a thread of its own (it
+    hashes the release and waits for the broker: seconds), the last results kept.
+    ``on_done`` runs on that thread when a run ends."""
+
+    def __init__(self, checks: Callable[[], list[Check]]) -> None:
+        self._checks = checks
+        self._lock = threading.Lock()
+        self.results: list[Check] | None = None
+        self.running = False
+        self.finished_at: float | None = None          # time.time() of the last run's end
+
+    @classmethod
+    def of(cls, config: UnitConfig, wait: float = 3.0) -> "LiveDiag":
+        return cls(lambda: live_checks(config, wait))
+
+    def start(self, on_done: Callable[[], None] | None = None) -> bool:
+        """Run the checks again (False: a run is under way already)."""
+        with self._lock:
+            if self.running:
+                return False
+            self.running = True
+        threading.Thread(target=self._run, args=(on_done,), name="service-diag", daemon=True).start()
+        return True
+
+    def _run(self, on_done: Callable[[], None] | None) -> None:
+        try:
+            results = self._checks()
+        except Exception as exc:  # noqa: BLE001 - the screen says what stopped the checks
+            results = [Check("diagnostics", FAIL, f"{type(exc).__name__}: {exc}")]
+        with self._lock:
+            self.results, self.running, self.finished_at = results, False, time.time()
+        if on_done is not None:
+            on_done()

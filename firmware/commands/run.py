@@ -273,6 +273,7 @@ def _first_frame(label: str, screenshot: str | None, stopping: threading.Event,
 def _display(config: UnitConfig, unit, link: Link | None, stopping: threading.Event,
              screenshot: str | None = None, on_first_frame: Callable[[], None] | None = None) -> None:
     """The seat display on this (main) thread until it is closed or the unit is stopped."""
+    from firmware.diag import LiveDiag
     from firmware.engine.money import parse_amount
     from firmware.link.config import config_hash
     from ui.app import run_seat_display
@@ -295,7 +296,8 @@ def _display(config: UnitConfig, unit, link: Link | None, stopping: threading.Ev
     _first_frame(config.bus_id, screenshot, stopping, on_first_frame)
     d = config.display
     run_seat_display(unit, controller=feed, bus=link.bus if link else None, lang=d.lang, pin=d.pin,
-                     size=d.size, fullscreen=d.fullscreen, config_digest=config_hash(config.raw))
+                     size=d.size, fullscreen=d.fullscreen, config_digest=config_hash(config.raw),
+                     diag=LiveDiag.of(config))
 
 
 def run(args: argparse.Namespace) -> int:
