@@ -3,10 +3,10 @@
 #   usage: image/partition.sh ROOTFS WORKDIR IMAGE ROLE
 #   1 BOOT    FAT   /boot/firmware (the Pi's firmware, kernel, initramfs), read-only
 #   2 rootfs  ext4  /, mounted read-only
-#   3 (extended: an MBR holds four primaries; the Pi 3 boots MBR only)
+#   3 state   ext4  /var/lib/betbox: journals, outboxes, the slot file, RAUC's data
+#   4 (extended: an MBR holds four primaries; the Pi 3 boots from MBR only)
 #   5 app.0   ext4  application slot A: the release, mounted at /opt/betbox/current
 #   6 app.1   ext4  application slot B: empty until the first update (RAUC writes it)
-#   7 state   ext4  /var/lib/betbox: journals, outboxes, the slot file, RAUC's data
 set -euo pipefail
 rootfs="$1" work="$2" img="$3" role="$4"
 release="$(readlink "$rootfs/opt/betbox/current")"             # releases/<version>
@@ -35,14 +35,15 @@ printf 'primary=A\nstate_A=good\nstate_B=bad\n' > "$work/state/boot/appslot.env"
 mkfs.ext4 -q -L state -d "$work/state" "$work/state.ext4" "${state_mb}M"
 total_mb=$(( 4 + boot_mb + root_mb + 3 * 2 + 2 * app_mb + state_mb + 4 ))
 rm -f "$img"; truncate -s "${total_mb}M" "$img"
+# (the extended partition's start is given: else sfdisk puts it in the free MiBs before BOOT)
 sfdisk -q "$img" <<LAYOUT
 label: dos
 start=4MiB, size=${boot_mb}MiB, type=c, bootable
 size=${root_mb}MiB, type=83
-type=5
-size=${app_mb}MiB, type=83
-size=${app_mb}MiB, type=83
 size=${state_mb}MiB, type=83
+start=$(( 4 + boot_mb + root_mb + state_mb ))MiB, type=5
+size=${app_mb}MiB, type=83
+size=${app_mb}MiB, type=83
 LAYOUT
 # each file system at its partition's start, read back from the table sfdisk wrote
 place() {
@@ -55,5 +56,5 @@ place "$work/boot.vfat" 1
 place "$work/root.ext4" 2
 place "$work/app-a.ext4" 5
 place "$work/app-b.ext4" 6
-place "$work/state.ext4" 7
+place "$work/state.ext4" 3
 echo "partition: $img: boot ${boot_mb} MiB, root ${root_mb} MiB, app.0/app.1 ${app_mb} MiB each, state ${state_mb} MiB ($role)"
