@@ -89,6 +89,10 @@ LABEL=state   /var/lib/betbox  ext4  rw,noatime,data=journal,nodev,nosuid,noexec
 tmpfs         /tmp             tmpfs nodev,nosuid,size=64M        0 0
 tmpfs         /var/tmp         tmpfs nodev,nosuid,size=16M        0 0
 tmpfs         /var/log         tmpfs nodev,nosuid,size=32M        0 0
+# what a running system writes besides its state: kept in memory (the root stays read-only)
+tmpfs         /var/lib/systemd tmpfs nodev,nosuid,size=8M         0 0
+tmpfs         /var/lib/chrony  tmpfs nodev,nosuid,size=1M,uid=_chrony 0 0
+tmpfs         /var/cache       tmpfs nodev,nosuid,size=16M        0 0
 FSTAB
 mkdir -p "$root/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=volatile\nRuntimeMaxUse=16M\n' > "$root/etc/systemd/journald.conf.d/betbox.conf"

@@ -61,6 +61,17 @@ def test_the_wheels_import_on_aarch64(rootfs):
     assert done.returncode == 0 and done.stdout.strip().splitlines()[-1].startswith("2."), done.stderr[-2000:]
 
 
+def test_lgpio_is_built_for_aarch64_and_loads(rootfs):
+    """No aarch64 wheel on PyPI, no bookworm package: the image builds it from its sdist
+    (scripts/image); its C library answers, and gpiozero's lgpio pin factory imports."""
+    done = in_arm(rootfs, "/opt/betbox/current/bin/python", "-c",
+                  "import lgpio, platform; from gpiozero.pins.lgpio import LGPIOFactory; "
+                  "print(platform.machine(), lgpio.__file__, hex(lgpio.lgu_version()))")
+    assert done.returncode == 0, done.stderr[-2000:]
+    machine, where, version = done.stdout.split()
+    assert machine == "aarch64" and where.startswith("/opt/betbox/releases/") and int(version, 16) > 0
+
+
 def test_betbox_version(rootfs):
     done = in_arm(rootfs, "/usr/local/bin/betbox", "--version")
     assert done.returncode == 0 and done.stdout.startswith("betbox "), done.stderr
@@ -94,3 +105,26 @@ def test_the_image_enables_the_seat_unit_and_mounts_root_read_only(rootfs):
     fstab = (rootfs / "etc/fstab").read_text()
     assert "LABEL=rootfs  /                ext4  ro," in fstab and "/var/lib/betbox" in fstab
     assert (rootfs / "opt/betbox/current").resolve().parent.name == "releases"
+
+
+def test_the_image_has_the_rauc_slot_pair_and_mounts_the_booted_one(rootfs):
+    conf = (rootfs / "etc/rauc/system.conf").read_text()
+    assert "compatible=betbox-seat-rpi" in conf and "bootloader=custom" in conf
+    assert "[slot.app.0]\ndevice=/dev/mmcblk0p5" in conf and "[slot.app.1]\ndevice=/dev/mmcblk0p6" in conf
+    assert (rootfs / "etc/systemd/system/local-fs.target.wants/betbox-appslot.service").is_symlink()
+    assert (rootfs / "etc/systemd/system/multi-user.target.wants/betbox-health.service").is_symlink()
+    for tool in ("select-slot", "bootloader-backend", "pre-install", "appslot-mount"):
+        assert os.access(rootfs / "usr/lib/betbox" / tool, os.X_OK), tool
+    # betbox runs from whichever slot is mounted: the launcher does not name a release
+    assert "/opt/betbox/current/bin/python -m firmware" in (rootfs / "usr/local/bin/betbox").read_text()
+
+
+def test_the_seat_is_a_kiosk_on_kms_drm_as_betbox_with_blanking_off(rootfs):
+    unit = (rootfs / "etc/systemd/system/betbox-seat.service").read_text()
+    assert "User=betbox" in unit and "SDL_VIDEODRIVER=kmsdrm" in unit and "DeviceAllow=char-drm rw" in unit
+    groups = (rootfs / "etc/group").read_text().splitlines()
+    for group in ("video", "render", "input", "gpio", "dialout"):
+        assert any(g.startswith(group + ":") and "betbox" in g.split(":")[3] for g in groups), group
+    cmdline = rootfs / "boot/firmware/cmdline.txt"
+    if (rootfs / "boot/firmware").is_dir():                 # a full image (--rootfs-only has no boot files)
+        assert "consoleblank=0" in cmdline.read_text() and " ro " in cmdline.read_text()
