@@ -91,7 +91,7 @@ tmpfs         /var/tmp         tmpfs nodev,nosuid,size=16M        0 0
 tmpfs         /var/log         tmpfs nodev,nosuid,size=32M        0 0
 # what a running system writes besides its state: kept in memory (the root stays read-only)
 tmpfs         /var/lib/systemd tmpfs nodev,nosuid,size=8M         0 0
-tmpfs         /var/lib/chrony  tmpfs nodev,nosuid,size=1M,uid=_chrony 0 0
+tmpfs         /var/lib/chrony  tmpfs nodev,nosuid,size=1M,mode=1777 0 0
 tmpfs         /var/cache       tmpfs nodev,nosuid,size=16M        0 0
 FSTAB
 mkdir -p "$root/etc/systemd/journald.conf.d"
