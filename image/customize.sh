@@ -110,6 +110,9 @@ echo "customize: betbox $version ($role) in $release"
 # RAUC's A/B application slots: app.0 (A) and app.1 (B) are partitions 5 and 6 of the card
 # (image/partition.sh); early boot picks one (image/rauc/select-slot: a version that never
 # passed its health check falls back) and mounts it read-only at /opt/betbox/current
+# Debian splits RAUC: `rauc` is the client, `rauc-service` the D-Bus service and its unit
+in_root dpkg -s rauc-service >/dev/null 2>&1 || \
+    in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rauc-service >/dev/null
 install -d "$root/usr/lib/betbox"
 install -m 0755 "$src/image/rauc/bootloader-backend" "$src/image/rauc/select-slot" "$src/image/rauc/pre-install" \
     "$src/image/rauc/appslot-mount" "$root/usr/lib/betbox/"
