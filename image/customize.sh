@@ -43,7 +43,11 @@ in_root "$release/bin/pip" install -q --no-index --find-links /tmp/betbox-build/
     --require-hashes -r /tmp/betbox-build/requirements.txt
 wheel="$(cd "$root/tmp/betbox-build/wheels" && ls betbox-*.whl)"     # expanded in the image's /tmp
 in_root "$release/bin/pip" install -q --no-index --no-deps "/tmp/betbox-build/wheels/$wheel"
-lgpio_wheels
+# its own shell with errexit: a failed build leaves lgpio out (gpiozero falls back to its
+# native pin factory; the ARM proof says so) instead of failing the whole image
+export root release src BETBOX_IMAGE_CACHE
+export -f in_root lgpio_wheels
+bash -euo pipefail -c lgpio_wheels || echo "customize: WARNING: lgpio could not be built; the image has no lgpio" >&2
 find "$root$release" -name __pycache__ -prune -exec rm -rf {} +
 ln -sfn "releases/$version" "$root/opt/betbox/current"
 # betbox runs from the booted application slot, mounted at /opt/betbox/current whatever its
