@@ -17,10 +17,13 @@ import pytest
 from firmware.link.challenge import answer
 from firmware.verify import challenge
 from tests.link.broker import Broker
+from tests.link.helpers import Sniffer, wait_until
+from tests.link.schema import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 ACL = (ROOT / "docs/mqtt/acl").read_text()
-USERS = {"table-1/seat-1": "pw-seat", "table-1/seat-2": "pw-seat2", "verifier": "pw-verifier"}
+USERS = {"table-1/seat-1": "pw-seat", "table-1/seat-2": "pw-seat2", "verifier": "pw-verifier", "sniffer": "pw-sniffer"}
+OBSERVER = "\n# the test's observer (not in the documented ACL): reads everything\nuser sniffer\ntopic read betbox/v1/#\n"
 SEED = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 
 
@@ -35,7 +38,7 @@ def release(d: Path) -> Path:
 
 @pytest.fixture
 def seat(tmp_path):
-    broker = Broker(tmp_path / "mosquitto", acl=ACL, users=USERS).start()
+    broker = Broker(tmp_path / "mosquitto", acl=ACL + OBSERVER, users=USERS).start()
     tree = release(tmp_path / "installed")
     (tmp_path / "chips.csv").write_text("uid,denomination,status\n0A01,5,valid\n")
     config = tmp_path / "seat.toml"
@@ -86,11 +89,18 @@ def verify_unit(s, *extra: str, user: str = "verifier", password: Path | None = 
 
 
 def test_the_seat_answers_the_seed_with_the_hmac_of_the_approved_copy(seat, tmp_path):
+    sniffer = Sniffer(seat["broker"].url, "betbox/v1/unit/+/+/verify/#", username="sniffer", password="pw-sniffer")
     approved = release(tmp_path / "approved")
     done = verify_unit(seat, "--seed", SEED, "--tree", str(approved))
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"hmac {challenge(approved, bytes.fromhex(SEED))}" in done.stdout
     assert "matches the approved copy" in done.stdout
+    # both messages as docs/mqtt/asyncapi.yaml describes them
+    wait_until(lambda: len(sniffer.messages) >= 2, 10, "the challenge and the answer")
+    sniffer.close()
+    assert sorted(validate(t, p) for t, p, _ in sniffer.messages) == ["verifyAnswer", "verifyChallenge"]
+    (answer_msg,) = sniffer.json("/verify/answer")
+    assert answer_msg["unit"] == "table-1/seat-1" and answer_msg["version"] == "0.1.0"
 
 
 def test_a_tampered_file_on_the_seat_changes_its_answer(seat, tmp_path):
@@ -128,6 +138,7 @@ def test_another_seat_may_not_send_a_challenge(seat):
 def test_a_malformed_challenge_gets_an_error_answer(tmp_path, payload, says):
     got = answer(release(tmp_path / "r"), "table-1/seat-1", payload)
     assert says in got["error"] and "hmac" not in got
+    assert validate("betbox/v1/unit/table-1/seat-1/verify/answer", json.dumps(got).encode()) == "verifyAnswer"
 
 
 def test_a_unit_without_its_release_says_so(tmp_path):
