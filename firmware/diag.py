@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from firmware import __version__
 from firmware.runtime.config import UnitConfig
@@ -75,12 +75,12 @@ def _collect(port: Any, wait: float, done: Callable[[list[Any]], bool]) -> list[
         return list(events)
 
 
-def _where(hw: dict[str, Any]) -> str:
+def _where(hw: Mapping[str, Any]) -> str:
     port = hw["options"].get("port")
     return f"{hw['backend']}{' ' + port if port else ''}"
 
 
-def _shoe(name: str, hw: dict[str, Any], wait: float) -> Iterator[Check]:
+def _shoe(name: str, hw: Mapping[str, Any], wait: float) -> Iterator[Check]:
     from hal.backends import open_backend
     from hal.events import ConnectionLost
     port = open_backend(name, hw["backend"], hw["options"])
@@ -100,11 +100,13 @@ def _shoe(name: str, hw: dict[str, Any], wait: float) -> Iterator[Check]:
         port.close()
 
 
-def _reader(name: str, hw: dict[str, Any], wait: float) -> Iterator[Check]:
+def _reader(name: str, hw: Mapping[str, Any], wait: float) -> Iterator[Check]:
     from hal.backends import open_backend
     from hal.events import ConnectionLost, InventoryCycle, ReaderFault
+    from hal.ports import ChipReader
     port = open_backend(name, hw["backend"], hw["options"])
     try:
+        assert isinstance(port, ChipReader), f"{name}: {type(port).__name__} is not a chip reader"
         # two cycles from a real reader: an antenna fault reported between cycles is seen too
         enough = 1 if hw["backend"] == "mock" else 2
         events = _collect(port, wait, lambda ev: sum(isinstance(e, InventoryCycle) for e in ev) >= enough)
@@ -130,10 +132,12 @@ def _reader(name: str, hw: dict[str, Any], wait: float) -> Iterator[Check]:
         port.close()
 
 
-def _console(name: str, hw: dict[str, Any], wait: float) -> Iterator[Check]:
+def _console(name: str, hw: Mapping[str, Any], wait: float) -> Iterator[Check]:
     from hal.backends import open_backend
+    from hal.ports import DealerConsole
     port = open_backend(name, hw["backend"], hw["options"])
     try:
+        assert isinstance(port, DealerConsole), f"{name}: {type(port).__name__} is not a console"
         port.start(lambda e: None)
         time.sleep(min(wait / 4, 0.5))      # past the debounce: a button down now is held down
         fitted = [str(b) for b in port.buttons]
@@ -146,12 +150,13 @@ def _console(name: str, hw: dict[str, Any], wait: float) -> Iterator[Check]:
         port.close()
 
 
-def _lamps(name: str, hw: dict[str, Any], wait: float) -> Iterator[Check]:
+def _lamps(name: str, hw: Mapping[str, Any], wait: float) -> Iterator[Check]:
     """The lamp test: each lamp on, then off, in order (the technician watches them)."""
     from hal.backends import open_backend
-    from hal.ports import LAMP_OFF, LAMP_ON
+    from hal.ports import LAMP_OFF, LAMP_ON, Lamps
     port = open_backend(name, hw["backend"], hw["options"])
     try:
+        assert isinstance(port, Lamps), f"{name}: {type(port).__name__} is not a lamp port"
         port.start(lambda e: None)
         wrong = []
         for lamp in port.lamps:
@@ -354,8 +359,12 @@ def _unit(config: UnitConfig, journal: Any) -> Any:
     from firmware.runtime.dealer import DealerUnit
     from firmware.runtime.seat import SeatUnit
     if config.role == "dealer":
+        if config.profile is None:
+            raise ValueError(f"{config.bus_id}: a dealer's configuration names its profile")
         return DealerUnit(config.bus_id, config.table, InProcessBus(), journal, load_profile(config.profile),
                           decks=config.decks, limits=config.limits, close_wait=config.close_wait)
+    if config.box is None or config.chips is None:
+        raise ValueError(f"{config.bus_id}: a seat's configuration names its box and chip registry")
     return SeatUnit(config.bus_id, config.table, config.box, InProcessBus(), journal,
                     ChipRegistry.load(config.chips), config.spots, None,
                     config.confirm_cycles, config.release_cycles)
