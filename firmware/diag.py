@@ -105,8 +105,8 @@ def _reader(name: str, hw: Mapping[str, Any], wait: float) -> Iterator[Check]:
     from hal.events import ConnectionLost, InventoryCycle, ReaderFault
     from hal.ports import ChipReader
     port = open_backend(name, hw["backend"], hw["options"])
-    assert isinstance(port, ChipReader), port       # hal.backends: the ChipReader backends
     try:
+        assert isinstance(port, ChipReader), f"{name}: {type(port).__name__} is not a chip reader"
         # two cycles from a real reader: an antenna fault reported between cycles is seen too
         enough = 1 if hw["backend"] == "mock" else 2
         events = _collect(port, wait, lambda ev: sum(isinstance(e, InventoryCycle) for e in ev) >= enough)
@@ -136,8 +136,8 @@ def _console(name: str, hw: Mapping[str, Any], wait: float) -> Iterator[Check]:
     from hal.backends import open_backend
     from hal.ports import DealerConsole
     port = open_backend(name, hw["backend"], hw["options"])
-    assert isinstance(port, DealerConsole), port       # hal.backends: the DealerConsole backends
     try:
+        assert isinstance(port, DealerConsole), f"{name}: {type(port).__name__} is not a console"
         port.start(lambda e: None)
         time.sleep(min(wait / 4, 0.5))      # past the debounce: a button down now is held down
         fitted = [str(b) for b in port.buttons]
@@ -155,8 +155,8 @@ def _lamps(name: str, hw: Mapping[str, Any], wait: float) -> Iterator[Check]:
     from hal.backends import open_backend
     from hal.ports import LAMP_OFF, LAMP_ON, Lamps
     port = open_backend(name, hw["backend"], hw["options"])
-    assert isinstance(port, Lamps), port       # hal.backends: the Lamps backends
     try:
+        assert isinstance(port, Lamps), f"{name}: {type(port).__name__} is not a lamp port"
         port.start(lambda e: None)
         wrong = []
         for lamp in port.lamps:
@@ -359,10 +359,12 @@ def _unit(config: UnitConfig, journal: Any) -> Any:
     from firmware.runtime.dealer import DealerUnit
     from firmware.runtime.seat import SeatUnit
     if config.role == "dealer":
-        assert config.profile is not None           # parse_config: [game] profile is required
+        if config.profile is None:
+            raise ValueError(f"{config.bus_id}: a dealer's configuration names its profile")
         return DealerUnit(config.bus_id, config.table, InProcessBus(), journal, load_profile(config.profile),
                           decks=config.decks, limits=config.limits, close_wait=config.close_wait)
-    assert config.box is not None and config.chips is not None     # [seat] box, chips are required
+    if config.box is None or config.chips is None:
+        raise ValueError(f"{config.bus_id}: a seat's configuration names its box and chip registry")
     return SeatUnit(config.bus_id, config.table, config.box, InProcessBus(), journal,
                     ChipRegistry.load(config.chips), config.spots, None,
                     config.confirm_cycles, config.release_cycles)
@@ -419,3 +421,55 @@ def run_checks(config: UnitConfig, wait: float = 3.0) -> list[Check]:
     checks += check_journal(config)
     checks.append(check_outbox(config))
     return checks
+
+
+def live_checks(config: UnitConfig, wait: float = 3.0) -> list[Check]:
+    """The checks that can run beside the running unit (its service menu): all of
+    :func:`run_checks` but the ports, which the unit holds open (a serial port is
+    exclusive); its screen shows their live state instead."""
+    checks: list[Check] = []
+    checks += check_software(config)
+    checks.append(Check("ports", SKIP, "in use by the running unit (its state is above); "
+                                       "betbox diag with the unit stopped tests them"))
+    checks += check_link(config, wait)
+    checks.append(check_clock())
+    checks.append(check_storage(config.state_dir))
+    checks += check_journal(config)
+    checks.append(check_outbox(config))
+    return checks
+
+
+class LiveDiag:
+    """The service menu's diagnostics: :func:`live_checks` on a thread of its own (it
+    hashes the release and waits for the broker: seconds), the last results kept.
+    ``on_done`` runs on that thread when a run ends."""
+
+    def __init__(self, checks: Callable[[], list[Check]]) -> None:
+        self._checks = checks
+        self._lock = threading.Lock()
+        self.results: list[Check] | None = None
+        self.running = False
+        self.finished_at: float | None = None          # time.time() of the last run's end
+
+    @classmethod
+    def of(cls, config: UnitConfig, wait: float = 3.0) -> "LiveDiag":
+        return cls(lambda: live_checks(config, wait))
+
+    def start(self, on_done: Callable[[], None] | None = None) -> bool:
+        """Run the checks again (False: a run is under way already)."""
+        with self._lock:
+            if self.running:
+                return False
+            self.running = True
+        threading.Thread(target=self._run, args=(on_done,), name="service-diag", daemon=True).start()
+        return True
+
+    def _run(self, on_done: Callable[[], None] | None) -> None:
+        try:
+            results = self._checks()
+        except Exception as exc:  # noqa: BLE001 - the screen says what stopped the checks
+            results = [Check("diagnostics", FAIL, f"{type(exc).__name__}: {exc}")]
+        with self._lock:
+            self.results, self.running, self.finished_at = results, False, time.time()
+        if on_done is not None:
+            on_done()

@@ -14,15 +14,51 @@ for g in dialout gpio video render input; do
 done
 in_root usermod -aG dialout,gpio,video,render,input betbox
 
+# lgpio (gpiozero's pin factory on a Pi): PyPI has no aarch64 wheel and bookworm no package, so
+# its sdist (hash-locked, image/requirements-arm64-sdist.txt) is built here once, in this root
+# against its own CPython 3.11 with liblgpio linked in (PYPI=1), the compiler removed again;
+# the wheel is cached by the sdist's name in $BETBOX_IMAGE_CACHE/wheels for the next build
+lgpio_wheels() {
+    local sdist cached built
+    sdist="$(cd "$root/tmp/betbox-build/sdist" && ls lgpio-*.tar.gz)"
+    cached="${BETBOX_IMAGE_CACHE:-$src/build/image-cache}/wheels/${sdist%.tar.gz}"
+    if ! ls "$cached"/*.whl >/dev/null 2>&1; then
+        in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+            gcc libc6-dev python3-dev swig >/dev/null
+        in_root env PYPI=1 "$release/bin/pip" wheel -q --no-index --no-deps --no-build-isolation \
+            -w /tmp/betbox-build/built "/tmp/betbox-build/sdist/$sdist"
+        in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q --autoremove \
+            gcc libc6-dev python3-dev swig >/dev/null
+        mkdir -p "$cached"; cp "$root"/tmp/betbox-build/built/lgpio-*.whl "$cached/"
+    fi
+    built="$(basename "$(ls "$cached"/lgpio-*.whl | head -n 1)")"
+    cp "$cached/$built" "$root/tmp/betbox-build/"
+    in_root "$release/bin/pip" install -q --no-index --no-deps "/tmp/betbox-build/$built"
+    echo "customize: lgpio $built (sha256 $(sha256sum "$cached/$built" | cut -c1-16)…)"
+}
+
 # a versioned venv from the hash-locked wheels, offline: two builds of a version carry the same bytes
 in_root python3 -m venv "$release"
 in_root "$release/bin/pip" install -q --no-index --find-links /tmp/betbox-build/wheels \
     --require-hashes -r /tmp/betbox-build/requirements.txt
 wheel="$(cd "$root/tmp/betbox-build/wheels" && ls betbox-*.whl)"     # expanded in the image's /tmp
 in_root "$release/bin/pip" install -q --no-index --no-deps "/tmp/betbox-build/wheels/$wheel"
+# its own shell with errexit: a failed build leaves lgpio out (gpiozero falls back to its
+# native pin factory; the ARM proof says so) instead of failing the whole image
+export root release src BETBOX_IMAGE_CACHE
+export -f in_root lgpio_wheels
+bash -euo pipefail -c lgpio_wheels || echo "customize: WARNING: lgpio could not be built; the image has no lgpio" >&2
 find "$root$release" -name __pycache__ -prune -exec rm -rf {} +
 ln -sfn "releases/$version" "$root/opt/betbox/current"
-ln -sfn /opt/betbox/current/bin/betbox "$root/usr/local/bin/betbox"
+# betbox runs from the booted application slot, mounted at /opt/betbox/current whatever its
+# version: the venv's python finds its own packages from where it is (its console scripts'
+# #! lines name the release's build path, so the launcher does not use them)
+cat > "$root/usr/local/bin/betbox" <<'LAUNCHER'
+#!/bin/sh
+# betbox from the booted application slot (image/customize.sh)
+exec /opt/betbox/current/bin/python -m firmware "$@"
+LAUNCHER
+chmod 0755 "$root/usr/local/bin/betbox"
 # the release's signed manifest (betbox verify at every start) and the keyring it is checked
 # against (also RAUC's): the development CA unless BETBOX_SIGNER_CERT/KEY and BETBOX_KEYRING
 # name the production ones
@@ -57,6 +93,10 @@ LABEL=state   /var/lib/betbox  ext4  rw,noatime,data=journal,nodev,nosuid,noexec
 tmpfs         /tmp             tmpfs nodev,nosuid,size=64M        0 0
 tmpfs         /var/tmp         tmpfs nodev,nosuid,size=16M        0 0
 tmpfs         /var/log         tmpfs nodev,nosuid,size=32M        0 0
+# what a running system writes besides its state: kept in memory (the root stays read-only)
+tmpfs         /var/lib/systemd tmpfs nodev,nosuid,size=8M         0 0
+tmpfs         /var/lib/chrony  tmpfs nodev,nosuid,size=1M,mode=1777 0 0
+tmpfs         /var/cache       tmpfs nodev,nosuid,size=16M        0 0
 FSTAB
 mkdir -p "$root/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=volatile\nRuntimeMaxUse=16M\n' > "$root/etc/systemd/journald.conf.d/betbox.conf"
@@ -70,3 +110,44 @@ in_root systemctl enable chrony >/dev/null 2>&1 || true
 in_root systemctl enable systemd-networkd >/dev/null 2>&1 || true
 printf '[Match]\nName=e*\n[Network]\nDHCP=yes\n' > "$root/etc/systemd/network/50-wired.network"
 echo "customize: betbox $version ($role) in $release"
+
+# RAUC's A/B application slots: app.0 (A) and app.1 (B) are partitions 5 and 6 of the card
+# (image/partition.sh); early boot picks one (image/rauc/select-slot: a version that never
+# passed its health check falls back) and mounts it read-only at /opt/betbox/current
+# Debian splits RAUC: `rauc` is the client, `rauc-service` the D-Bus service and its unit
+in_root dpkg -s rauc-service >/dev/null 2>&1 || \
+    in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rauc-service >/dev/null
+install -d "$root/usr/lib/betbox"
+install -m 0755 "$src/image/rauc/bootloader-backend" "$src/image/rauc/select-slot" "$src/image/rauc/pre-install" \
+    "$src/image/rauc/appslot-mount" "$root/usr/lib/betbox/"
+cat > "$root/etc/rauc/system.conf" <<CONF
+[system]
+compatible=betbox-$role-rpi
+bootloader=custom
+data-directory=/var/lib/betbox/rauc
+
+[handlers]
+bootloader-custom-backend=/usr/lib/betbox/bootloader-backend
+pre-install=/usr/lib/betbox/pre-install
+
+[keyring]
+path=/etc/rauc/keyring.pem
+
+[slot.app.0]
+device=/dev/mmcblk0p5
+type=ext4
+bootname=A
+
+[slot.app.1]
+device=/dev/mmcblk0p6
+type=ext4
+bootname=B
+CONF
+install -m 0644 "$src/image/systemd/betbox-appslot.service" "$src/image/systemd/betbox-health.service" "$root/etc/systemd/system/"
+sed -i "s/@ROLE@/$role/g" "$root/etc/systemd/system/betbox-health.service"
+install -d "$root/etc/systemd/system/rauc.service.d" "$root/etc/systemd/system/betbox-$role.service.d"
+install -m 0644 "$src/image/systemd/rauc-appslot.conf" "$root/etc/systemd/system/rauc.service.d/betbox.conf"
+printf '[Unit]\nRequires=betbox-appslot.service\nAfter=betbox-appslot.service betbox-health.service\n' \
+    > "$root/etc/systemd/system/betbox-$role.service.d/appslot.conf"
+in_root systemctl enable betbox-appslot.service betbox-health.service >/dev/null
+echo "customize: A/B application slots, compatible betbox-$role-rpi"

@@ -754,9 +754,12 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
                 return
             # safe on this thread: the sections read the seat's frozen view, copies and the
             # journal through their own connection (see ui.service.service_sections)
+            diag = getattr(feed, "diag", None)
+            if diag is not None and diag.results is None:
+                self._run_diag()                # the first time the screen opens
             result = service_sections(source.seat, feed.service_table(), feed.controller,
                                       getattr(feed, "config_digest", None) or "not available",
-                                      list(self.log_lines.lines) if self.log_lines else [])
+                                      list(self.log_lines.lines) if self.log_lines else [], diag=diag)
             lines = []
             for sec in result:
                 lines.append(("h", sec.heading))
@@ -766,6 +769,17 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             lamp = make('BigButton', text="Lamp test", size_hint_y=None, height=self.u * 56)
             lamp.bind(on_release=lambda _b: self.lamp_test())
             scr.ids.body.add_widget(lamp, index=len(scr.ids.body.children))
+            if diag is not None:
+                again = make('BigButton', text="Run diagnostics", size_hint_y=None, height=self.u * 56)
+                again.bind(on_release=lambda _b: self._run_diag())
+                scr.ids.body.add_widget(again, index=len(scr.ids.body.children))
+
+        def _run_diag(self) -> None:
+            """betbox diag's checks off the UI thread; the screen is filled again when they end."""
+            def done() -> None:
+                Clock.schedule_once(lambda _dt: self._fill_service() if self.sm.current == "service" else None)
+            if feed.diag.start(done):
+                Clock.schedule_once(lambda _dt: self._fill_service() if self.sm.current == "service" else None)
 
         def lamp_test(self) -> None:
             seat = feed.source.seat
@@ -857,7 +871,7 @@ def run_demo_window(options: Any) -> int:
 
 def run_seat_display(seat, controller=None, bus=None, lang: str = "en", pin: str = "",
                      size: str = "800x480", fullscreen: bool | None = None,
-                     config_digest: str | None = None) -> int:
+                     config_digest: str | None = None, diag=None) -> int:
     """``betbox run`` on a seat unit: show ``seat`` (a running :class:`SeatUnit` whose
     dispatch queue is pumped by the runtime's thread). Blocks in Kivy's loop on the main
     thread. Full screen when there is no desktop (the Pi on KMS/DRM)."""
@@ -867,7 +881,7 @@ def run_seat_display(seat, controller=None, bus=None, lang: str = "en", pin: str
         raise DisplayUnavailable(problem)
     if fullscreen is None:
         fullscreen = not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")
-    feed = SeatFeed(seat, controller, bus, config_digest=config_digest)
+    feed = SeatFeed(seat, controller, bus, config_digest=config_digest, diag=diag)
     app = build_app(feed, lang=lang, pin=pin, size=SIZES.get(size, (800, 480)), fullscreen=fullscreen)
     app.run()
     return 0

@@ -14,13 +14,14 @@ class SeatFeed:
     auto = False
 
     def __init__(self, seat, controller: ControllerFeed | None = None, bus=None, table=None,
-                 config_digest: str | None = None) -> None:
+                 config_digest: str | None = None, diag=None) -> None:
         self.seat = seat
         self.controller = controller or ControllerFeed()
         # ``bus`` is not listened to: the seat takes the table's alarms itself (its view)
         self.source = SeatSource(seat, self.controller)
         self._table = table
         self.config_digest = config_digest
+        self.diag = diag                    # firmware.diag.LiveDiag: the service menu's diagnostics
         self.on_snapshot: Callable[[SeatSnapshot], None] | None = None
 
     @property

@@ -157,9 +157,10 @@ def journal_stats(path) -> dict[str, Any]:
 
 
 def service_sections(seat, table=None, controller=None, config_digest: str = NOT_AVAILABLE,
-                     log_lines: Iterable[str] = ()) -> tuple[ServiceSection, ...]:
+                     log_lines: Iterable[str] = (), diag=None) -> tuple[ServiceSection, ...]:
     """``table``: an in-process table when there is one (the demo); ``controller``: a
-    :class:`ui.source.ControllerFeed` or None.
+    :class:`ui.source.ControllerFeed` or None; ``diag``: a :class:`firmware.diag.LiveDiag`
+    (a unit's ``betbox run``) whose results make the last section.
 
     Safe from the UI thread while the seat steps in its own: it reads the seat's view (a
     frozen value), plain attributes, a copy of the alarm list and the journal through its
@@ -219,7 +220,23 @@ def service_sections(seat, table=None, controller=None, config_digest: str = NOT
     recent = [f"alarm {a.get('alarm')}: {a.get('detail')}" for a in alarms]
     recent += list(log_lines)[-8:]
     logs = ServiceSection("Recent log", tuple(("", line) for line in recent) or (("", "—"),))
-    return (ident, links, reader, shoe_section, ServiceSection("Lamps", lamp_rows), journal, logs)
+    sections = (ident, links, reader, shoe_section, ServiceSection("Lamps", lamp_rows), journal, logs)
+    return sections + ((diag_section(diag),) if diag is not None else ())
+
+
+def diag_section(diag) -> ServiceSection:
+    """What ``betbox diag`` prints, for the service menu (``diag``: a
+    :class:`firmware.diag.LiveDiag`): the verdict, then one row per check."""
+    from firmware.diag import verdict
+    heading = "Diagnostics (betbox diag)"
+    results = diag.results
+    if results is None:
+        return ServiceSection(heading, (("", "running…" if diag.running else NOT_AVAILABLE),))
+    _, summary = verdict(results)
+    when = time.strftime("%H:%M:%S", time.localtime(diag.finished_at)) if diag.finished_at else "?"
+    rows = [("verdict", f"{summary} (at {when}{', running again…' if diag.running else ''})")]
+    rows += [(c.name, f"{c.status.upper()} {c.detail}") for c in results]
+    return ServiceSection(heading, tuple(rows))
 
 
 def lamp_test(seat) -> bool:

@@ -54,6 +54,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--timeout", type=bounded_float("--timeout", 0.1, 600.0), default=10.0,
                    help="seconds to wait for the answer (default 10)")
     c.set_defaults(func=confirm)
+    v = jsub.add_parser("verify", help="a seeded software check of a unit over the link: its HMAC, "
+                        "compared with an approved copy's", allow_abbrev=False)
+    v.add_argument("--broker", required=True, help="mqtt://HOST:PORT or mqtts://HOST:PORT")
+    v.add_argument("--unit", required=True, help="the unit to check, e.g. table-1/seat-3")
+    v.add_argument("--seed", help="the seed as hex, 8 to 64 bytes (default: 32 random bytes)")
+    v.add_argument("--tree", help="the approved copy of the release: exit 1 unless the unit's answer is its HMAC")
+    v.add_argument("--username", default="verifier", help="MQTT username (the ACL's 'verifier')")
+    _password_options(v)
+    v.add_argument("--ca")
+    v.add_argument("--cert")
+    v.add_argument("--key")
+    v.add_argument("--timeout", type=bounded_float("--timeout", 0.1, 600.0), default=60.0,
+                   help="seconds to wait for the answer (default 60: the unit hashes every file)")
+    v.set_defaults(func=verify_unit)
     r = jsub.add_parser("report", help="meters, last hits and per-unit counts from the database")
     r.add_argument("--db", required=True)
     r.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -158,6 +172,51 @@ def confirm(args: argparse.Namespace) -> int:
         print(f"hit {answer.get('hit')}: {answer.get('state')}")
         return 0
     print(f"betbox jackpot confirm: refused: {answer.get('error')}", file=sys.stderr)
+    return 1
+
+
+def verify_unit(args: argparse.Namespace) -> int:
+    """Send a seed to the unit's challenge topic; print its answer; with --tree compare it
+    with the HMAC over the approved copy (exit 1 when they differ)."""
+    import secrets
+    import uuid
+
+    from firmware.link import topics
+    from firmware.link.ask import ask
+    from firmware.link.challenge import SEED
+    from firmware.link.config import LinkConfigError, config_from_url
+    from firmware.verify import challenge
+
+    name = "betbox jackpot verify"
+    seed = args.seed or secrets.token_hex(32)
+    tls = {k: getattr(args, k) for k in ("ca", "cert", "key") if getattr(args, k)}
+    try:
+        if not SEED.match(seed):
+            raise ValueError(f"--seed {seed!r} must be 8 to 64 bytes as hex")
+        topics.check_unit_id(args.unit)
+        cfg = config_from_url(args.broker, username=args.username, password=read_password(args), tls=tls or None,
+                              allow_insecure=args.allow_insecure or None)
+        expected = challenge(Path(args.tree), bytes.fromhex(seed)) if args.tree else None
+    except (LinkConfigError, ValueError, OSError) as exc:      # VerifyError is a ValueError
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
+    tx = uuid.uuid4().hex
+    answer = ask(cfg, f"verifier:{tx[:8]}", topics.challenge_topic(args.unit), json.dumps({"tx": tx, "seed": seed}),
+                 topics.challenge_answer_topic(args.unit),
+                 lambda d: d if isinstance(d, dict) and d.get("tx") == tx else None,
+                 args.timeout, name, f"the unit {args.unit}")
+    if answer is None:
+        return 2
+    if answer.get("error"):
+        print(f"{name}: {args.unit} could not answer: {answer['error']}", file=sys.stderr)
+        return 1
+    print(f"{args.unit}: version {answer.get('version')}, seed {seed}, hmac {answer.get('hmac')}")
+    if expected is None:
+        return 0
+    if answer.get("hmac") == expected:
+        print(f"{args.unit}: matches the approved copy {args.tree}")
+        return 0
+    print(f"{name}: {args.unit}: DIFFERS from the approved copy {args.tree} (expected {expected})", file=sys.stderr)
     return 1
 
 

@@ -159,6 +159,8 @@ class Link:
             # a unit restarted from an older copy of its state refuses bets (issue #11.5)
             self.bus.add_behind_listener(lambda behind: unit.post((BEHIND, behind)))
             self._follow_broker(unit)
+        from firmware.link.challenge import answer_challenges
+        answer_challenges(self.bus, self.config.verify.tree)     # a verifier's seeded check (docs/technician.md)
         self.watch = watch = ControllerWatch(self.bus, self.config.jackpot_link, self.config.table)
         if takes_controller_input(unit):
             watch.feed(unit)
@@ -284,6 +286,7 @@ def _first_frame(label: str, screenshot: str | None, stopping: threading.Event,
 def _display(config: UnitConfig, unit, link: Link | None, stopping: threading.Event,
              screenshot: str | None = None, on_first_frame: Callable[[], None] | None = None) -> None:
     """The seat display on this (main) thread until it is closed or the unit is stopped."""
+    from firmware.diag import LiveDiag
     from firmware.engine.money import parse_amount
     from firmware.link.config import config_hash
     from ui.app import run_seat_display
@@ -307,7 +310,8 @@ def _display(config: UnitConfig, unit, link: Link | None, stopping: threading.Ev
     d = config.display
     assert d is not None                            # the display runs only with [display]
     run_seat_display(unit, controller=feed, bus=link.bus if link else None, lang=d.lang, pin=d.pin,
-                     size=d.size, fullscreen=d.fullscreen, config_digest=config_hash(config.raw))
+                     size=d.size, fullscreen=d.fullscreen, config_digest=config_hash(config.raw),
+                     diag=LiveDiag.of(config))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,8 +1,8 @@
 """A mosquitto ACL for a link of tables, in which every unit publishes only as itself.
 
 Usernames are unit ids (``table-1/seat-3``, ``table-1/dealer``, ``jackpot/main``) plus
-``attendant`` for hit confirmations and ``pit`` for a supervisor's
-table commands. ``docs/mqtt/acl`` is this output for one table; the
+``attendant`` for hit confirmations, ``pit`` for a supervisor's
+table commands and ``verifier`` for seeded software checks (``betbox jackpot verify``). ``docs/mqtt/acl`` is this output for one table; the
 integration tests run mosquitto with it.
 """
 
@@ -24,6 +24,9 @@ def render_acl(tables: Mapping[str, int], link_id: str = "main") -> str:
            "pattern write " + ROOT + "/unit/%u/report",
            "pattern readwrite " + ROOT + "/unit/%u/sync",
            "pattern read " + ROOT + "/unit/+/+/status",
+           # a seeded verification challenge to this unit, and its answer (betbox jackpot verify)
+           "pattern read " + ROOT + "/unit/%u/verify/challenge",
+           "pattern write " + ROOT + "/unit/%u/verify/answer",
            "pattern read " + ROOT + f"/jackpot/{link_id}/status",
            "pattern read " + ROOT + f"/jackpot/{link_id}/meter",
            "pattern read " + ROOT + f"/jackpot/{link_id}/confirmed/%u",
@@ -37,6 +40,11 @@ def render_acl(tables: Mapping[str, int], link_id: str = "main") -> str:
             "user attendant",
             f"topic write {j}/command",
             f"topic read {j}/response",
+            "",
+            "# the lab's or the controller host's verifier: seeds a unit's software check, reads its answer",
+            "user verifier",
+            f"topic write {ROOT}/unit/+/+/verify/challenge",
+            f"topic read {ROOT}/unit/+/+/verify/answer",
             "",
             "# the pit supervisor: keys in owed cards and voids rounds (betbox pit); the dealer answers",
             "user pit",

@@ -43,6 +43,16 @@ def report_topic(unit_id: str) -> str:
     return f"{ROOT}/unit/{unit_id}/report"
 
 
+def challenge_topic(unit_id: str) -> str:
+    """A seeded verification challenge to a unit (``betbox jackpot verify``; QoS 1)."""
+    return f"{ROOT}/unit/{unit_id}/verify/challenge"
+
+
+def challenge_answer_topic(unit_id: str) -> str:
+    """The unit's answer to a challenge: its HMAC over its installed files (QoS 1)."""
+    return f"{ROOT}/unit/{unit_id}/verify/answer"
+
+
 REPORT_PATTERN = f"{ROOT}/unit/+/+/report"
 STATUS_PATTERN = f"{ROOT}/unit/+/+/status"
 

@@ -50,3 +50,21 @@ def test_exposure_score(unit, tmp_path):
     found = re.search(r"Overall exposure level for \S+: (\d+\.\d)", done.stdout)
     assert found, done.stdout[-500:] + done.stderr
     assert float(found.group(1)) <= MAX_EXPOSURE, done.stdout
+
+
+IMAGE_UNITS = Path(__file__).resolve().parents[2] / "image" / "systemd"
+
+
+def test_the_images_slot_and_health_units_verify_clean(tmp_path):
+    """betbox-appslot (mount the booted RAUC slot) and betbox-health (mark it good or bad), as
+    customize.sh installs them for a seat; the state partition's mount as fstab makes it."""
+    (tmp_path / "var-lib-betbox.mount").write_text("[Mount]\nWhat=LABEL=state\nWhere=/var/lib/betbox\nType=ext4\n")
+    slot = (IMAGE_UNITS / "betbox-appslot.service").read_text()
+    (tmp_path / "betbox-appslot.service").write_text(
+        slot.replace("/usr/lib/betbox/appslot-mount", str(IMAGE_UNITS.parent / "rauc/appslot-mount")))
+    (tmp_path / "betbox-health.service").write_text((IMAGE_UNITS / "betbox-health.service").read_text()
+                                                    .replace("@ROLE@", "seat"))
+    done = subprocess.run([ANALYZE, "verify", str(tmp_path / "betbox-appslot.service"),
+                           str(tmp_path / "betbox-health.service")], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr.strip() == "", done.stderr

@@ -1,0 +1,146 @@
+"""Issue #13.5: the seeded challenge over MQTT. A verifier (``betbox jackpot verify``, ACL
+user ``verifier``) sends a seed to a running seat (a real ``betbox run``) through a real
+mosquitto with the documented ACL; the seat answers the HMAC over its installed files. The
+answer matches the approved copy's, and stops matching when a file on the unit is changed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from firmware.link.challenge import answer
+from firmware.verify import challenge
+from tests.link.broker import Broker
+from tests.link.helpers import Sniffer, wait_until
+from tests.link.schema import validate
+
+ROOT = Path(__file__).resolve().parents[2]
+ACL = (ROOT / "docs/mqtt/acl").read_text()
+USERS = {"table-1/seat-1": "pw-seat", "table-1/seat-2": "pw-seat2", "verifier": "pw-verifier", "sniffer": "pw-sniffer"}
+OBSERVER = "\n# the test's observer (not in the documented ACL): reads everything\nuser sniffer\ntopic read betbox/v1/#\n"
+SEED = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+
+
+def release(d: Path) -> Path:
+    """An installed release as the unit holds it (a few of betbox's own files)."""
+    for pkg in ("firmware/verify.py", "firmware/engine/settlement.py"):
+        (d / "lib" / pkg).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / pkg, d / "lib" / pkg)
+    (d / "VERSION").write_text("0.1.0\n")
+    return d
+
+
+@pytest.fixture
+def seat(tmp_path):
+    broker = Broker(tmp_path / "mosquitto", acl=ACL + OBSERVER, users=USERS).start()
+    tree = release(tmp_path / "installed")
+    (tmp_path / "chips.csv").write_text("uid,denomination,status\n0A01,5,valid\n")
+    config = tmp_path / "seat.toml"
+    config.write_text(f"""
+[unit]
+role = "seat"
+id = "seat-1"
+table = "table-1"
+state_dir = "{tmp_path / 'state'}"
+[link]
+broker = "{broker.url}"
+username = "table-1/seat-1"
+password = "pw-seat"
+allow_insecure = true
+[seat]
+box = 1
+spots = ["main"]
+chips = "{tmp_path / 'chips.csv'}"
+[verify]
+tree = "{tree}"
+[hardware.chip_reader]
+backend = "mock"
+spots = ["main"]
+[hardware.lamps]
+backend = "mock"
+lamps = ["progressive", "bets_locked"]
+""")
+    log = open(tmp_path / "seat.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "firmware", "run", "--config", str(config)], cwd=ROOT,
+                            stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while "running" not in (tmp_path / "seat.log").read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "seat.log").read_text()[-2000:]
+        time.sleep(0.2)
+    (tmp_path / "pw").write_text("pw-verifier\n")
+    yield {"broker": broker, "tree": tree, "pw": tmp_path / "pw", "tmp": tmp_path}
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+    broker.stop()
+
+
+def verify_unit(s, *extra: str, user: str = "verifier", password: Path | None = None, timeout: str = "30"):
+    return subprocess.run([sys.executable, "-m", "firmware", "jackpot", "verify", "--broker", s["broker"].url,
+                           "--unit", "table-1/seat-1", "--username", user,
+                           "--password-file", str(password or s["pw"]), "--allow-insecure",
+                           "--timeout", timeout, *extra], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_the_seat_answers_the_seed_with_the_hmac_of_the_approved_copy(seat, tmp_path):
+    sniffer = Sniffer(seat["broker"].url, "betbox/v1/unit/+/+/verify/#", username="sniffer", password="pw-sniffer")
+    approved = release(tmp_path / "approved")
+    done = verify_unit(seat, "--seed", SEED, "--tree", str(approved))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"hmac {challenge(approved, bytes.fromhex(SEED))}" in done.stdout
+    assert "matches the approved copy" in done.stdout
+    # both messages as docs/mqtt/asyncapi.yaml describes them
+    wait_until(lambda: len(sniffer.messages) >= 2, 10, "the challenge and the answer")
+    sniffer.close()
+    assert sorted(validate(t, p) for t, p, _ in sniffer.messages) == ["verifyAnswer", "verifyChallenge"]
+    (answer_msg,) = sniffer.json("/verify/answer")
+    assert answer_msg["unit"] == "table-1/seat-1" and answer_msg["version"] == "0.1.0"
+
+
+def test_a_tampered_file_on_the_seat_changes_its_answer(seat, tmp_path):
+    approved = release(tmp_path / "approved")
+    settlement = seat["tree"] / "lib/firmware/engine/settlement.py"
+    settlement.write_text(settlement.read_text() + "\n# paid 3:1\n")
+    done = verify_unit(seat, "--seed", SEED, "--tree", str(approved))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "DIFFERS from the approved copy" in done.stderr
+    assert f"hmac {challenge(seat['tree'], bytes.fromhex(SEED))}" in done.stdout
+
+
+def test_another_seed_gives_another_answer(seat):
+    first = verify_unit(seat, "--seed", SEED)
+    second = verify_unit(seat)                                  # a random seed
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert first.stdout.split("hmac ")[1] != second.stdout.split("hmac ")[1]
+
+
+def test_another_seat_may_not_send_a_challenge(seat):
+    """The documented ACL: only the verifier writes a unit's challenge topic; mosquitto drops
+    a seat's, so no answer comes."""
+    (seat["tmp"] / "pw2").write_text("pw-seat2\n")
+    done = verify_unit(seat, "--seed", SEED, user="table-1/seat-2", password=seat["tmp"] / "pw2", timeout="3")
+    assert done.returncode == 2 and "no answer from the unit table-1/seat-1" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("payload, says", [
+    (b"not json", "not JSON"),
+    (b"[1]", "not a JSON object"),
+    (json.dumps({"tx": "a", "seed": "zz"}).encode(), "'seed' must be 8 to 64 bytes as hex"),
+    (json.dumps({"tx": "a", "seed": "00"}).encode(), "'seed' must be 8 to 64 bytes as hex"),
+    (json.dumps({"tx": "a b", "seed": SEED}).encode(), "'tx' must be"),
+])
+def test_a_malformed_challenge_gets_an_error_answer(tmp_path, payload, says):
+    got = answer(release(tmp_path / "r"), "table-1/seat-1", payload)
+    assert says in got["error"] and "hmac" not in got
+    assert validate("betbox/v1/unit/table-1/seat-1/verify/answer", json.dumps(got).encode()) == "verifyAnswer"
+
+
+def test_a_unit_without_its_release_says_so(tmp_path):
+    got = answer(tmp_path / "missing", "table-1/seat-1", json.dumps({"tx": "a", "seed": SEED}).encode())
+    assert got["tx"] == "a" and "no installed release" in got["error"]
