@@ -40,7 +40,7 @@ from tests.link.helpers import (
     wait_until,
 )
 from tests.link.schema import validate_all
-from tests.link.test_jackpot_integration import all_confirmed, send
+from tests.jackpot.test_jackpot_integration import all_confirmed, send
 
 from .floor import Floor, unit_password
 
@@ -441,7 +441,7 @@ def test_a_seat_unit_withdraws_its_progressive_wager_while_its_tables_bridge_is_
     seat withdraws the progressive exactly as when the controller is offline; back, it is
     offered again."""
     from firmware.engine.profile import load_profile
-    from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
+    from firmware.sim.table import InProcessTable, TableSpec, seat_spots
     from firmware.sim import chipset
     from hal.ports import LAMP_OFF, LAMP_ON
     profile = load_profile("rws-blackjack-switch")

@@ -9,7 +9,8 @@ from fractions import Fraction
 
 import pytest
 
-from firmware.jackpot.config import JackpotConfigError, load_jackpot_config
+from firmware.config import load_jackpot_config
+from firmware.jackpot.config import JackpotConfigError
 from firmware.jackpot.controller import JackpotController, report
 from firmware.jackpot.pg import MIGRATIONS, PgDatabase, PgTarget
 from firmware.jackpot.store import StoreError, StoreUnavailable, open_store

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from firmware.config import load_config
 from firmware.diag import FAIL, SKIP, LiveDiag, check_ports, live_checks, run_checks
-from firmware.runtime.config import load_config
 from tests.link.broker import Broker
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from firmware.engine.profile import load_profile
 from firmware.runtime.journal import open_readonly
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset
 
 
