@@ -270,7 +270,7 @@ def test_a_late_offline_on_the_shared_presence_topic_is_answered_by_the_serving_
     from firmware.jackpot.service import JackpotService
     from firmware.link.config import config_from_url
 
-    from .helpers import controller
+    from tests.link.helpers import controller
 
     ctl = controller(tmp_path / "j.db")
     svc = JackpotService(ctl, config_from_url(broker.url)).start()
