@@ -119,7 +119,7 @@ in_root dpkg -s rauc-service >/dev/null 2>&1 || \
     in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rauc-service >/dev/null
 install -d "$root/usr/lib/betbox"
 install -m 0755 "$src/image/rauc/bootloader-backend" "$src/image/rauc/select-slot" "$src/image/rauc/pre-install" \
-    "$src/image/rauc/appslot-mount" "$root/usr/lib/betbox/"
+    "$src/image/rauc/appslot-mount" "$src/image/rauc/health-check" "$root/usr/lib/betbox/"
 cat > "$root/etc/rauc/system.conf" <<CONF
 [system]
 compatible=betbox-$role-rpi

@@ -62,8 +62,9 @@ def test_the_images_slot_and_health_units_verify_clean(tmp_path):
     slot = (IMAGE_UNITS / "betbox-appslot.service").read_text()
     (tmp_path / "betbox-appslot.service").write_text(
         slot.replace("/usr/lib/betbox/appslot-mount", str(IMAGE_UNITS.parent / "rauc/appslot-mount")))
-    (tmp_path / "betbox-health.service").write_text((IMAGE_UNITS / "betbox-health.service").read_text()
-                                                    .replace("@ROLE@", "seat"))
+    (tmp_path / "betbox-health.service").write_text(
+        (IMAGE_UNITS / "betbox-health.service").read_text().replace("@ROLE@", "seat")
+        .replace("/usr/lib/betbox/health-check", str(IMAGE_UNITS.parent / "rauc/health-check")))
     done = subprocess.run([ANALYZE, "verify", str(tmp_path / "betbox-appslot.service"),
                            str(tmp_path / "betbox-health.service")], capture_output=True, text=True, timeout=120,
                           cwd=tmp_path)
