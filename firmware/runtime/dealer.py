@@ -8,6 +8,7 @@ round id. What the engine refuses, it refuses, and says why (the engine's reason
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any, Mapping
 
@@ -26,7 +27,7 @@ from .bus import (Bus, Message, alarm_topic, console_topic, down_topic, pit_comm
 from .journal import Journal
 from .software import software_input
 from .spots import insurance_hand, insurance_spot
-from .unit import (BEHIND, Codec, Recent, amounts_from_json, amounts_to_json, ck_int, ck_json, ck_optional,
+from .unit import (BEHIND, Codec, Input, InputRefused, Recent, amounts_from_json, amounts_to_json, ck_int, ck_json, ck_optional,
                    ck_str, frac_from_json, frac_to_json, Unit)
 from .wire import (TABLE_LASTING, as_json_value, check_table_alarm, bets_from_json, bets_to_json, check_up_message, controller_input,
                    limits_to_json, round_from_json, round_to_json, shoe_from_json, shoe_to_json)
@@ -171,7 +172,17 @@ class DealerUnit(Unit):
     def current_round(self) -> int | None:
         return self.round_no or None
 
-    def handle(self, kind: str, body: dict[str, Any]) -> bool:
+    def read(self, taken: Input) -> Input:
+        """The dealer's inputs read once: a controller status, a keyed card, a clock
+        reading, a verification result (each checked as it is read)."""
+        readers = {"controller": controller_input, "keyed_card": keyed_card_input, "tick": clock_reading,
+                   "software": software_input}
+        if taken.kind in readers:
+            return replace(taken, value=readers[taken.kind](taken.body))
+        return taken
+
+    def handle(self, taken: Input) -> bool:
+        kind, body, value = taken.kind, taken.body, taken.value
         if kind == "card":
             self._on_card(body["card"], body.get("counter"))
         elif kind == "shoe":
@@ -179,20 +190,20 @@ class DealerUnit(Unit):
         elif kind == "button":
             self._on_button(body["button"])
         elif kind == "msg":
-            return self._on_message(Message.from_dict(body))
+            assert taken.message is not None
+            return self._on_message(taken.message)
         elif kind == "controller":
-            return self._on_controller(controller_input(body))
+            return self._on_controller(value)
         elif kind == "keyed_card":
-            keyed = keyed_card_input(body)
-            self._on_keyed_card(keyed["card"], keyed.get("by"))
+            self._on_keyed_card(value["card"], value.get("by"))
         elif kind == "tick":
-            return self._on_tick(clock_reading(body)["now"])
+            return self._on_tick(value["now"])
         elif kind == "device":
             return self.on_device(body)
         elif kind == BEHIND:
             return self.on_behind(body)
         elif kind == "software":
-            return self.on_software(software_input(body))
+            return self.on_software(value)
         elif kind == "boot":
             # seats re-send what the dealer may have lost (offers, locks, additions); a
             # clock reading from before the restart means nothing now: the wait starts again
@@ -205,32 +216,29 @@ class DealerUnit(Unit):
 
     # -- refusing what is malformed or forged --------------------------------------------
 
-    def check_input(self, kind: str, body: Any) -> str | None:
-        problem = super().check_input(kind, body)
-        if problem is not None or kind != "msg":
-            return problem
-        try:
-            m = Message.from_dict(body)
-        except ValueError as exc:
-            return str(exc)
+    def check_input(self, kind: str, body: Any) -> Input:
+        taken = super().check_input(kind, body)
+        m = taken.message
+        if m is None:
+            return taken
         if m.topic == pit_command_topic(self.table):
             if m.sender != "pit" and not m.sender.startswith("pit/"):
-                return f"pit command from {m.sender!r:.80}: only the pit (user 'pit') commands the table"
-            try:
-                pit_command(m.kind, m.body)
-            except ValueError as exc:
-                return str(exc)
-            return None
+                raise InputRefused(f"pit command from {m.sender!r:.80}: only the pit (user 'pit') commands the table")
+            pit_command(m.kind, m.body)
+            return taken
         found = re.fullmatch(re.escape(up_topic(self.table, 0)).replace("/0/", "/([1-9][0-9]{0,2})/"), m.topic)
         if found is None:
-            return f"{m.kind!r} on {m.topic!r}: not a seat's topic at table {self.table}"
+            raise InputRefused(f"{m.kind!r} on {m.topic!r}: not a seat's topic at table {self.table}")
         box = int(found.group(1))
         owner = f"{self.table}/seat-{box}"
         if m.sender != owner:
-            return f"{m.kind!r} for box {box} from {m.sender!r}: only {owner!r} speaks for box {box}"
+            raise InputRefused(f"{m.kind!r} for box {box} from {m.sender!r}: only {owner!r} speaks for box {box}")
         if m.body.get("box") != box:
-            return f"{m.kind!r} from {owner!r} names box {m.body.get('box')!r} in its body, not {box}"
-        return check_up_message(m.kind, m.body)
+            raise InputRefused(f"{m.kind!r} from {owner!r} names box {m.body.get('box')!r} in its body, not {box}")
+        problem = check_up_message(m.kind, m.body)
+        if problem is not None:
+            raise InputRefused(problem)
+        return taken
 
     # -- checkpoints -------------------------------------------------------------------
 

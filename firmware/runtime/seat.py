@@ -22,14 +22,14 @@ names (:attr:`SeatUnit.table_faults`, :attr:`SeatUnit.table_alarms`).
 
 from __future__ import annotations
 
-from decimal import Decimal
+from dataclasses import replace
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from firmware.chips import ChipDebouncer, ChipRegistry, ChipStatus
 from firmware.engine.errors import RuleError
-from firmware.engine.events import Action, BetsClosed, Decision, event_from_dict
-from firmware.engine.money import format_amount, parse_amount, to_json_number
+from firmware.engine.events import Action, BetsClosed, Decision, Event
+from firmware.engine.money import format_amount, to_json_number
 from firmware.engine.profile import Profile, load_profile
 from firmware.engine.round import Phase, Round
 from firmware.engine.settlement import settlement
@@ -38,14 +38,14 @@ from hal.ports import LAMP_OFF, LAMP_ON, Lamps
 
 from .bus import Bus, Message, alarm_topic, down_topic, stream_topic, up_topic
 from .journal import Journal
-from .unit import (BEHIND, Codec, Recent, amounts_from_json, amounts_to_json, ck_bool, ck_int, ck_json, ck_optional,
+from .unit import (BEHIND, Codec, Input, InputRefused, Recent, amounts_from_json, amounts_to_json, ck_bool, ck_int, ck_json, ck_optional,
                    ck_str, Unit)
-from .seatview import build_seat_view
+from .seatview import SeatFacts, alarm_mark, build_seat_view, unit_conditions, worth
 from .software import software_input
 from .spots import insurance_hand, insurance_spot
 from .view import SeatView
-from .wire import (TABLE_LASTING, as_json_value, bets_to_json, check_down_message, check_stream_message,
-                   check_table_alarm, controller_input, round_from_json, round_to_json, shoe_from_json)
+from .wire import (TABLE_LASTING, Catchup, as_json_value, bets_to_json, check_table_alarm, controller_input,
+                   read_down_message, read_stream_message, round_from_json, round_to_json)
 
 LINK_DOWN = "controller_link_down"
 #: Rounds over that the seat keeps from the dealer's catch-up (issue #11.4).
@@ -104,8 +104,12 @@ class SeatUnit(Unit):
         # rounds that ended while this seat was down, rebuilt by its engine from the
         # dealer's record in the catch-up: the seat's reporter reports them like its own
         self.missed_rounds: dict[int, Round] = {}
-        self.view: SeatView = self._build_view()
         self._profiles: dict[str, Profile] = {}
+        # the screen's view: a frozen snapshot taken after every step, the view built from
+        # it when read (issue #18); where this round's alarms start, folded step by step
+        self._alarm_mark, self._mark_round = 0, None
+        self._facts = self.facts()
+        self._view: tuple[SeatFacts, SeatView] | None = None
         bus.subscribe(stream_topic(table), self.post, unit_id)
         bus.subscribe(down_topic(table, box), self.post, unit_id)
         bus.subscribe(alarm_topic(table), self.post, unit_id)
@@ -142,7 +146,8 @@ class SeatUnit(Unit):
     def current_round(self) -> int | None:
         return self.round_no or None
 
-    def handle(self, kind: str, body: dict[str, Any]) -> bool:
+    def handle(self, taken: Input) -> bool:
+        kind, body = taken.kind, taken.body
         if kind == "boot":
             self._hello()
             self.devices_reopened()
@@ -156,16 +161,17 @@ class SeatUnit(Unit):
         if kind == "screen":
             return self._on_screen(body["action"], body.get("hand"))
         if kind == "msg":
-            return self._on_message(Message.from_dict(body))
+            assert taken.message is not None
+            return self._on_message(taken.message, taken.value)
         if kind == "controller":
-            return self._on_controller(controller_input(body))
+            return self._on_controller(taken.value)
         if kind == BEHIND:
             changed = self.on_behind(body)
             if changed and self.phase == "open":
                 self._offer()             # withdraw the offer: bets are refused now
             return changed
         if kind == "software":
-            return self.on_software(software_input(body))
+            return self.on_software(taken.value)
         raise ValueError(f"seat: unknown input {kind!r}")
 
     def on_software(self, result: dict[str, Any]) -> bool:
@@ -191,33 +197,44 @@ class SeatUnit(Unit):
 
     # -- refusing what is malformed or forged --------------------------------------------
 
-    def check_input(self, kind: str, body: Any) -> str | None:
-        problem = super().check_input(kind, body)
-        if problem is not None or kind != "msg":
-            return problem
-        try:
-            m = Message.from_dict(body)
-        except ValueError as exc:
-            return str(exc)
+    def check_message(self, m: Message) -> None:
         dealer = f"{self.table}/dealer"
         if m.topic == stream_topic(self.table):
             if m.sender != dealer:
-                return f"stream message {m.kind!r} from {m.sender!r}: only {dealer!r} writes the table stream"
-            return check_stream_message(m.kind, m.body, self._profile)
-        if m.topic == down_topic(self.table, self.box):
+                raise InputRefused(f"stream message {m.kind!r} from {m.sender!r}: only {dealer!r} writes the "
+                                   "table stream")
+        elif m.topic == down_topic(self.table, self.box):
             if m.sender != dealer:
-                return f"{m.kind!r} for box {self.box} from {m.sender!r}: only {dealer!r} sends to this seat"
-            problem = check_down_message(m.kind, m.body, self.box, self._profile)
-            if problem is None and m.kind == "catchup":
-                strangers = [c.get("unit") for c in m.body.get("conditions") or () if c.get("unit") != dealer]
+                raise InputRefused(f"{m.kind!r} for box {self.box} from {m.sender!r}: only {dealer!r} sends to "
+                                   "this seat")
+            if m.kind == "catchup" and m.body.get("box") == self.box:
+                strangers = [c.get("unit") for c in m.body.get("conditions") or ()
+                             if isinstance(c, dict) and c.get("unit") != dealer]
                 if strangers:
-                    problem = f"catchup: conditions raised by {strangers[0]!r:.60}, not {dealer!r}"
-            return problem
-        if m.topic == alarm_topic(self.table):
+                    raise InputRefused(f"catchup: conditions raised by {strangers[0]!r:.60}, not {dealer!r}")
+        elif m.topic == alarm_topic(self.table):
             if m.sender != dealer:
-                return f"table alarm from {m.sender!r}: only {dealer!r} raises the table's alarms at a seat"
-            return check_table_alarm(m.kind, m.body, m.sender)
-        return f"{m.kind!r} on {m.topic!r}: not a topic of seat {self.box} at table {self.table}"
+                raise InputRefused(f"table alarm from {m.sender!r}: only {dealer!r} raises the table's alarms at "
+                                   "a seat")
+            problem = check_table_alarm(m.kind, m.body, m.sender)
+            if problem is not None:
+                raise InputRefused(problem)
+        else:
+            raise InputRefused(f"{m.kind!r} on {m.topic!r}: not a topic of seat {self.box} at table {self.table}")
+
+    def read(self, taken: Input) -> Input:
+        """The seat's inputs read once: a stream message with its engine event or round,
+        a catch-up with its rounds, a controller status, a verification result."""
+        kind, body, m = taken.kind, taken.body, taken.message
+        if kind == "controller":
+            return replace(taken, value=controller_input(body))
+        if kind == "software":
+            return replace(taken, value=software_input(body))
+        if m is not None and m.topic == stream_topic(self.table):
+            return replace(taken, value=read_stream_message(m.kind, m.body, self._profile))
+        if m is not None and m.topic == down_topic(self.table, self.box):
+            return replace(taken, value=read_down_message(m.kind, m.body, self.box, self._profile))
+        return taken
 
     def _profile(self, name: str) -> Profile:
         """Profiles by name, loaded once (a cache, not state)."""
@@ -317,12 +334,7 @@ class SeatUnit(Unit):
     # -- wagers ------------------------------------------------------------------------
 
     def _worth(self, uids: Iterable[str]) -> Fraction:
-        total = Decimal(0)
-        for uid in uids:
-            chip = self.registry.get(uid)
-            if chip is not None and chip.status is ChipStatus.VALID:
-                total += chip.denomination
-        return Fraction(total)
+        return worth(self.registry, uids)
 
     def wagers(self) -> dict[str, Fraction]:
         """What the seat offers: every spot's valid chips, except addition-only spots and
@@ -486,10 +498,10 @@ class SeatUnit(Unit):
 
     # -- the table stream --------------------------------------------------------------
 
-    def _on_message(self, m: Message) -> bool:
+    def _on_message(self, m: Message, value: Any = None) -> bool:
         if m.topic == down_topic(self.table, self.box):
             if m.kind == "catchup":
-                return self._on_catchup(m.body)
+                return self._on_catchup(m.body, value)
             if m.kind == "refused":
                 self.messages.append(f"refused: {m.body['reason']}")
                 if m.body.get("stage") != "offer" and m.body.get("bets") is not None:
@@ -498,7 +510,7 @@ class SeatUnit(Unit):
             return False
         if m.topic == alarm_topic(self.table):
             return self._on_table_alarm(m.seq, dict(m.body))
-        return self._on_stream(m.kind, m.body)
+        return self._on_stream(m.kind, m.body, value)
 
     def _on_table_alarm(self, seq: int, body: dict[str, Any]) -> bool:
         """A dealer's alarm (checked by :meth:`check_input`): a lasting condition is in
@@ -516,7 +528,7 @@ class SeatUnit(Unit):
             self.table_alarms.append(body)
         return True
 
-    def _on_catchup(self, body: dict[str, Any]) -> bool:
+    def _on_catchup(self, body: dict[str, Any], read: Catchup) -> bool:
         self.awaiting_catchup = False
         heard = body.get("heard") or 0
         if heard > self.seq and self.round_no and self.behind is None:
@@ -525,7 +537,7 @@ class SeatUnit(Unit):
             self.on_behind({"unit_seq": self.seq, "heard": heard})
             if self.phase == "open":
                 self._offer()             # withdraw the offer: bets are refused now
-        self._missed(body.get("rounds") or {}, body.get("unheld"))
+        self._missed(read.rounds, body.get("unheld"))
         if body.get("conditions") is not None:
             # the dealer's lasting conditions in force now: one raised or cleared while this
             # seat was down is as the dealer says (issue #12.9)
@@ -535,21 +547,21 @@ class SeatUnit(Unit):
             # joined in the middle of a round: the dealer's record of its wagers stands
             self.last_stream = messages[0]["body"]["stream_seq"] - 1
             self.joined_round = messages[0]["body"]["round"]
-        for m in messages:
-            self._apply_stream(m["kind"], m["body"])
+        for m, value in zip(messages, read.values, strict=True):
+            self._apply_stream(m["kind"], m["body"], value)
         if not messages and body["head"] > self.last_stream:
             # nothing of a round in play to catch up on: join at the head of the stream
             self.last_stream = body["head"]
         return True
 
-    def _missed(self, rounds: dict[str, Any], unheld: list[int] | None) -> None:
-        """Rounds that ended while the seat was down, from the dealer's record; rounds it
-        cannot have are an alarm, never silence (issue #11.4)."""
-        for key, data in sorted(rounds.items(), key=lambda kv: int(kv[0])):
-            number = int(key)
+    def _missed(self, rounds: Mapping[int, Round], unheld: list[int] | None) -> None:
+        """Rounds that ended while the seat was down, from the dealer's record (rebuilt by
+        the engine as the catch-up was read); rounds it cannot have are an alarm, never
+        silence (issue #11.4)."""
+        for number, state in sorted(rounds.items()):
             if number == self.round_no and self.phase in ("over", "void"):
                 continue                        # this seat saw it end: its own engine settled it
-            self.missed_rounds[number] = round_from_json(data, self._profile)
+            self.missed_rounds[number] = state
         for old in sorted(self.missed_rounds)[:-KEEP_MISSED_ROUNDS]:
             del self.missed_rounds[old]
         if unheld:
@@ -560,7 +572,7 @@ class SeatUnit(Unit):
                        "missing at the jackpot controller; reconcile them from the dealer's journal "
                        "(betbox journal show)", rounds=[first, last])
 
-    def _on_stream(self, kind: str, body: dict[str, Any]) -> bool:
+    def _on_stream(self, kind: str, body: dict[str, Any], value: Any) -> bool:
         seq = body["stream_seq"]
         if seq <= self.last_stream:
             return False
@@ -569,16 +581,18 @@ class SeatUnit(Unit):
                 return False            # the catch-up the dealer is preparing holds it
             self._hello()
             return True
-        self._apply_stream(kind, body)
+        self._apply_stream(kind, body, value)
         return True
 
-    def _apply_stream(self, kind: str, body: dict[str, Any]) -> None:
+    def _apply_stream(self, kind: str, body: dict[str, Any], value: Any) -> None:
+        """One stream message in order; ``value`` is what reading it gave (the engine
+        event, the round a round_open opens: :func:`~firmware.runtime.wire.read_stream_message`)."""
         seq = body["stream_seq"]
         if seq != self.last_stream + 1:
             return
         self.last_stream = seq
         if kind == "round_open":
-            self._round_open(body)
+            self._round_open(body, value)
         elif kind == "bets_closing":
             if body["round"] == self.round_no and self.phase == "open":
                 self.phase = "closing"
@@ -603,7 +617,7 @@ class SeatUnit(Unit):
                 self._not_taken(body["reason"])
         elif kind == "event":
             if body["round"] == self.round_no and self.round is not None:
-                self._event(body["event"])
+                self._event(body["event"], value)
         elif kind == "dealer_boot":
             self._hello()
         elif kind == "round_result":
@@ -622,13 +636,10 @@ class SeatUnit(Unit):
                              if reason == "lock_timeout" else "bets not taken: the dealer closed bets "
                              "without this seat")
 
-    def _round_open(self, body: dict[str, Any]) -> None:
-        self.profile = self._profile(body["profile"])
+    def _round_open(self, body: dict[str, Any], state: Round) -> None:
+        self.profile = state.profile
         self.round_no = body["round"]
-        meter = body.get("meter")
-        self.round = Round.new(self.profile, decks=body["decks"], limits=body.get("limits") or {},
-                               meter=None if meter is None else parse_amount(meter),
-                               shoe=shoe_from_json(body["shoe"]))
+        self.round = state
         self.phase = "open"
         self.offered = None
         self.locked, self.pending = {}, {}
@@ -648,8 +659,7 @@ class SeatUnit(Unit):
                 self.unwagered[spot] = "antenna_fault"
         self._offer()
 
-    def _event(self, data: dict[str, Any]) -> None:
-        event = event_from_dict(data)
+    def _event(self, data: dict[str, Any], event: Event) -> None:
         before = self.round
         try:
             self.round, _ = before.apply(event)
@@ -726,7 +736,7 @@ class SeatUnit(Unit):
             for lamp, on in self.lamp_wanted().items():
                 if lamp in self.lamps.lamps and self.lamps.state(lamp) != (LAMP_ON if on else LAMP_OFF):
                     (self.lamps.on if on else self.lamps.off)(lamp)
-        self.view = self._build_view()
+        self._facts = self.facts()
 
     def at_round_boundary(self) -> bool:
         return self.phase in ("idle", "over", "void") and not self.awaiting_catchup and not self.pending
@@ -737,5 +747,28 @@ class SeatUnit(Unit):
         self.debouncer.clear()
         self.not_verified = None        # a past start's verification: this start verifies again
 
-    def _build_view(self) -> SeatView:
-        return build_seat_view(self)
+    def facts(self) -> SeatFacts:
+        """The seat as its screen needs it, frozen now (cheap: no engine question asked)."""
+        self._alarm_mark = alarm_mark(self._alarm_mark, self._mark_round, self.round_no, self.phase,
+                                      len(self.alarms))
+        self._mark_round = self.round_no
+        return SeatFacts(
+            box=self.box, round_no=self.round_no, phase=self.phase, round=self.round, profile=self.profile,
+            spots=self.spots, present=dict(self.present), registry=self.registry, wagers=self.wagers(),
+            locked=dict(self.locked), refused_round=self.refused_round, unwagered=dict(self.unwagered),
+            bets_not_taken=self.bets_not_taken, progressive_refusal=self.progressive_refusal,
+            controller=self.controller, messages=tuple(self.messages[-8:]), alarms=tuple(self.alarms),
+            alarm_total=len(self.alarms), alarm_mark=self._alarm_mark, table_faults=dict(self.table_faults),
+            table_alarms=tuple(self.table_alarms),
+            lamps=tuple((k, "on" if v else "off") for k, v in self.lamp_wanted().items()),
+            conditions=unit_conditions(self))
+
+    @property
+    def view(self) -> SeatView:
+        """What the screen shows, as of the last step: built from that step's snapshot the
+        first time it is read (from any thread: the snapshot is frozen), then kept."""
+        facts, built = self._facts, self._view
+        if built is None or built[0] is not facts:
+            built = (facts, build_seat_view(facts))
+            self._view = built
+        return built[1]

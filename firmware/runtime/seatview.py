@@ -1,26 +1,32 @@
-"""Builds a seat's :class:`~firmware.runtime.view.SeatView` from the seat unit's state after
-every step. Kept apart from the seat unit so the screen's needs and the seat's rules change
-separately; it reads the seat and asks the engine, and decides no rule itself.
+"""Builds a seat's :class:`~firmware.runtime.view.SeatView` from a frozen snapshot of the
+seat unit's state (:class:`SeatFacts`, taken after every step: cheap, references to
+immutable values and small copies). The view itself is built only when something reads it
+(the screen, the reporter, a test), at most once per snapshot (issue #18: it was built after
+every step, ~240 times a round at a 7-box table, read by nobody most of them). Kept apart
+from the seat unit so the screen's needs and the seat's rules change separately; it reads
+the snapshot and asks the engine, and decides no rule itself.
 
 Every fact is a code, an amount string or a card: the screen words it in the player's
 language. Why a wager would not be counted is the engine's own answer ("no more bets" for
 this box, asked of a fresh round exactly as the dealer asks it), never guessed here.
 
-It is a fold: the previous view (``seat.view``) carries where this round's alarms start in
-``seat.alarms``, used only for alarm entries that do not carry their ``round``.
+``SeatFacts.alarm_mark`` (kept by the seat, step by step) is where this round's alarms start
+in ``seat.alarms``, used only for alarm entries that do not carry their ``round``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from firmware.chips import ChipStatus
+from firmware.chips import ChipRegistry, ChipStatus
 from firmware.engine.errors import IllegalWager, RuleError
 from firmware.engine.events import Action, BetsClosed
 from firmware.engine.hand import hand_total
 from firmware.engine.money import format_amount
 from firmware.engine.outcomes import BetReturned, WagerFlagged
+from firmware.engine.profile import Profile
 from firmware.engine.round import Phase, Round
 
 from .view import (AlarmView, ChipView, ControllerView, HandView, ProgressiveView, ResultView,
@@ -29,6 +35,8 @@ from .view import (AlarmView, ChipView, ControllerView, HandView, ProgressiveVie
 if TYPE_CHECKING:
     from .seat import SeatUnit
 
+#: Views built since the firmware started (bench/bench_runtime.py prints them per round).
+builds = 0
 #: Spots that take only additions (insurance), never an initial wager.
 ADDITION_PREFIX = "insurance"
 #: Alarm parameters worth carrying to the screen (plain scalars only).
@@ -48,8 +56,50 @@ def _amount(value: Any) -> str | None:
     return format_amount(Fraction(value))
 
 
-def _worth(seat: "SeatUnit", uids: Iterable[str]) -> Fraction:
-    return seat._worth(uids)
+def _worth(seat: SeatFacts, uids: Iterable[str]) -> Fraction:
+    return worth(seat.registry, uids)
+
+
+def worth(registry: ChipRegistry, uids: Iterable[str]) -> Fraction:
+    """What the valid chips among ``uids`` are worth (unknown and barred chips: nothing)."""
+    total = Fraction(0)
+    for uid in uids:
+        chip = registry.get(uid)
+        if chip is not None and chip.status is ChipStatus.VALID:
+            total += Fraction(chip.denomination)
+    return total
+
+
+@dataclass(frozen=True, eq=False)
+class SeatFacts:
+    """What a seat's screen is built from, frozen after a step (:meth:`SeatUnit.facts`).
+    Its values are immutable (the engine's round, frozensets, tuples) or copies; the alarm
+    entries and the controller status are never changed once made, so holding them is safe
+    from the screen's thread."""
+
+    box: int
+    round_no: int
+    phase: str
+    round: Round | None
+    profile: Profile | None
+    spots: tuple[str, ...]
+    present: Mapping[str, frozenset[str]]
+    registry: ChipRegistry
+    wagers: Mapping[str, Fraction]               # what the seat offers now (SeatUnit.wagers())
+    locked: Mapping[str, Fraction]
+    refused_round: str | None
+    unwagered: Mapping[str, str]
+    bets_not_taken: str | None
+    progressive_refusal: str | None
+    controller: Mapping[str, Any]
+    messages: tuple[str, ...]                    # the newest 8
+    alarms: tuple[dict[str, Any], ...]           # the kept entries, oldest first
+    alarm_total: int                             # running count (len(seat.alarms))
+    alarm_mark: int                              # where this round's alarms start (untagged ones)
+    table_faults: Mapping[str, Mapping[str, Any]]
+    table_alarms: tuple[dict[str, Any], ...]
+    lamps: tuple[tuple[str, str], ...]
+    conditions: tuple[str, ...]
 
 
 # --- the wager preview ------------------------------------------------------------------
@@ -109,7 +159,7 @@ def _box(state: Round | None, number: int):
 
 # --- pieces -----------------------------------------------------------------------------
 
-def _chips(seat: "SeatUnit", uids: Iterable[str]) -> tuple[ChipView, ...]:
+def _chips(seat: SeatFacts, uids: Iterable[str]) -> tuple[ChipView, ...]:
     out = []
     for uid in sorted(uids):
         chip = seat.registry.get(uid)
@@ -120,37 +170,31 @@ def _chips(seat: "SeatUnit", uids: Iterable[str]) -> tuple[ChipView, ...]:
     return tuple(out)
 
 
-def _controller(seat: "SeatUnit") -> ControllerView:
-    c = getattr(seat, "controller", None)
-    if not isinstance(c, Mapping):
-        return ControllerView()
+def _controller(seat: SeatFacts) -> ControllerView:
+    c = seat.controller
     link = c.get("link")
     return ControllerView(None if link is None else str(link), _amount(c.get("meter")),
                           bool(c.get("pending")))
 
 
-def _progressive_refusal(seat: "SeatUnit", controller: ControllerView) -> str | None:
-    """The seat's own word on why progressive wagers are off; the link state meanwhile."""
-    if hasattr(seat, "progressive_refusal"):
-        reason = seat.progressive_refusal
-        return None if reason is None else str(reason)
-    return "controller_link_down" if controller.link == "down" else None
+def alarm_mark(mark: int, mark_round: int | None, round_no: int, phase: str, alarms: int) -> int:
+    """Where this round's alarms start in the seat's alarm log, folded step by step (by the
+    seat): a new round (``round_no`` not ``mark_round``) seen while bets are open or idle
+    starts at the alarms recorded so far."""
+    if mark_round != round_no and phase in ("open", "idle"):
+        mark = alarms
+    return min(mark, alarms)
 
 
-def _round_alarms(seat: "SeatUnit") -> tuple[tuple[AlarmView, ...], int]:
+def _round_alarms(seat: SeatFacts) -> tuple[tuple[AlarmView, ...], int]:
     """This round's alarms. An entry carries its ``round`` (the unit's round when raised;
     None before the first): picked exactly, across restarts. An entry without it (from an
-    older journal) counts from ``alarm_mark``, where the view saw this round begin."""
-    prev: SeatView | None = getattr(seat, "view", None)
-    mark = prev.alarm_mark if prev is not None else 0
-    if prev is None or prev.round != seat.round_no:
-        # a new round: untagged alarms are those raised from now on
-        mark = len(seat.alarms) if seat.phase in ("open", "idle") else mark
-    mark = min(mark, len(seat.alarms))
+    older journal) counts from ``alarm_mark``, where the seat saw this round begin."""
+    mark = seat.alarm_mark
     current = seat.round_no or None
     picked = []
-    n = len(seat.alarms)                # running numbers (seat.alarms may keep only the newest)
-    for entry in reversed(list(seat.alarms)):
+    n = seat.alarm_total                # running numbers (seat.alarms may keep only the newest)
+    for entry in reversed(seat.alarms):
         n -= 1
         if "round" in entry:
             r = entry["round"]
@@ -171,13 +215,13 @@ def _alarm_view(entry: dict[str, Any], lasting: bool = False) -> AlarmView:
     return AlarmView(str(entry.get("alarm", "")), params, lasting)
 
 
-def _table_alarms(seat: "SeatUnit") -> tuple[AlarmView, ...]:
+def _table_alarms(seat: SeatFacts) -> tuple[AlarmView, ...]:
     """The table's faults in force at this seat (the dealer's alarms, journalled by the
     seat): every lasting condition, then the alarms of the seat's round. An alarm that
     names a box (``box``) other than this seat's is about that box, not shown here."""
-    out = [_alarm_view(entry, lasting=True) for _, entry in sorted(getattr(seat, "table_faults", {}).items())]
+    out = [_alarm_view(dict(entry), lasting=True) for _, entry in sorted(seat.table_faults.items())]
     current = seat.round_no or None
-    for entry in getattr(seat, "table_alarms", ()):
+    for entry in seat.table_alarms:
         box = entry.get("box")
         if current is None or entry.get("round") != current:
             continue
@@ -187,14 +231,14 @@ def _table_alarms(seat: "SeatUnit") -> tuple[AlarmView, ...]:
     return tuple(out)
 
 
-def _spot_issues(seat: "SeatUnit", state: Round | None, alarms: tuple[AlarmView, ...],
+def _spot_issues(seat: SeatFacts, state: Round | None, alarms: tuple[AlarmView, ...],
                  refusal: str | None) -> dict[str, list[SpotIssue]]:
     profile = seat.profile
     issues: dict[str, list[SpotIssue]] = {}
     if state is None or profile is None:
         return issues
     if seat.phase == "open":
-        issues = wager_issues(state, seat.box, seat.wagers())
+        issues = wager_issues(state, seat.box, seat.wagers)
     elif seat.phase == "closing":
         issues = wager_issues(state, seat.box, seat.locked)
     elif seat.phase in ("play", "over", "void"):
@@ -208,7 +252,7 @@ def _spot_issues(seat: "SeatUnit", state: Round | None, alarms: tuple[AlarmView,
                 issues[spot] = found
         elif box is not None:
             issues = _from_outcomes(state, [*box.flags, *box.returned])
-    unwagered = dict(getattr(seat, "unwagered", None) or {})
+    unwagered = dict(seat.unwagered)
     if refusal is not None and "progressive" in seat.present:
         unwagered.setdefault("progressive", refusal)
     for spot, reason in unwagered.items():
@@ -216,7 +260,7 @@ def _spot_issues(seat: "SeatUnit", state: Round | None, alarms: tuple[AlarmView,
         # controller link is down), and the seat's code for why
         if reason == "bets_not_taken":
             # the dealer closed bets without this seat's lock (seat.bets_not_taken says why)
-            why = getattr(seat, "bets_not_taken", None)
+            why = seat.bets_not_taken
             issues.setdefault(spot, []).insert(0, SpotIssue("bets_not_taken", reason=why))
             continue
         code = "progressive_unavailable" if spot == "progressive" else "not_wagered"
@@ -234,7 +278,7 @@ def _spot_issues(seat: "SeatUnit", state: Round | None, alarms: tuple[AlarmView,
     return issues
 
 
-def _pay_lines(seat: "SeatUnit", box) -> tuple[ResultView, ...]:
+def _pay_lines(seat: SeatFacts, box) -> tuple[ResultView, ...]:
     profile = seat.profile
     out = []
     for bet, net in sorted(box.ledger.items()):
@@ -255,7 +299,7 @@ def _pay_lines(seat: "SeatUnit", box) -> tuple[ResultView, ...]:
 OFFERS = ("insurance", "even_money", "surrender")
 
 
-def _offers(seat: "SeatUnit", state: Round | None, box) -> tuple[tuple[str, int], ...]:
+def _offers(seat: SeatFacts, state: Round | None, box) -> tuple[tuple[str, int], ...]:
     """The engine's answer, hand by hand, to "may this box take insurance / even money /
     surrender now?" (``legal_decisions(box, hand=n)``)."""
     if state is None or box is None or seat.phase != "play" or state.is_over or not state.offers_open:
@@ -271,7 +315,7 @@ def _offers(seat: "SeatUnit", state: Round | None, box) -> tuple[tuple[str, int]
     return tuple(out)
 
 
-def _turn(seat: "SeatUnit", state: Round | None) -> str | None:
+def _turn(seat: SeatFacts, state: Round | None) -> str | None:
     if state is None or seat.phase != "play" or state.is_over:
         return None
     if state.phase == Phase.INITIAL_DEAL:
@@ -327,17 +371,21 @@ def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
 
 # --- the view ---------------------------------------------------------------------------
 
-def build_seat_view(seat: "SeatUnit") -> SeatView:
+def build_seat_view(seat: SeatFacts) -> SeatView:
+    """The screen's view of a seat snapshot (:meth:`SeatUnit.facts`; ``SeatUnit.view``
+    builds it once per snapshot, when read)."""
+    global builds
+    builds += 1
     state: Round | None = seat.round
     profile = seat.profile
     controller = _controller(seat)
     alarms, mark = _round_alarms(seat)
-    refusal = _progressive_refusal(seat, controller) if profile is not None and profile.progressive else None
+    refusal = seat.progressive_refusal if profile is not None and profile.progressive else None
     issues = _spot_issues(seat, state, alarms, refusal)
     spots = []
     locked = seat.phase in ("closing", "play")
     # chips the seat does not offer as a wager (bets not taken, progressive while the link is down)
-    unwagered = set(getattr(seat, "unwagered", None) or ())
+    unwagered = set(seat.unwagered)
     for spot in seat.spots:
         uids = seat.present[spot]
         worth = _worth(seat, uids)
@@ -390,13 +438,12 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
     limits = ()
     if state is not None:
         limits = tuple((bet, format_amount(lo), format_amount(hi)) for bet, (lo, hi) in sorted(state.limits.items()))
-    lamps = tuple((k, "on" if v else "off") for k, v in seat.lamp_wanted().items())
     return SeatView(seat.box, seat.round_no, seat.phase, tuple(spots), tuple(hands), dealer,
-                    dealer_total, results, tuple(seat.messages[-8:]),
-                    tuple(a["detail"] for a in seat.alarms[-8:]), lamps, decisions,
+                    dealer_total, results, seat.messages,
+                    tuple(a["detail"] for a in seat.alarms[-8:]), seat.lamps, decisions,
                     dealer_soft, dealer_blackjack,
                     profile=profile.name if profile else "", title=profile.title if profile else "",
                     limits=limits, turn=_turn(seat, state), pay_lines=pay_lines, switched=switched,
                     progressive=progressive, envy=envy, round_alarms=alarms,
                     table_alarms=_table_alarms(seat), controller=controller,
-                    alarm_mark=mark, offers=_offers(seat, state, box), conditions=unit_conditions(seat))
+                    alarm_mark=mark, offers=_offers(seat, state, box), conditions=seat.conditions)

@@ -16,6 +16,7 @@ import json
 import logging
 import queue
 import time
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Mapping
 
@@ -45,6 +46,24 @@ MAX_INPUT_BYTES = 256 * 1024
 REJECTED = "rejected"
 EVIDENCE_PER_MINUTE = 30
 EVIDENCE_BYTES = 512
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input as a unit takes it, read once (issue #15 "parse once"): ``check_input``
+    returns it live, ``read_input`` in a replay, and ``handle`` applies it. ``body`` is what
+    the journal holds; ``message`` the bus message of a ``msg`` input; ``value`` what the
+    role read from it (the engine ``Event`` of a stream event, the ``Round`` a ``round_open``
+    opens, a catch-up, a checked controller status, ...)."""
+
+    kind: str
+    body: dict[str, Any]
+    message: Message | None = None
+    value: Any = None
+
+
+class InputRefused(ValueError):
+    """An input a unit does not take (malformed or forged): what is wrong with it."""
 
 
 class ReplayDiverged(RuntimeError):
@@ -317,11 +336,12 @@ class Unit(ABC):
 
     def _step(self, kind: str, body: dict[str, Any]) -> bool:
         self._outs = []
-        problem = self.check_input(kind, body)
-        if problem is not None:
-            self.reject(kind, body, problem)
+        try:
+            taken = self.check_input(kind, body)
+        except ValueError as exc:                # InputRefused, or a body the role cannot read
+            self.reject(kind, body, str(exc))
             return False
-        accepted = self._take(kind, body)
+        accepted = self._take(taken)
         if not accepted:
             if self._outs:
                 raise RuntimeError(f"{self.unit_id}: a refused input emitted messages")
@@ -360,12 +380,12 @@ class Unit(ABC):
 
     # -- the state partition -------------------------------------------------------------
 
-    def _take(self, kind: str, body: dict[str, Any]) -> bool:
+    def _take(self, taken: Input) -> bool:
         """Apply one journalled input (live and in replay): the unit's own storage input
         here, everything else by the role."""
-        if kind == "storage":
-            return self._on_storage(body)
-        return self.handle(kind, body)
+        if taken.kind == "storage":
+            return self._on_storage(taken.body)
+        return self.handle(taken)
 
     def _watch_storage(self) -> bool:
         """Before each input: alarm when free space crosses ``storage_low`` (either way),
@@ -429,23 +449,39 @@ class Unit(ABC):
 
     # -- refusing what is malformed or forged -------------------------------------------
 
-    def check_input(self, kind: str, body: Any) -> str | None:
-        """What is wrong with an input before it is handled (and journalled), or None.
-        Roles add their own checks (who may send what, well-formed bodies)."""
+    def check_input(self, kind: str, body: Any) -> Input:
+        """An input checked before it is handled (and journalled), read once: the
+        :class:`Input` ``handle`` takes. Raises :class:`InputRefused` (a ValueError) saying
+        what is wrong. Roles add their own checks (who may send what, well-formed bodies)."""
         if not isinstance(body, dict):
-            return f"a {kind} input's body must be a mapping, not {type(body).__name__}"
+            raise InputRefused(f"a {kind} input's body must be a mapping, not {type(body).__name__}")
         try:
             size = len(json.dumps(body, separators=(",", ":")))
         except (TypeError, ValueError) as exc:
-            return f"not JSON: {exc}"
+            raise InputRefused(f"not JSON: {exc}") from None
         if size > MAX_INPUT_BYTES:
-            return f"{size} bytes: larger than the {MAX_INPUT_BYTES} an input may be"
+            raise InputRefused(f"{size} bytes: larger than the {MAX_INPUT_BYTES} an input may be")
         if kind == BEHIND:
-            try:
-                behind_from_json(body)
-            except ValueError as exc:
-                return str(exc)
-        return None
+            behind_from_json(body)
+        return self.read_input(kind, body, check=True)
+
+    def read_input(self, kind: str, body: dict[str, Any], check: bool = False) -> Input:
+        """An input read once: a bus message decoded, then the role's reading of it
+        (:meth:`read`). ``check``: live, so the role first checks who sent the message
+        (:meth:`check_message`); a replay reads what was accepted."""
+        message = Message.from_dict(body) if kind == "msg" else None
+        if check and message is not None:
+            self.check_message(message)
+        return self.read(Input(kind, body, message))
+
+    def check_message(self, m: Message) -> None:
+        """Raise :class:`InputRefused` for a message this unit does not take from its
+        sender (before its content is read). Roles say who may send what."""
+
+    def read(self, taken: Input) -> Input:
+        """The role's reading of an input (its ``value``); raises ValueError naming what is
+        wrong. Default: nothing more to read."""
+        return taken
 
     def reject(self, kind: str, body: Any, problem: str) -> None:
         """Refuse an input without touching the state: log it, count it, keep the newest."""
@@ -661,7 +697,7 @@ class Unit(ABC):
                     steps += 1                  # evidence only: it never changed the state
                     continue
                 self._outs = []
-                self._take(ins[0].kind, dict(ins[0].body))
+                self._take(self.read_input(ins[0].kind, dict(ins[0].body)))
                 again = [m.to_dict() for m in self._outs]
                 if _canon(again) != _canon([r.body for r in outs]):
                     raise ReplayDiverged(f"{self.unit_id}: replaying step {records[0].step} "
@@ -693,8 +729,9 @@ class Unit(ABC):
         raise TypeError(f"{self.unit_id}: cannot handle {item!r}")
 
     @abstractmethod
-    def handle(self, kind: str, body: dict[str, Any]) -> bool:
-        """Must override: apply one journalled input; True when it changed the state."""
+    def handle(self, taken: Input) -> bool:
+        """Must override: apply one journalled input, read once (:class:`Input`); True when
+        it changed the state."""
 
     def current_round(self) -> int | None:
         return None
