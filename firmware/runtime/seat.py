@@ -22,7 +22,7 @@ names (:attr:`SeatUnit.table_faults`, :attr:`SeatUnit.table_alarms`).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
@@ -38,14 +38,14 @@ from hal.ports import LAMP_OFF, LAMP_ON, Lamps
 
 from .bus import Bus, Message, alarm_topic, down_topic, stream_topic, up_topic
 from .journal import Journal
-from .unit import (BEHIND, Codec, Input, InputRefused, Recent, amounts_from_json, amounts_to_json, ck_bool, ck_int, ck_json, ck_optional,
-                   ck_str, Unit)
+from .phases import SeatPhase
+from .unit import BEHIND, NEVER_HEARD, Input, InputRefused, Recent, Unit, UnitState, ck_json, ck_str
 from .seatview import SeatFacts, alarm_mark, build_seat_view, unit_conditions, worth
 from .software import software_input
 from .spots import insurance_hand, insurance_spot
 from .view import SeatView
 from .wire import (TABLE_LASTING, Catchup, as_json_value, bets_to_json, check_table_alarm, controller_input,
-                   read_down_message, read_stream_message, round_from_json, round_to_json)
+                   read_down_message, read_stream_message)
 
 LINK_DOWN = "controller_link_down"
 #: Rounds over that the seat keeps from the dealer's catch-up (issue #11.4).
@@ -54,7 +54,55 @@ KEEP_MISSED_ROUNDS = 16
 KEEP_TABLE_ALARMS = 32
 
 
-class SeatUnit(Unit):
+@dataclass(eq=False, repr=False)
+class SeatState(UnitState):
+    """The seat's state: what its checkpoint holds (one codec: firmware/runtime/codec.py).
+    The screen's view is not state: it is built again from this (every alarm entry carries
+    its round, so the round's alarms are found without the view's mark)."""
+
+    present: dict[str, frozenset[str]] = field(default_factory=dict, metadata={"read": "_present_from_json"})
+    profile: Profile | None = None
+    round_no: int = 0
+    round: Round | None = None
+    phase: SeatPhase = SeatPhase.IDLE
+    last_stream: int = 0
+    awaiting_catchup: bool = False
+    offered: dict[str, Any] | None = None
+    locked: dict[str, Fraction] = field(default_factory=dict)
+    pending: dict[str, Fraction] = field(default_factory=dict)
+    own_result: Any = None
+    dealer_result: Any = None
+    messages: Recent = field(default_factory=Recent)
+    refused_round: str | None = None
+    joined_round: int = 0
+    # the jackpot controller as last heard: link None = no controller known yet
+    controller: dict[str, Any] = field(default_factory=lambda: dict(NEVER_HEARD),
+                                       metadata={"read": "_controller_from_json"})
+    # spots whose chips this round are not a wager, and why (e.g. progressive while
+    # the controller link was down when bets locked)
+    unwagered: dict[str, str] = field(default_factory=dict)
+    # the dealer closed bets without this seat's wagers this round, and why
+    # ("lock_timeout" | "closed_by_dealer")
+    bets_not_taken: str | None = None
+    # the table's alarms (the dealer's, on the alarm topic): lasting conditions in force
+    # by code (shoe_jam, shoe_door_opened) until their counterpart, and the newest
+    # round-bound ones (each names its round); the dealer's seq of the last one heard
+    table_faults: dict[str, dict[str, Any]] = field(default_factory=dict,
+                                                    metadata={"read": "_table_faults_from_json"})
+    table_alarms: Recent = field(default_factory=lambda: Recent(KEEP_TABLE_ALARMS),
+                                 metadata={"read": "_table_alarms_from_json"})
+    table_alarm_seq: int = 0
+    # the round whose bets this seat does not take because its chip reader was down
+    # while they were open (DESIGN "Unit states": a seat with a fault takes no bets)
+    reader_lost_round: int = 0
+    # spots whose antenna reported a fault -> the round it spoils (the one open, or the next)
+    spot_faults: dict[str, int] = field(default_factory=dict)
+    # rounds that ended while this seat was down, rebuilt by its engine from the
+    # dealer's record in the catch-up: the seat's reporter reports them like its own
+    missed_rounds: dict[int, Round] = field(default_factory=dict)
+
+
+class SeatUnit(Unit, SeatState):
     role = "seat"
     accepts_controller = True
 
@@ -67,43 +115,7 @@ class SeatUnit(Unit):
         self.spots = tuple(spots)
         self.lamps = lamps
         self.debouncer = ChipDebouncer(confirm_cycles, release_cycles)
-        self.present: dict[str, frozenset[str]] = {s: frozenset() for s in self.spots}
-        self.profile: Profile | None = None
-        self.round_no = 0
-        self.round: Round | None = None
-        self.phase = "idle"
-        self.last_stream = 0
-        self.awaiting_catchup = False
-        self.offered: dict[str, Any] | None = None
-        self.locked: dict[str, Fraction] = {}
-        self.pending: dict[str, Fraction] = {}
-        self.own_result: dict[str, Any] | None = None
-        self.dealer_result: dict[str, Any] | None = None
-        self.messages = Recent()
-        self.refused_round: str | None = None
-        self.joined_round = 0
-        # the jackpot controller as last heard: link None = no controller known yet
-        self.controller: dict[str, Any] = {"link": None, "meter": None, "pending": False}
-        # spots whose chips this round are not a wager, and why (e.g. progressive while
-        # the controller link was down when bets locked)
-        self.unwagered: dict[str, str] = {}
-        # the dealer closed bets without this seat's wagers this round, and why
-        # ("lock_timeout" | "closed_by_dealer")
-        self.bets_not_taken: str | None = None
-        # the round whose bets this seat does not take because its chip reader was down
-        # while they were open (DESIGN "Unit states": a seat with a fault takes no bets)
-        self.reader_lost_round = 0
-        # spots whose antenna reported a fault -> the round it spoils (the one open, or the next)
-        self.spot_faults: dict[str, int] = {}
-        # the table's alarms (the dealer's, on the alarm topic): lasting conditions in force
-        # by code (shoe_jam, shoe_door_opened) until their counterpart, and the newest
-        # round-bound ones (each names its round); the dealer's seq of the last one heard
-        self.table_faults: dict[str, dict[str, Any]] = {}
-        self.table_alarms = Recent(KEEP_TABLE_ALARMS)
-        self.table_alarm_seq = 0
-        # rounds that ended while this seat was down, rebuilt by its engine from the
-        # dealer's record in the catch-up: the seat's reporter reports them like its own
-        self.missed_rounds: dict[int, Round] = {}
+        self.present = {s: frozenset() for s in self.spots}
         self._profiles: dict[str, Profile] = {}
         # the screen's view: a frozen snapshot taken after every step, the view built from
         # it when read (issue #18); where this round's alarms start, folded step by step
@@ -167,7 +179,7 @@ class SeatUnit(Unit):
             return self._on_controller(taken.value)
         if kind == BEHIND:
             changed = self.on_behind(body)
-            if changed and self.phase == "open":
+            if changed and self.phase == SeatPhase.OPEN:
                 self._offer()             # withdraw the offer: bets are refused now
             return changed
         if kind == "software":
@@ -176,14 +188,14 @@ class SeatUnit(Unit):
 
     def on_software(self, result: dict[str, Any]) -> bool:
         changed = super().on_software(result)
-        if changed and self.phase == "open":
+        if changed and self.phase == SeatPhase.OPEN:
             self._offer()                   # an offer already made is withdrawn
         return changed
 
     def _hello(self) -> None:
         """Presence, the last stream message held, and what the dealer may have lost."""
-        bets = (self.offered if self.phase == "open" else
-                bets_to_json(self.locked) if self.phase == "closing" else None)
+        bets = (self.offered if self.phase == SeatPhase.OPEN else
+                bets_to_json(self.locked) if self.phase == SeatPhase.CLOSING else None)
         self._up("hello", {"last_stream_seq": self.last_stream, "phase": self.phase, "bets": bets,
                            "pending": {s: to_json_number(a) for s, a in sorted(self.pending.items())}})
         self.awaiting_catchup = True
@@ -244,37 +256,8 @@ class SeatUnit(Unit):
 
     # -- checkpoints -------------------------------------------------------------------
 
-    def state_codec(self) -> Codec:
-        opt_amounts = (lambda v: None if v is None else dict(v), ck_optional(ck_json))
-        return {**super().state_codec(),
-                "present": (lambda p: {s: sorted(u) for s, u in sorted(p.items())}, self._present_from_json),
-                "profile": (lambda p: None if p is None else p.name, ck_optional(self._profile)),
-                "round_no": (lambda v: v, ck_int),
-                "round": (lambda r: None if r is None else round_to_json(r),
-                          ck_optional(lambda v: round_from_json(v, self._profile))),
-                "phase": (lambda v: v, ck_str),
-                "last_stream": (lambda v: v, ck_int),
-                "awaiting_catchup": (lambda v: v, ck_bool),
-                "offered": opt_amounts,
-                "locked": (amounts_to_json, amounts_from_json),
-                "pending": (amounts_to_json, amounts_from_json),
-                "own_result": (lambda v: v, ck_json),
-                "dealer_result": (lambda v: v, ck_json),
-                "messages": (Recent.to_json, Recent.from_json),
-                "refused_round": (lambda v: v, ck_optional(ck_str)),
-                "joined_round": (lambda v: v, ck_int),
-                "controller": (dict, self._controller_from_json),
-                "unwagered": (dict, lambda v: {ck_str(k): ck_str(r) for k, r in v.items()}),
-                "bets_not_taken": (lambda v: v, ck_optional(ck_str)),
-                "table_faults": (dict, self._table_faults_from_json),
-                "table_alarms": (Recent.to_json, self._table_alarms_from_json),
-                "table_alarm_seq": (lambda v: v, ck_int),
-                "reader_lost_round": (lambda v: v, ck_int),
-                "spot_faults": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()}),
-                "missed_rounds": (lambda d: {str(r): round_to_json(x) for r, x in sorted(d.items())},
-                                  self._missed_from_json)}
-        # the screen's view is not state: it is built again from this (every alarm entry
-        # carries its round, so the round's alarms are found without the view's mark)
+    def profile_of(self, name: str) -> Profile:
+        return self._profile(name)
 
     def state_added(self) -> dict[str, tuple[int, Any]]:
         # the table's alarms came with checkpoint format 2: a format-1 checkpoint had none
@@ -286,11 +269,6 @@ class SeatUnit(Unit):
     @property
     def _devices_format(self) -> int:
         return super().state_added()["devices_down"][0]
-
-    def _missed_from_json(self, value: Any) -> dict[int, Round]:
-        if not isinstance(value, dict):
-            raise ValueError(f"missed rounds are a mapping, not {value!r:.60}")
-        return {ck_int(int(r)): round_from_json(v, self._profile) for r, v in value.items()}
 
     def _present_from_json(self, value: Any) -> dict[str, frozenset[str]]:
         if not isinstance(value, dict) or set(value) != set(self.spots):
@@ -322,14 +300,6 @@ class SeatUnit(Unit):
         for entry in log:
             self._table_alarm_from_json(entry)
         return log
-
-    @staticmethod
-    def _controller_from_json(value: Any) -> dict[str, Any]:
-        if isinstance(value, dict) and value.get("link") is None:
-            if value != {"link": None, "meter": None, "pending": False}:
-                raise ValueError(f"a controller never heard has no meter: {value!r}")
-            return dict(value)
-        return controller_input(value)
 
     # -- wagers ------------------------------------------------------------------------
 
@@ -364,7 +334,7 @@ class SeatUnit(Unit):
 
     def _on_device(self, body: dict[str, Any]) -> bool:
         self.on_device(body)
-        if body.get("kind") == "chip_reader" and body.get("state") == "down" and self.phase == "open":
+        if body.get("kind") == "chip_reader" and body.get("state") == "down" and self.phase == SeatPhase.OPEN:
             self._reader_lost()
         return True
 
@@ -376,8 +346,8 @@ class SeatUnit(Unit):
         where = f"the antenna under {spot}" if spot else "the reader"
         self.alarm("reader_fault", f"chip reader {body.get('device')!r}: {code} on {where}", spot=spot, code=code)
         self.log_change(f"{body.get('device')}/{spot}", "%s: chip reader fault %s on %s", self.unit_id, code, where)
-        spoils = self.round_no if self.phase == "open" else self.round_no + 1 if self.phase in (
-            "idle", "over", "void") else None
+        spoils = self.round_no if self.phase == SeatPhase.OPEN else self.round_no + 1 if self.phase in (
+            SeatPhase.IDLE, SeatPhase.OVER, SeatPhase.VOID) else None
         if spoils is None:
             return True
         if spot is None:
@@ -385,7 +355,7 @@ class SeatUnit(Unit):
         elif spot in self.present:
             self.spot_faults = {s: r for s, r in self.spot_faults.items() if r >= self.round_no}
             self.spot_faults[spot] = spoils
-        if self.phase == "open":
+        if self.phase == SeatPhase.OPEN:
             if spot is None:
                 self._reader_lost()
             elif self._worth(self.present.get(spot, ())) > 0:
@@ -423,7 +393,7 @@ class SeatUnit(Unit):
                 self.messages.append("progressive wagers accepted again: the jackpot controller is back")
             # While bets are open the offer follows the link. Once locked, the lock stands:
             # the wager was judged when bets closed.
-            if self.phase == "open":
+            if self.phase == SeatPhase.OPEN:
                 self._offer()
         return True
 
@@ -448,9 +418,9 @@ class SeatUnit(Unit):
                 self.alarm("barred_chip", f"a {chip.status} chip ({uid}) on {spot}: not counted",
                            spot=spot, uid=uid)
         added, removed = self._worth(arrived), self._worth(left)
-        if self.phase == "open":
+        if self.phase == SeatPhase.OPEN:
             self._offer()
-        elif self.phase in ("closing", "play"):
+        elif self.phase in (SeatPhase.CLOSING, SeatPhase.PLAY):
             clause = self.profile.clause("bets_closed") if self.profile else ""
             if removed and spot in self.unwagered:
                 self.messages.append(f"{format_amount(removed)} taken off {spot}: it was not a wager")
@@ -470,7 +440,7 @@ class SeatUnit(Unit):
         """Asks the engine: is a double/split (main) or insurance on that spot's hand
         (``insurance``: hand 1, ``insurance_2``: hand 2, Switch §3.9.1) legal now?"""
         state = self.round
-        if self.phase != "play" or state is None or state.is_over:
+        if self.phase != SeatPhase.PLAY or state is None or state.is_over:
             return False
         hand = insurance_hand(spot)
         try:
@@ -486,7 +456,7 @@ class SeatUnit(Unit):
         return False
 
     def _on_screen(self, action: str, hand: int | None) -> bool:
-        if self.phase != "play" or self.round is None:
+        if self.phase != SeatPhase.PLAY or self.round is None:
             self.messages.append(f"{action}: no round is in play")
             return True
         reason = self.round.why_not(Decision(self.box, Action(action), None, hand))
@@ -535,7 +505,7 @@ class SeatUnit(Unit):
             # the dealer heard later messages from this seat than its journal holds: the
             # seat was restarted from an older copy of its state (issue #11.5)
             self.on_behind({"unit_seq": self.seq, "heard": heard})
-            if self.phase == "open":
+            if self.phase == SeatPhase.OPEN:
                 self._offer()             # withdraw the offer: bets are refused now
         self._missed(read.rounds, body.get("unheld"))
         if body.get("conditions") is not None:
@@ -559,7 +529,7 @@ class SeatUnit(Unit):
         the engine as the catch-up was read); rounds it cannot have are an alarm, never
         silence (issue #11.4)."""
         for number, state in sorted(rounds.items()):
-            if number == self.round_no and self.phase in ("over", "void"):
+            if number == self.round_no and self.phase in (SeatPhase.OVER, SeatPhase.VOID):
                 continue                        # this seat saw it end: its own engine settled it
             self.missed_rounds[number] = state
         for old in sorted(self.missed_rounds)[:-KEEP_MISSED_ROUNDS]:
@@ -594,8 +564,8 @@ class SeatUnit(Unit):
         if kind == "round_open":
             self._round_open(body, value)
         elif kind == "bets_closing":
-            if body["round"] == self.round_no and self.phase == "open":
-                self.phase = "closing"
+            if body["round"] == self.round_no and self.phase == SeatPhase.OPEN:
+                self.phase = SeatPhase.CLOSING
                 self.locked = self.wagers()
                 for spot, uids in self.present.items():
                     if self._worth(uids) > 0 and self.reader_refusal is not None:
@@ -640,7 +610,7 @@ class SeatUnit(Unit):
         self.profile = state.profile
         self.round_no = body["round"]
         self.round = state
-        self.phase = "open"
+        self.phase = SeatPhase.OPEN
         self.offered = None
         self.locked, self.pending = {}, {}
         self.own_result = self.dealer_result = None
@@ -667,7 +637,7 @@ class SeatUnit(Unit):
             self.alarm("integrity", f"this seat's engine refuses the dealer's event {data}: {exc}")
             return
         if isinstance(event, BetsClosed):
-            self.phase = "play"
+            self.phase = SeatPhase.PLAY
             mine = bets_to_json(event.as_dict().get(self.box, {}))
             if self.joined_round == self.round_no:
                 self.locked = event.as_dict().get(self.box, {})
@@ -679,7 +649,7 @@ class SeatUnit(Unit):
             self._consume_addition(before, event)
         self._check_pending()
         if self.round.is_over:
-            self.phase = "void" if self.round.phase == Phase.VOID else "over"
+            self.phase = SeatPhase.VOID if self.round.phase == Phase.VOID else SeatPhase.OVER
             self.own_result = as_json_value(settlement(self.round)["boxes"].get(str(self.box)))
             self._up("result", {"settlement": self.own_result})
             self._compare()
@@ -724,10 +694,10 @@ class SeatUnit(Unit):
     # -- lamps and screen --------------------------------------------------------------
 
     def lamp_wanted(self) -> dict[str, bool]:
-        progressive = (self.phase == "open" and self.profile is not None and self.not_verified is None
+        progressive = (self.phase == SeatPhase.OPEN and self.profile is not None and self.not_verified is None
                        and self.profile.progressive is not None and "progressive" in self.present
                        and self.progressive_refusal is None)
-        return {"progressive": progressive, "bets_locked": self.phase in ("closing", "play")}
+        return {"progressive": progressive, "bets_locked": self.phase in (SeatPhase.CLOSING, SeatPhase.PLAY)}
 
     def after_step(self) -> None:
         if self.replaying:
@@ -739,7 +709,7 @@ class SeatUnit(Unit):
         self._facts = self.facts()
 
     def at_round_boundary(self) -> bool:
-        return self.phase in ("idle", "over", "void") and not self.awaiting_catchup and not self.pending
+        return self.phase in (SeatPhase.IDLE, SeatPhase.OVER, SeatPhase.VOID) and not self.awaiting_catchup and not self.pending
 
     def after_recover(self) -> None:
         # the debouncer starts empty: chips still on the spots are sensed again and any

@@ -29,6 +29,7 @@ from firmware.engine.outcomes import BetReturned, WagerFlagged
 from firmware.engine.profile import Profile
 from firmware.engine.round import Phase, Round
 
+from .phases import SeatPhase
 from .view import (AlarmView, ChipView, ControllerView, HandView, ProgressiveView, ResultView,
                    SeatView, SpotIssue, SpotView)
 
@@ -181,7 +182,7 @@ def alarm_mark(mark: int, mark_round: int | None, round_no: int, phase: str, ala
     """Where this round's alarms start in the seat's alarm log, folded step by step (by the
     seat): a new round (``round_no`` not ``mark_round``) seen while bets are open or idle
     starts at the alarms recorded so far."""
-    if mark_round != round_no and phase in ("open", "idle"):
+    if mark_round != round_no and phase in (SeatPhase.OPEN, SeatPhase.IDLE):
         mark = alarms
     return min(mark, alarms)
 
@@ -237,11 +238,11 @@ def _spot_issues(seat: SeatFacts, state: Round | None, alarms: tuple[AlarmView, 
     issues: dict[str, list[SpotIssue]] = {}
     if state is None or profile is None:
         return issues
-    if seat.phase == "open":
+    if seat.phase == SeatPhase.OPEN:
         issues = wager_issues(state, seat.box, seat.wagers)
-    elif seat.phase == "closing":
+    elif seat.phase == SeatPhase.CLOSING:
         issues = wager_issues(state, seat.box, seat.locked)
-    elif seat.phase in ("play", "over", "void"):
+    elif seat.phase in (SeatPhase.PLAY, SeatPhase.OVER, SeatPhase.VOID):
         box = _box(state, seat.box)
         if seat.refused_round is not None:
             # the dealer refused this box's wagers: the engine's reason on its spot
@@ -260,8 +261,7 @@ def _spot_issues(seat: SeatFacts, state: Round | None, alarms: tuple[AlarmView, 
         # controller link is down), and the seat's code for why
         if reason == "bets_not_taken":
             # the dealer closed bets without this seat's lock (seat.bets_not_taken says why)
-            why = seat.bets_not_taken
-            issues.setdefault(spot, []).insert(0, SpotIssue("bets_not_taken", reason=why))
+            issues.setdefault(spot, []).insert(0, SpotIssue("bets_not_taken", reason=seat.bets_not_taken))
             continue
         code = "progressive_unavailable" if spot == "progressive" else "not_wagered"
         issues.setdefault(spot, []).insert(0, SpotIssue(code, profile.clause("progressive"), reason=str(reason)))
@@ -302,7 +302,7 @@ OFFERS = ("insurance", "even_money", "surrender")
 def _offers(seat: SeatFacts, state: Round | None, box) -> tuple[tuple[str, int], ...]:
     """The engine's answer, hand by hand, to "may this box take insurance / even money /
     surrender now?" (``legal_decisions(box, hand=n)``)."""
-    if state is None or box is None or seat.phase != "play" or state.is_over or not state.offers_open:
+    if state is None or box is None or seat.phase != SeatPhase.PLAY or state.is_over or not state.offers_open:
         return ()
     hands = seat.profile.hands_per_box if seat.profile is not None else 1
     out = []
@@ -316,7 +316,7 @@ def _offers(seat: SeatFacts, state: Round | None, box) -> tuple[tuple[str, int],
 
 
 def _turn(seat: SeatFacts, state: Round | None) -> str | None:
-    if state is None or seat.phase != "play" or state.is_over:
+    if state is None or seat.phase != SeatPhase.PLAY or state.is_over:
         return None
     if state.phase == Phase.INITIAL_DEAL:
         return "dealing"
@@ -357,7 +357,7 @@ def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
     # device links: the seat's own chip reader; the dealer's shoe and console (table faults)
     if any(d.get("kind") == "chip_reader" for d in getattr(seat, "devices_down", {}).values()) or (
             seat.round_no and seat.round_no in getattr(seat, "spot_faults", {}).values()
-            and seat.phase in ("open", "closing")):
+            and seat.phase in (SeatPhase.OPEN, SeatPhase.CLOSING)):
         found.add("reader_down")
     found.update(code for code in ("shoe_down", "console_down") if code in getattr(seat, "table_faults", {}))
     if getattr(seat, "storage_low", False) or getattr(seat, "halted", None):   # state partition low/full
@@ -383,7 +383,7 @@ def build_seat_view(seat: SeatFacts) -> SeatView:
     refusal = seat.progressive_refusal if profile is not None and profile.progressive else None
     issues = _spot_issues(seat, state, alarms, refusal)
     spots = []
-    locked = seat.phase in ("closing", "play")
+    locked = seat.phase in (SeatPhase.CLOSING, SeatPhase.PLAY)
     # chips the seat does not offer as a wager (bets not taken, progressive while the link is down)
     unwagered = set(seat.unwagered)
     for spot in seat.spots:

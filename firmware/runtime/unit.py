@@ -16,15 +16,18 @@ import json
 import logging
 import queue
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Mapping
 
 from firmware import __version__
+from firmware.engine.profile import Profile
 from firmware.wirejson import RateLimitedLog
 from hal.events import ConnectionLost, ConnectionRestored, HalEvent
 
 from .bus import Bus, Message
+from .codec import state_from_json, state_to_json
+from .wire import controller_input
 from .journal import CheckpointError, Journal, Record
 from .storage import StorageError, StorageFull
 
@@ -32,9 +35,11 @@ log = logging.getLogger(__name__)
 
 #: The checkpoint layout this firmware writes and reads (bump it, and read the old one, when
 #: the layout changes: a journal must stay readable across a firmware update).
-CHECKPOINT_FORMAT = 3
+CHECKPOINT_FORMAT = 4
 #: Older layouts this firmware still reads (state added since comes from ``state_added``).
-READS_FORMATS = (1, 2, 3)
+#: Format 4 has format 3's layout, written by one codec from the state dataclasses
+#: (``firmware/runtime/codec.py``; issue #15); a phase is read back as its enum.
+READS_FORMATS = (1, 2, 3, 4)
 #: Entries kept in a unit's alarm / refusal / message logs (older ones are dropped; the
 #: running counts stay).
 KEEP_RECENT = 200
@@ -231,6 +236,9 @@ def amounts_from_json(value: Any) -> dict[str, Fraction]:
     return {ck_str(k): frac_from_json(v) for k, v in value.items()}
 
 
+#: The jackpot controller's status before a unit has heard of it (link None).
+NEVER_HEARD: dict[str, Any] = {"link": None, "meter": None, "pending": False}
+
 #: The input (and alarm code) of a unit behind the controller's confirmed mark.
 BEHIND = "behind_confirmed"
 
@@ -251,10 +259,44 @@ def behind_from_json(value: Any) -> dict[str, int]:
     return {a: n, b: m}
 
 
-Codec = dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]]
+@dataclass(eq=False, repr=False)
+class UnitState:
+    """What every unit's checkpoint holds (the roles' state dataclasses add theirs). The
+    unit *is* its state: its fields are the unit's attributes, written and read by the one
+    codec of :mod:`firmware.runtime.codec`. Wiring and configuration (bus, journal, a
+    dealer's profile, ...) are not state: a restart takes them from the configuration."""
+
+    seq: int = 0
+    #: the newest alarms (each with its round); counts per alarm kind raised here, ever
+    alarms: Recent = field(default_factory=Recent)
+    alarm_counts: dict[str, int] = field(default_factory=dict)
+    #: the ports whose link is lost, with why (format 3 on)
+    devices_down: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: set when the jackpot controller has confirmed reports this unit's state does not
+    #: hold (restarted from an older copy): {"outbox_seq": n, "confirmed": m}; bets are
+    #: refused while it is set (issue #11.5; format 3 on)
+    behind: dict[str, int] | None = field(default=None, metadata={"read": "_behind_from_json"})
+
+    @staticmethod
+    def _controller_from_json(value: Any) -> dict[str, Any]:
+        """A role's ``controller`` field: the status as last heard, or never heard."""
+        if isinstance(value, dict) and value.get("link") is None:
+            if value != NEVER_HEARD:
+                raise ValueError(f"a controller never heard has no meter: {value!r:.80}")
+            return dict(value)
+        return controller_input(value)
+
+    @staticmethod
+    def _behind_from_json(value: Any) -> dict[str, int] | None:
+        return None if value is None else behind_from_json(value)
+
+    def reset_state(self) -> None:
+        """Every state field at its initial value (a unit's state before its first input)."""
+        for f in fields(self):
+            setattr(self, f.name, f.default_factory() if callable(f.default_factory) else f.default)
 
 
-class Unit(ABC):
+class Unit(UnitState, ABC):
     role = "unit"
     #: May this unit be told the jackpot controller's status (a ``("controller", {...})``
     #: input)? The link asks this rather than inspecting the unit's code.
@@ -266,10 +308,7 @@ class Unit(ABC):
         self.bus = bus
         self.journal = journal
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self.seq = 0
-        # the newest alarms (each with its round); counts per alarm kind raised here, ever
-        self.alarms = Recent()
-        self.alarm_counts: dict[str, int] = {}
+        self.reset_state()
         # inputs refused as malformed or forged since this unit started (not journalled:
         # they are not inputs of the game; logged, counted, the newest kept for the screen)
         self.rejected = 0
@@ -279,9 +318,8 @@ class Unit(ABC):
         self._evidence_at = time.monotonic()
         self.evidence_skipped = 0           # rejections since the last journalled one
         # configuration: port name -> kind (card_shoe, console, chip_reader), set by whoever
-        # starts the ports; and the state: the ports whose link is lost, with why
+        # starts the ports (the ports whose link is lost are state: devices_down)
         self.device_kinds: dict[str, str] = {}
-        self.devices_down: dict[str, dict[str, str]] = {}
         self._logged: dict[str, tuple[float, int]] = {}
         self._outs: list[Message] = []
         self._replaying = False
@@ -295,10 +333,6 @@ class Unit(ABC):
         self.storage_low = False
         self.halted: str | None = None
         self.refused_halted = 0
-        # set when the jackpot controller has confirmed reports this unit's state does not
-        # hold (restarted from an older copy): {"outbox_seq": n, "confirmed": m}; bets are
-        # refused while it is set (issue #11.5)
-        self.behind: dict[str, int] | None = None
         # why this start's software verification failed (betbox verify), or None: a unit whose
         # software is not verified takes no bets (not checkpointed: each start verifies again)
         self.not_verified: str | None = None
@@ -526,16 +560,9 @@ class Unit(ABC):
 
     # -- checkpoints (journal rotation) -------------------------------------------------
 
-    def state_codec(self) -> Codec:
-        """The unit's state: attribute -> (to JSON, from JSON). Roles extend it. Wiring and
-        configuration (bus, journal, profile of a dealer, ...) are not state: a restart
-        takes them from the configuration, as a full replay would."""
-        return {"seq": (lambda v: v, ck_int),
-                "alarms": (Recent.to_json, Recent.from_json),
-                "alarm_counts": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()}),
-                "devices_down": (dict, lambda v: {ck_str(k): {ck_str(a): ck_str(b) for a, b in d.items()}
-                                                  for k, d in v.items()}),
-                "behind": (lambda v: None if v is None else dict(v), ck_optional(behind_from_json))}
+    def profile_of(self, name: str) -> Profile:
+        """The profile a checkpointed round or seat was played with (roles say)."""
+        raise ValueError(f"{self.role} {self.unit_id}: no profile {name!r} here")
 
     def state_added(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         """State kept in checkpoints since a later format: name -> (the format that added it,
@@ -631,7 +658,7 @@ class Unit(ABC):
     def checkpoint(self) -> dict[str, Any]:
         """The unit's state after the last step as plain, versioned JSON: what the next
         journal file starts from. Reading it back never executes anything."""
-        state = {name: encode(getattr(self, name)) for name, (encode, _) in self.state_codec().items()}
+        state = state_to_json(self)
         return {"format": CHECKPOINT_FORMAT, "firmware": __version__, "role": self.role,
                 "unit": self.unit_id, "state": state}
 
@@ -654,21 +681,18 @@ class Unit(ABC):
         state = data.get("state")
         if not isinstance(state, dict):
             raise bad(f"the checkpoint has no state object (got {_short(state)})")
-        codec = self.state_codec()
+        names = {f.name for f in fields(self)}
         added = {name: default for name, (since, default) in self.state_added().items()
                  if fmt < since and name not in state}
-        missing = sorted(set(codec) - set(state) - set(added))
-        unknown = sorted(set(state) - set(codec))
+        missing = sorted(names - set(state) - set(added))
+        unknown = sorted(set(state) - names)
         if missing or unknown:
             raise bad(f"checkpoint state: missing {missing}, unknown {unknown}")
-        decoded: dict[str, Any] = {name: default() for name, default in added.items()}
-        for name, (_, decode) in codec.items():
-            if name in added:
-                continue
-            try:
-                decoded[name] = decode(state[name])
-            except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
-                raise bad(f"checkpoint state {name!r}: {exc}") from None
+        try:
+            decoded = state_from_json(self, state, self.profile_of, skip=frozenset(added))
+        except ValueError as exc:
+            raise bad(str(exc)) from None
+        decoded.update({name: default() for name, default in added.items()})
         vars(self).update(decoded)          # only once every value has been read
         self.after_restore()
 
