@@ -26,6 +26,7 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from firmware.engine.cards import ShoeComposition
+from firmware.engine.money import exact_text
 from firmware.engine.profile import Profile
 from firmware.engine.round import Round
 
@@ -61,7 +62,7 @@ def encode(value: Any, hint: Any) -> Any:
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return value.value
     if hint is Fraction:
-        return str(Fraction(value))
+        return exact_text(value)
     if hint is Round:
         return round_to_json(value)
     if hint is ShoeComposition:

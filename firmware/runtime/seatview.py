@@ -24,7 +24,7 @@ from firmware.chips import ChipRegistry, ChipStatus
 from firmware.engine.errors import IllegalWager, RuleError
 from firmware.engine.events import Action, BetsClosed
 from firmware.engine.hand import hand_total
-from firmware.engine.money import format_amount
+from firmware.engine.money import display_text
 from firmware.engine.outcomes import BetReturned, WagerFlagged
 from firmware.engine.profile import Profile
 from firmware.engine.round import Phase, Round
@@ -49,12 +49,9 @@ def _odds(value: Fraction) -> str:
     return f"{value.numerator}:{value.denominator}"
 
 
-def _amount(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    return format_amount(Fraction(value))
+def _amount(value: Fraction | str | None) -> str | None:
+    """An amount for the view (display text); a meter already text stays as it is."""
+    return value if value is None or isinstance(value, str) else display_text(Fraction(value))
 
 
 def _worth(seat: SeatFacts, uids: Iterable[str]) -> Fraction:
@@ -167,7 +164,7 @@ def _chips(seat: SeatFacts, uids: Iterable[str]) -> tuple[ChipView, ...]:
         if chip is None:
             out.append(ChipView(uid, "unknown"))
         else:
-            out.append(ChipView(uid, str(chip.status), format_amount(Fraction(chip.denomination))))
+            out.append(ChipView(uid, str(chip.status), display_text(Fraction(chip.denomination))))
     return tuple(out)
 
 
@@ -291,7 +288,7 @@ def _pay_lines(seat: SeatFacts, box) -> tuple[ResultView, ...]:
             odds = _odds(profile.rules.insurance_pays)
         elif bet == "progressive":
             category = box.progressive_hand
-        out.append(ResultView(bet, format_amount(net), category, odds))
+        out.append(ResultView(bet, display_text(net), category, odds))
     return tuple(out)
 
 
@@ -400,7 +397,7 @@ def build_seat_view(seat: SeatFacts) -> SeatView:
             found.insert(0, SpotIssue("unknown_chip", count=unknown))
         status = ("refused" if refused else "not_wagered" if worth and spot in unwagered else
                   "locked" if locked and worth else "open" if worth else "empty")
-        spots.append(SpotView(spot, format_amount(worth), status, refused, tuple(found), chips))
+        spots.append(SpotView(spot, display_text(worth), status, refused, tuple(found), chips))
     hands: list[HandView] = []
     results: tuple = ()
     pay_lines: tuple = ()
@@ -421,7 +418,7 @@ def build_seat_view(seat: SeatFacts) -> SeatView:
             for hand in box.hands:
                 total, soft = hand_total(hand.cards)
                 hands.append(HandView(tuple(str(c) for c in hand.cards), total, soft, hand.status,
-                                      hand.result, None if hand.net is None else format_amount(hand.net),
+                                      hand.result, None if hand.net is None else display_text(hand.net),
                                       cur is not None and cur[1] is hand, hand.switched))
             switched = bool(box.switched or any(h.switched for h in box.hands))
             if box.progressive_hand is not None:
@@ -429,15 +426,15 @@ def build_seat_view(seat: SeatFacts) -> SeatView:
                                               box.progressive_share is not None,
                                               box.progressive_pending and not state.is_over)
             if box.envy_from and profile.progressive and profile.progressive.envy_bonus is not None:
-                envy = tuple((b, format_amount(profile.progressive.envy_bonus)) for b in box.envy_from)
+                envy = tuple((b, display_text(profile.progressive.envy_bonus)) for b in box.envy_from)
             if state.is_over:
-                results = tuple((k, format_amount(v)) for k, v in sorted(box.ledger.items()))
+                results = tuple((k, display_text(v)) for k, v in sorted(box.ledger.items()))
                 pay_lines = _pay_lines(seat, box)
             if cur is not None and cur[0] is box:
                 decisions = tuple(str(a) for a, r in state.legal_decisions(seat.box).items() if r is None)
     limits = ()
     if state is not None:
-        limits = tuple((bet, format_amount(lo), format_amount(hi)) for bet, (lo, hi) in sorted(state.limits.items()))
+        limits = tuple((bet, display_text(lo), display_text(hi)) for bet, (lo, hi) in sorted(state.limits.items()))
     return SeatView(seat.box, seat.round_no, seat.phase, tuple(spots), tuple(hands), dealer,
                     dealer_total, results, seat.messages,
                     tuple(a["detail"] for a in seat.alarms[-8:]), seat.lamps, decisions,

@@ -17,8 +17,7 @@ import logging
 import queue
 import time
 from dataclasses import dataclass, field, fields
-from fractions import Fraction
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator
 
 from firmware import __version__
 from firmware.engine.profile import Profile
@@ -187,53 +186,16 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def ck_int(value: Any) -> int:
-    if not _is_int(value):
-        raise ValueError(f"expected a whole number, not {_short(value)}")
-    return value
-
-
 def ck_str(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError(f"expected a string, not {_short(value)}")
     return value
 
 
-def ck_bool(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, not {_short(value)}")
-    return value
-
-
-def ck_optional(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return lambda value: None if value is None else read(value)
-
-
 def ck_json(value: Any) -> Any:
     """A value kept as the JSON it is (messages, settlements)."""
     json.dumps(value)
     return value
-
-
-def frac_to_json(amount: Fraction) -> str:
-    """Exact: ``"5"``, ``"15/2"`` (never a rounded float)."""
-    return str(Fraction(amount))
-
-
-def frac_from_json(value: Any) -> Fraction:
-    if not isinstance(value, str):
-        raise ValueError(f"an amount is kept as a string like '15/2', not {_short(value)}")
-    return Fraction(value)
-
-
-def amounts_to_json(amounts: Mapping[str, Fraction]) -> dict[str, str]:
-    return {str(k): frac_to_json(v) for k, v in sorted(amounts.items())}
-
-
-def amounts_from_json(value: Any) -> dict[str, Fraction]:
-    if not isinstance(value, dict):
-        raise ValueError(f"amounts are a mapping, not {_short(value)}")
-    return {ck_str(k): frac_from_json(v) for k, v in value.items()}
 
 
 #: The jackpot controller's status before a unit has heard of it (link None).
