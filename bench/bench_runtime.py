@@ -19,12 +19,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from firmware.engine.profile import load_profile  # noqa: E402
+from firmware.runtime import seatview  # noqa: E402
 from firmware.runtime.journal import Journal, Record  # noqa: E402
 from firmware.sim.driver import TableDriver  # noqa: E402
 from firmware.sim.table import TableSpec  # noqa: E402
 
 
-def table_rounds(where: Path, rounds: int) -> tuple[float, list[float], float]:
+def table_rounds(where: Path, rounds: int) -> tuple[float, list[float], float, float]:
     driver = TableDriver.create(TableSpec("b", load_profile("rws-blackjack"), seed=1, state_dir=where))
     t = driver.table
     latencies: list[float] = []
@@ -37,12 +38,13 @@ def table_rounds(where: Path, rounds: int) -> tuple[float, list[float], float]:
         latencies.append(time.perf_counter() - start)
 
     t.shoe.deal = timed_deal
-    start, cpu = time.perf_counter(), time.process_time()
+    start, cpu, builds = time.perf_counter(), time.process_time(), seatview.builds
     for _ in range(rounds):
         driver.play_round()
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    builds = seatview.builds - builds
     t.close()
-    return rounds / elapsed, latencies, cpu / rounds
+    return rounds / elapsed, latencies, cpu / rounds, builds / rounds
 
 
 def journal_rate(where: Path, n: int = 2000) -> tuple[float, float]:
@@ -99,13 +101,16 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         where = Path(tmp)
-        rps, lat, cpu = table_rounds(where / "table", args.rounds)
+        rps, lat, cpu, builds = table_rounds(where / "table", args.rounds)
         steps, bare = journal_rate(where)
         rss = seat_rss(where)
     q = statistics.quantiles(lat, n=100)
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, journals in {args.dir or tempfile.gettempdir()}")
     print(f"whole table (dealer + 7 seats, rws-blackjack): {rps:.1f} rounds/s over {args.rounds} rounds, "
           f"CPU {cpu * 1e3:.1f} ms a round (all threads; load average {os.getloadavg()[0]:.2f})")
+    # issue #18: the seat view is built when read (screen, reporter); before, after every
+    # step of every seat: 237 builds a round here (commit 43c8f64)
+    print(f"seat views built a round with no screen reading them: {builds:.1f}")
     print(f"card at the shoe port -> every seat updated: p50 {q[49] * 1e3:.2f} ms, p99 {q[98] * 1e3:.2f} ms "
           f"({len(lat)} cards)")
     print(f"journal steps (in + out, one transaction, FULL): {steps:.0f}/s; bare SQLite commit: {bare:.0f}/s")

@@ -13,12 +13,10 @@ from fractions import Fraction
 from typing import Callable, Iterable
 
 from firmware.engine.money import parse_amount
-
 from firmware.runtime.view import ResultView, SeatView, SpotIssue, SpotView
 
 from .i18n import DEFAULT_LANGUAGE, LANGUAGES, has, tr
-from .model import (Banner, CardFace, Condition, HandLine, JackpotMoment, ResultLine, SeatScreen,
-                    SeatSnapshot, SpotLine)
+from .model import Banner, CardFace, Condition, HandLine, JackpotMoment, ResultLine, SeatScreen, SeatSnapshot, SpotLine
 
 SUITS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 RECALL_ROUNDS = 10

@@ -2,6 +2,12 @@
 
 3:2 on 25 is 37.5 exactly. Amounts come in as integers, decimal strings or floats written
 as decimals (``12.5``) and go out as the shortest exact decimal.
+
+The one money codec (issue #15): :func:`parse_amount` reads; :func:`to_json_number` is a
+table message's JSON number; :func:`wire_text` the jackpot report's exact decimal text
+(whole cents, or it raises); :func:`share_text` a meter share; :func:`exact_text` a
+checkpoint's exact fraction (``"15/2"``); :func:`display_text` (``format_amount``) what a
+person reads; :func:`is_whole_cents` the cents check.
 """
 
 from __future__ import annotations
@@ -75,6 +81,35 @@ def format_amount(amount: Fraction) -> str:
     """For people: ``37.5``, ``-10``, ``1234.56``."""
     value = to_json_number(amount)
     return str(value)
+
+
+#: What a person reads (the screen words it further: thousands, sign; ui/presenter.py).
+display_text = format_amount
+
+
+def wire_text(amount: Fraction) -> str:
+    """An exact amount for a jackpot report: ``"5"``, ``"37.5"``, ``"-12.25"``; an amount
+    that is not a whole number of cents raises ValueError (it cannot be paid)."""
+    if not is_whole_cents(amount):
+        raise ValueError(f"{amount} is not a whole number of cents")
+    whole, cents = divmod(abs(amount.numerator * 100 // amount.denominator), 100)
+    sign = "-" if amount < 0 else ""
+    return f"{sign}{whole}" if cents == 0 else f"{sign}{whole}.{cents:02d}".rstrip("0")
+
+
+def share_text(share: Fraction) -> str:
+    """A meter share for a jackpot report (at most 4 decimals): ``"1"``, ``"0.1"``."""
+    if share == 1:
+        return "1"
+    text = f"{float(share):.4f}".rstrip("0")
+    if Fraction(text) != share:
+        raise ValueError(f"meter share {share} has more than 4 decimals")
+    return text
+
+
+def exact_text(amount: Fraction) -> str:
+    """Exact, whatever the amount: ``"5"``, ``"15/2"`` (a checkpoint's form; never rounded)."""
+    return str(Fraction(amount))
 
 
 def is_whole_cents(amount: Fraction) -> bool:

@@ -40,6 +40,7 @@ from typing import Any
 
 MAX_DETAIL = 1000             # characters of an alarm's text on the wire
 
+from firmware.engine.money import share_text, wire_text
 from firmware.engine.round import Phase
 
 from .mqtt import MqttBus
@@ -47,22 +48,11 @@ from .mqtt import MqttBus
 log = logging.getLogger("betbox.link")
 
 
-def amount_text(value: Fraction) -> str:
-    """An exact amount for the wire: ``"5"``, ``"37.5"``, ``"-12.25"`` (cents at most)."""
-    if (value * 100).denominator != 1:
-        raise ValueError(f"{value} is not a whole number of cents")
-    whole, cents = divmod(abs(value.numerator * 100 // value.denominator), 100)
-    sign = "-" if value < 0 else ""
-    return f"{sign}{whole}" if cents == 0 else f"{sign}{whole}.{cents:02d}".rstrip("0")
-
-
-def share_text(value: Fraction) -> str:
-    if value == 1:
-        return "1"
-    text = f"{float(value):.4f}".rstrip("0")
-    if Fraction(text) != value:
-        raise ValueError(f"meter share {value} has more than 4 decimals")
-    return text
+#: The money codec's wire text (firmware/engine/money.py), by the name the link has always
+#: used; ``share_text`` is the codec's too.
+amount_text = wire_text
+__all__ = ["amount_text", "share_text", "SeatReporter", "DealerReporter", "AlarmReporter", "hit_body",
+           "alarm_code", "progressive_record", "settlement_record"]
 
 
 class _AlarmCounts:

@@ -8,29 +8,48 @@ round id. What the engine refuses, it refuses, and says why (the engine's reason
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Mapping
 
 from firmware.engine.cards import ShoeComposition, parse_card
 from firmware.engine.errors import RuleError
-from firmware.engine.events import (Action, BetsClosed, CardDrawn, Decision, VoidRound, WalkedAway,
-                                    event_to_dict)
+from firmware.engine.events import Action, BetsClosed, CardDrawn, Decision, VoidRound, WalkedAway, event_to_dict
 from firmware.engine.money import parse_amount, to_json_number
 from firmware.engine.profile import Profile
 from firmware.engine.round import Round
 from firmware.engine.settlement import settlement
-from hal.events import (ButtonPressed, CardDrawn as HalCard, CardKeyed, HalEvent, ShoeSignal, ShoeSignalKind,
-                        TechnicianKey)
+from hal.events import ButtonPressed, CardKeyed, HalEvent, ShoeSignal, ShoeSignalKind, TechnicianKey
+from hal.events import CardDrawn as HalCard
 
-from .bus import (Bus, Message, alarm_topic, console_topic, down_topic, pit_command_topic, pit_response_topic,
-                  stream_topic, up_topic)
+from .bus import (
+    Bus,
+    Message,
+    alarm_topic,
+    console_topic,
+    down_topic,
+    pit_command_topic,
+    pit_response_topic,
+    stream_topic,
+    up_topic,
+)
 from .journal import Journal
+from .phases import DealerPhase, SeatPhase
 from .software import software_input
 from .spots import insurance_hand, insurance_spot
-from .unit import (BEHIND, Codec, Recent, amounts_from_json, amounts_to_json, ck_int, ck_json, ck_optional,
-                   ck_str, frac_from_json, frac_to_json, Unit)
-from .wire import (TABLE_LASTING, as_json_value, check_table_alarm, bets_from_json, bets_to_json, check_up_message, controller_input,
-                   limits_to_json, round_from_json, round_to_json, shoe_from_json, shoe_to_json)
+from .unit import BEHIND, NEVER_HEARD, Input, InputRefused, Recent, Unit, UnitState
+from .wire import (
+    TABLE_LASTING,
+    as_json_value,
+    bets_from_json,
+    bets_to_json,
+    check_table_alarm,
+    check_up_message,
+    controller_input,
+    limits_to_json,
+    round_to_json,
+    shoe_to_json,
+)
 
 TURN_BUTTONS = {"hit": Action.HIT, "stand": Action.STAND, "double": Action.DOUBLE,
                 "split": Action.SPLIT, "switch": Action.SWITCH}
@@ -96,7 +115,45 @@ def clock_reading(body: Any) -> dict[str, float]:
     return {"now": float(now)}
 
 
-class DealerUnit(Unit):
+@dataclass(eq=False, repr=False)
+class DealerState(UnitState):
+    """The dealer's state: what its checkpoint holds (one codec: firmware/runtime/codec.py)."""
+
+    closing_since: float | None = None          # clock reading when the wait for locks began
+    # §5.4.1: cards the shoe dealt unseen while play continues. They are keyed in at the
+    # console; shoe cards that come meanwhile are held and follow them in order.
+    owed: int = 0
+    held: list[str] = field(default_factory=list)
+    meter: Fraction | None = None               # the meter the next round opens with
+    controller: dict[str, Any] = field(default_factory=lambda: dict(NEVER_HEARD),
+                                       metadata={"read": "_controller_from_json"})
+    round_no: int = 0
+    round: Round | None = None
+    phase: DealerPhase = DealerPhase.IDLE
+    stream_seq: int = 0
+    round_stream: list[Any] = field(default_factory=list)
+    shoe: ShoeComposition = field(default_factory=lambda: ShoeComposition.of_decks(1))   # set from decks
+    shoe_counter: int = 0
+    shoe_number: int = 0                        # shuffles seen: which shoe this is
+    offers: dict[int, dict[str, Fraction]] = field(default_factory=dict)
+    locks: dict[int, dict[str, Fraction]] = field(default_factory=dict)
+    additions: dict[int, dict[str, Fraction]] = field(default_factory=dict)
+    requests: dict[int, list[tuple[Action, int | None]]] = field(default_factory=dict)
+    waiting: set[int] = field(default_factory=set)
+    online: set[int] = field(default_factory=set)
+    seat_seq: dict[str, int] = field(default_factory=dict)
+    results: dict[int, Any] = field(default_factory=dict)          # round -> settlement
+    # the newest rounds over (as the engine holds them): a seat that was down when one
+    # ended gets it in its catch-up and reports it (issue #11.4; format 3 on)
+    past_rounds: dict[int, Round] = field(default_factory=dict)
+    # the table's lasting conditions in force (shoe jam, door open): the alarm that
+    # raised each, as published; a returning seat gets them in its catch-up (format 3 on)
+    table_faults: dict[str, dict[str, Any]] = field(default_factory=dict,
+                                                    metadata={"read": "_table_faults_from_json"})
+    refusals: Recent = field(default_factory=Recent)    # the newest; len() counts them all
+
+
+class DealerUnit(Unit, DealerState):
     role = "dealer"
     accepts_controller = True
 
@@ -109,41 +166,13 @@ class DealerUnit(Unit):
         # seats that have not locked this long after "no more bets" are closed without
         # their wagers (None: wait for every seat, the dealer may press again)
         self.close_wait = close_wait
-        self.closing_since: float | None = None   # clock reading when the wait began
-        # §5.4.1: cards the shoe dealt unseen while play continues. They are keyed in at the
-        # console; shoe cards that come meanwhile are held and follow them in order.
-        self.owed = 0
-        self.held: list[str] = []
         self.profile = profile
         self.decks = profile.default_decks if decks is None else decks
         self.limits = dict(limits or {})
         self.meter = meter                       # the meter the next round opens with
-        self.controller: dict[str, Any] = {"link": None, "meter": None, "pending": False}
         Round.new(profile, decks=self.decks, limits=self.limits, meter=meter)  # validates now
-        self.round_no = 0
-        self.round: Round | None = None
-        self.phase = "idle"                      # idle | open | closing | play
-        self.stream_seq = 0
-        self.round_stream: list[dict[str, Any]] = []
         self.shoe = ShoeComposition.of_decks(self.decks)
-        self.shoe_counter = 0
-        self.shoe_number = 0                     # shuffles seen: which shoe this is
-        self.offers: dict[int, dict[str, Fraction]] = {}
-        self.locks: dict[int, dict[str, Fraction]] = {}
-        self.waiting: set[int] = set()
-        self.online: set[int] = set()
-        self.seat_seq: dict[str, int] = {}
-        self.additions: dict[int, dict[str, Fraction]] = {}
-        self.requests: dict[int, list[tuple[Action, int | None]]] = {}
-        self.results: dict[int, dict[str, Any]] = {}      # round -> settlement
-        # the newest rounds over (as the engine holds them): a seat that was down when one
-        # ended gets it in its catch-up and reports it (issue #11.4)
-        self.past_rounds: dict[int, Round] = {}
-        # the table's lasting conditions in force (shoe jam, door open): the alarm that
-        # raised each, as published; a returning seat gets them in its catch-up
-        self.table_faults: dict[str, dict[str, Any]] = {}
         self.finished: list[Round] = []                   # rounds over since the last take_finished()
-        self.refusals = Recent()               # the newest; len() counts them all
         bus.subscribe(up_topic(table, "+"), self.post, unit_id)
         bus.subscribe(pit_command_topic(table), self.post, unit_id)
 
@@ -176,7 +205,17 @@ class DealerUnit(Unit):
     def current_round(self) -> int | None:
         return self.round_no or None
 
-    def handle(self, kind: str, body: dict[str, Any]) -> bool:
+    def read(self, taken: Input) -> Input:
+        """The dealer's inputs read once: a controller status, a keyed card, a clock
+        reading, a verification result (each checked as it is read)."""
+        readers = {"controller": controller_input, "keyed_card": keyed_card_input, "tick": clock_reading,
+                   "software": software_input}
+        if taken.kind in readers:
+            return replace(taken, value=readers[taken.kind](taken.body))
+        return taken
+
+    def handle(self, taken: Input) -> bool:
+        kind, body, value = taken.kind, taken.body, taken.value
         if kind == "card":
             self._on_card(body["card"], body.get("counter"))
         elif kind == "shoe":
@@ -184,20 +223,20 @@ class DealerUnit(Unit):
         elif kind == "button":
             self._on_button(body["button"])
         elif kind == "msg":
-            return self._on_message(Message.from_dict(body))
+            assert taken.message is not None
+            return self._on_message(taken.message)
         elif kind == "controller":
-            return self._on_controller(controller_input(body))
+            return self._on_controller(value)
         elif kind == "keyed_card":
-            keyed = keyed_card_input(body)
-            self._on_keyed_card(keyed["card"], keyed.get("by"))
+            self._on_keyed_card(value["card"], value.get("by"))
         elif kind == "tick":
-            return self._on_tick(clock_reading(body)["now"])
+            return self._on_tick(value["now"])
         elif kind == "device":
             return self.on_device(body)
         elif kind == BEHIND:
             return self.on_behind(body)
         elif kind == "software":
-            return self.on_software(software_input(body))
+            return self.on_software(value)
         elif kind == "boot":
             # seats re-send what the dealer may have lost (offers, locks, additions); a
             # clock reading from before the restart means nothing now: the wait starts again
@@ -210,69 +249,29 @@ class DealerUnit(Unit):
 
     # -- refusing what is malformed or forged --------------------------------------------
 
-    def check_input(self, kind: str, body: Any) -> str | None:
-        problem = super().check_input(kind, body)
-        if problem is not None or kind != "msg":
-            return problem
-        try:
-            m = Message.from_dict(body)
-        except ValueError as exc:
-            return str(exc)
+    def check_message(self, m: Message) -> None:
         if m.topic == pit_command_topic(self.table):
             if m.sender != "pit" and not m.sender.startswith("pit/"):
-                return f"pit command from {m.sender!r:.80}: only the pit (user 'pit') commands the table"
-            try:
-                pit_command(m.kind, m.body)
-            except ValueError as exc:
-                return str(exc)
-            return None
+                raise InputRefused(f"pit command from {m.sender!r:.80}: only the pit (user 'pit') commands the table")
+            pit_command(m.kind, m.body)
+            return
         found = re.fullmatch(re.escape(up_topic(self.table, 0)).replace("/0/", "/([1-9][0-9]{0,2})/"), m.topic)
         if found is None:
-            return f"{m.kind!r} on {m.topic!r}: not a seat's topic at table {self.table}"
+            raise InputRefused(f"{m.kind!r} on {m.topic!r}: not a seat's topic at table {self.table}")
         box = int(found.group(1))
         owner = f"{self.table}/seat-{box}"
         if m.sender != owner:
-            return f"{m.kind!r} for box {box} from {m.sender!r}: only {owner!r} speaks for box {box}"
+            raise InputRefused(f"{m.kind!r} for box {box} from {m.sender!r}: only {owner!r} speaks for box {box}")
         if m.body.get("box") != box:
-            return f"{m.kind!r} from {owner!r} names box {m.body.get('box')!r} in its body, not {box}"
-        return check_up_message(m.kind, m.body)
+            raise InputRefused(f"{m.kind!r} from {owner!r} names box {m.body.get('box')!r} in its body, not {box}")
+        problem = check_up_message(m.kind, m.body)
+        if problem is not None:
+            raise InputRefused(problem)
 
     # -- checkpoints -------------------------------------------------------------------
 
-    def state_codec(self) -> Codec:
-        ident = lambda v: v                                     # noqa: E731
-        boxes = lambda read: (lambda v: {ck_int(int(b)): read(x) for b, x in v.items()})  # noqa: E731
-        return {**super().state_codec(),
-                "closing_since": (ident, ck_optional(lambda v: float(v) if isinstance(v, (int, float))
-                                                     and not isinstance(v, bool) else ck_int(v))),
-                "owed": (ident, ck_int),
-                "held": (list, lambda v: [ck_str(c) for c in v]),
-                "meter": (lambda m: None if m is None else frac_to_json(m), ck_optional(frac_from_json)),
-                "controller": (dict, lambda v: v if v == {"link": None, "meter": None, "pending": False}
-                               else controller_input(v)),
-                "round_no": (ident, ck_int),
-                "round": (lambda r: None if r is None else round_to_json(r),
-                          ck_optional(lambda v: round_from_json(v, self._own_profile))),
-                "phase": (ident, ck_str),
-                "stream_seq": (ident, ck_int),
-                "round_stream": (list, lambda v: list(ck_json(v))),
-                "shoe": (shoe_to_json, shoe_from_json),
-                "shoe_counter": (ident, ck_int),
-                "shoe_number": (ident, ck_int),
-                "offers": (lambda d: {str(b): amounts_to_json(x) for b, x in d.items()}, boxes(amounts_from_json)),
-                "locks": (lambda d: {str(b): amounts_to_json(x) for b, x in d.items()}, boxes(amounts_from_json)),
-                "additions": (lambda d: {str(b): amounts_to_json(x) for b, x in d.items()},
-                              boxes(amounts_from_json)),
-                "requests": (lambda d: {str(b): [[str(a), h] for a, h in x] for b, x in d.items()},
-                             boxes(lambda x: [(Action(ck_str(a)), ck_optional(ck_int)(h)) for a, h in x])),
-                "waiting": (sorted, lambda v: {ck_int(b) for b in v}),
-                "online": (sorted, lambda v: {ck_int(b) for b in v}),
-                "seat_seq": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()}),
-                "results": (lambda d: {str(r): x for r, x in d.items()}, boxes(ck_json)),
-                "past_rounds": (lambda d: {str(r): round_to_json(x) for r, x in d.items()},
-                                boxes(lambda v: round_from_json(v, self._own_profile))),
-                "table_faults": (dict, self._table_faults_from_json),
-                "refusals": (Recent.to_json, Recent.from_json)}
+    def profile_of(self, name: str) -> Profile:
+        return self._own_profile(name)
 
     def state_added(self) -> dict[str, Any]:
         # the rounds over and the table's conditions came with checkpoint format 3
@@ -319,7 +318,7 @@ class DealerUnit(Unit):
             for old in sorted(self.past_rounds)[:-KEEP_RESULTS]:
                 del self.past_rounds[old]
             self.shoe = new.shoe
-            self.phase = "idle"
+            self.phase = DealerPhase.IDLE
             self.owed, self.held = 0, []
             self.finished.append(new)
         return True
@@ -350,17 +349,17 @@ class DealerUnit(Unit):
         expected = self.shoe_counter + 1
         if counter is not None:
             self.shoe_counter = counter
-        if self.phase != "play":
+        if self.phase != DealerPhase.PLAY:
             # A card out of a round is a burn card: it leaves the shoe's composition.
             if self.shoe.can_draw(card):
                 self.shoe = self.shoe.draw(card)
-            if self.phase != "idle":
+            if self.phase != DealerPhase.IDLE:
                 self.alarm("card_while_betting", f"{card} was drawn while bets were {self.phase}")
             return
         if counter is not None and counter != expected:
             self._interruption(f"the shoe counted {counter - expected} card(s) this unit never saw",
                                missed=counter - expected)
-            if self.phase != "play":
+            if self.phase != DealerPhase.PLAY:
                 return
         if self.owed:
             self.held.append(str(card))     # dealt after the missed cards: it follows them
@@ -372,7 +371,7 @@ class DealerUnit(Unit):
         the engine's refusals (a card the shoe cannot hold voids the round, §5.5.1, as from
         the shoe)."""
         card = parse_card(text)
-        if self.phase != "play" or self.round is None:
+        if self.phase != DealerPhase.PLAY or self.round is None:
             self._refuse(f"key in {card}: no round is in play (bets {self.phase})")
             return
         if self.round.expecting().kind != "card":
@@ -393,7 +392,7 @@ class DealerUnit(Unit):
             if not self.owed:
                 held, self.held = self.held, []
                 for text in held:           # the shoe's cards that came after the missed ones
-                    if self.phase != "play":
+                    if self.phase != DealerPhase.PLAY:
                         break
                     self._apply(CardDrawn(parse_card(text)))
 
@@ -409,7 +408,7 @@ class DealerUnit(Unit):
         if kind == ShoeSignalKind.DUPLICATE_CARD:
             self._duplicate(str(parse_card(card)) if card else "a card", -1 if counter is None else counter)
         elif kind == ShoeSignalKind.SHUFFLED:
-            if self.phase in ("play", "closing"):
+            if self.phase in (DealerPhase.PLAY, DealerPhase.CLOSING):
                 self.alarm("shuffle_in_round", "the shoe was shuffled during a round")
                 self._interruption("the shoe was shuffled during the round")
             self.shoe = ShoeComposition.of_decks(self.decks)
@@ -421,7 +420,7 @@ class DealerUnit(Unit):
                       else 1 if kind == ShoeSignalKind.MISREAD else 0)
             if counter is not None:
                 self.shoe_counter = max(self.shoe_counter, counter)   # counts never go back
-            if self.phase == "play":
+            if self.phase == DealerPhase.PLAY:
                 self._interruption(f"shoe reported {kind.value}", missed=missed)
             else:
                 self.alarm(kind.value, f"shoe reported {kind.value} outside a round")
@@ -478,7 +477,7 @@ class DealerUnit(Unit):
             # and the pit's reports show who had the table open (issue #14.6)
             self.alarm(button, "technician key turned " + ("off" if button.endswith("_off") else "on"))
         elif button == "void_round":
-            if self.phase != "play":
+            if self.phase != DealerPhase.PLAY:
                 self._refuse(f"no round is in play to void (bets are {self.phase})")
             elif self.round.outcome_established():
                 self._refuse("an outcome has been established: play continues",
@@ -501,7 +500,7 @@ class DealerUnit(Unit):
             self._refuse(f"{self.unit_id} is behind its confirmed mark (seq {self.behind['outbox_seq']} < "
                          f"{self.behind['confirmed']}): no bets until its newest state is restored")
             return
-        if self.phase != "idle":
+        if self.phase != DealerPhase.IDLE:
             self._refuse(f"round {self.round_no} is not over (bets {self.phase})")
             return
         if self.shoe_down() is not None:
@@ -510,7 +509,7 @@ class DealerUnit(Unit):
         self.round_no += 1
         self.round = Round.new(self.profile, decks=self.decks, limits=self.limits, meter=self.meter,
                                shoe=self.shoe)
-        self.phase = "open"
+        self.phase = DealerPhase.OPEN
         self.round_stream = []
         self.offers, self.locks, self.additions, self.requests = {}, {}, {}, {}
         self._stream("round_open", {
@@ -519,13 +518,13 @@ class DealerUnit(Unit):
             "shoe": shoe_to_json(self.shoe), "shoe_number": self.shoe_number})
 
     def _no_more_bets(self) -> None:
-        if self.phase == "open":
-            self.phase = "closing"
+        if self.phase == DealerPhase.OPEN:
+            self.phase = DealerPhase.CLOSING
             self.waiting = set(self.online)
             self._stream("bets_closing", {"waiting": sorted(self.waiting)})
             if not self.waiting:
                 self._close()
-        elif self.phase == "closing":
+        elif self.phase == DealerPhase.CLOSING:
             # pressed again: close without the seats that have not locked
             self._close_without("closed_by_dealer", "the dealer pressed no more bets again")
         else:
@@ -534,7 +533,7 @@ class DealerUnit(Unit):
     def _on_tick(self, now: float) -> bool:
         """The bounded wait for locks. Only a reading that starts the wait or ends it is
         accepted (and so journalled); the rest change nothing and are dropped."""
-        if self.phase != "closing" or self.close_wait is None:
+        if self.phase != DealerPhase.CLOSING or self.close_wait is None:
             return False
         if self.closing_since is None or now < self.closing_since:
             self.closing_since = now            # the first reading since the wait began
@@ -571,13 +570,13 @@ class DealerUnit(Unit):
                 self._refuse(reason, box=box, bets=bets_to_json(bets))
                 continue
             wagers[box] = bets
-        self.phase = "play"
+        self.phase = DealerPhase.PLAY
         self.waiting = set()
         self.closing_since = None
         self._apply(BetsClosed.of(wagers))
 
     def _turn(self, button: str) -> None:
-        if self.phase != "play":
+        if self.phase != DealerPhase.PLAY:
             self._refuse(f"{button}: no hand is in play (bets {self.phase})")
             return
         if self.owed:
@@ -603,7 +602,7 @@ class DealerUnit(Unit):
             self.additions.get(box, {}).pop("main", None)
 
     def _offered(self, action: Action) -> None:
-        if self.phase != "play":
+        if self.phase != DealerPhase.PLAY:
             self._refuse(f"{action}: no round is in play")
             return
         todo: list[Decision] = []
@@ -652,7 +651,7 @@ class DealerUnit(Unit):
         by = f"pit:{command['by']}"
         if m.kind == "key_card":
             self._on_keyed_card(command["card"], by)
-        elif command["round"] != self.round_no or self.phase != "play":
+        elif command["round"] != self.round_no or self.phase != DealerPhase.PLAY:
             self._refuse(f"void round {command['round']}: round {self.round_no} is the table's, "
                          f"and it is {'in play' if self.phase == 'play' else 'not in play (bets ' + self.phase + ')'}")
         elif self._apply(VoidRound(command["reason"])):
@@ -687,34 +686,34 @@ class DealerUnit(Unit):
             self._catch_up(box, int(body.get("last_stream_seq", 0)), body["round"], str(body.get("phase")),
                            heard=last)
             if same_round and body.get("bets") is not None:
-                if self.phase == "open" and body.get("phase") == "open":
+                if self.phase == DealerPhase.OPEN and body.get("phase") == SeatPhase.OPEN:
                     self.offers[box] = bets_from_json(body["bets"])
-                elif self.phase == "closing" and body.get("phase") == "closing":
+                elif self.phase == DealerPhase.CLOSING and body.get("phase") == SeatPhase.CLOSING:
                     self.locks[box] = bets_from_json(body["bets"])
                     self.waiting.discard(box)
                     if not self.waiting:
                         self._close()
-            if same_round and self.phase == "play":
+            if same_round and self.phase == DealerPhase.PLAY:
                 for spot, amount in (body.get("pending") or {}).items():
                     self.additions.setdefault(box, {})[spot] = parse_amount(amount)
         elif m.kind == "offer":
-            if same_round and self.phase == "open":
+            if same_round and self.phase == DealerPhase.OPEN:
                 bets = bets_from_json(body["bets"])
                 self.offers[box] = bets
                 reason = self._check_box(box, bets) if bets else None
                 if reason is not None:
                     self._refuse(reason, box=box, bets=body["bets"], stage="offer")
         elif m.kind == "lock":
-            if same_round and self.phase == "closing":
+            if same_round and self.phase == DealerPhase.CLOSING:
                 self.locks[box] = bets_from_json(body["bets"])
                 self.waiting.discard(box)
                 if not self.waiting:
                     self._close()
         elif m.kind == "addition":
-            if same_round and self.phase == "play":
+            if same_round and self.phase == DealerPhase.PLAY:
                 self.additions.setdefault(box, {})[body["spot"]] = parse_amount(body["amount"])
         elif m.kind == "request":
-            if same_round and self.phase == "play":
+            if same_round and self.phase == DealerPhase.PLAY:
                 self.requests.setdefault(box, []).append((Action(body["action"]), body.get("hand")))
         elif m.kind == "result":
             ours = self.results.get(body.get("round"))
@@ -758,7 +757,7 @@ class DealerUnit(Unit):
         saw a round has none: it was not at the table)."""
         if seat_round < 1:
             return {}, None
-        since = seat_round + (1 if seat_phase in ("over", "void") else 0)
+        since = seat_round + (1 if seat_phase in (SeatPhase.OVER, SeatPhase.VOID) else 0)
         rounds: dict[str, Any] = {}
         for number, state in sorted(self.past_rounds.items()):
             if number < since:
@@ -768,7 +767,7 @@ class DealerUnit(Unit):
             except (KeyError, ValueError, RuleError):
                 continue                       # the box did not play that round
             rounds[str(number)] = round_to_json(state)
-        last_over = self.round_no if self.phase == "idle" else self.round_no - 1
+        last_over = self.round_no if self.phase == DealerPhase.IDLE else self.round_no - 1
         held_from = min(self.past_rounds) if self.past_rounds else last_over + 1
         unheld = [since, min(held_from - 1, last_over)] if since < held_from and since <= last_over else None
         return rounds, unheld
@@ -780,7 +779,7 @@ class DealerUnit(Unit):
         self.step("boot", {})
 
     def at_round_boundary(self) -> bool:
-        return self.phase == "idle"
+        return self.phase == DealerPhase.IDLE
 
     def after_recover(self) -> None:
         self.finished = []

@@ -22,14 +22,14 @@ names (:attr:`SeatUnit.table_faults`, :attr:`SeatUnit.table_alarms`).
 
 from __future__ import annotations
 
-from decimal import Decimal
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from firmware.chips import ChipDebouncer, ChipRegistry, ChipStatus
 from firmware.engine.errors import RuleError
-from firmware.engine.events import Action, BetsClosed, Decision, event_from_dict
-from firmware.engine.money import format_amount, parse_amount, to_json_number
+from firmware.engine.events import Action, BetsClosed, Decision, Event
+from firmware.engine.money import format_amount, to_json_number
 from firmware.engine.profile import Profile, load_profile
 from firmware.engine.round import Phase, Round
 from firmware.engine.settlement import settlement
@@ -38,14 +38,22 @@ from hal.ports import LAMP_OFF, LAMP_ON, Lamps
 
 from .bus import Bus, Message, alarm_topic, down_topic, stream_topic, up_topic
 from .journal import Journal
-from .unit import (BEHIND, Codec, Recent, amounts_from_json, amounts_to_json, ck_bool, ck_int, ck_json, ck_optional,
-                   ck_str, Unit)
-from .seatview import build_seat_view
+from .phases import SeatPhase
+from .seatview import SeatFacts, alarm_mark, build_seat_view, unit_conditions, worth
 from .software import software_input
 from .spots import insurance_hand, insurance_spot
+from .unit import BEHIND, NEVER_HEARD, Input, InputRefused, Recent, Unit, UnitState, ck_json, ck_str
 from .view import SeatView
-from .wire import (TABLE_LASTING, as_json_value, bets_to_json, check_down_message, check_stream_message,
-                   check_table_alarm, controller_input, round_from_json, round_to_json, shoe_from_json)
+from .wire import (
+    TABLE_LASTING,
+    Catchup,
+    as_json_value,
+    bets_to_json,
+    check_table_alarm,
+    controller_input,
+    read_down_message,
+    read_stream_message,
+)
 
 LINK_DOWN = "controller_link_down"
 #: Rounds over that the seat keeps from the dealer's catch-up (issue #11.4).
@@ -54,7 +62,55 @@ KEEP_MISSED_ROUNDS = 16
 KEEP_TABLE_ALARMS = 32
 
 
-class SeatUnit(Unit):
+@dataclass(eq=False, repr=False)
+class SeatState(UnitState):
+    """The seat's state: what its checkpoint holds (one codec: firmware/runtime/codec.py).
+    The screen's view is not state: it is built again from this (every alarm entry carries
+    its round, so the round's alarms are found without the view's mark)."""
+
+    present: dict[str, frozenset[str]] = field(default_factory=dict, metadata={"read": "_present_from_json"})
+    profile: Profile | None = None
+    round_no: int = 0
+    round: Round | None = None
+    phase: SeatPhase = SeatPhase.IDLE
+    last_stream: int = 0
+    awaiting_catchup: bool = False
+    offered: dict[str, Any] | None = None
+    locked: dict[str, Fraction] = field(default_factory=dict)
+    pending: dict[str, Fraction] = field(default_factory=dict)
+    own_result: Any = None
+    dealer_result: Any = None
+    messages: Recent = field(default_factory=Recent)
+    refused_round: str | None = None
+    joined_round: int = 0
+    # the jackpot controller as last heard: link None = no controller known yet
+    controller: dict[str, Any] = field(default_factory=lambda: dict(NEVER_HEARD),
+                                       metadata={"read": "_controller_from_json"})
+    # spots whose chips this round are not a wager, and why (e.g. progressive while
+    # the controller link was down when bets locked)
+    unwagered: dict[str, str] = field(default_factory=dict)
+    # the dealer closed bets without this seat's wagers this round, and why
+    # ("lock_timeout" | "closed_by_dealer")
+    bets_not_taken: str | None = None
+    # the table's alarms (the dealer's, on the alarm topic): lasting conditions in force
+    # by code (shoe_jam, shoe_door_opened) until their counterpart, and the newest
+    # round-bound ones (each names its round); the dealer's seq of the last one heard
+    table_faults: dict[str, dict[str, Any]] = field(default_factory=dict,
+                                                    metadata={"read": "_table_faults_from_json"})
+    table_alarms: Recent = field(default_factory=lambda: Recent(KEEP_TABLE_ALARMS),
+                                 metadata={"read": "_table_alarms_from_json"})
+    table_alarm_seq: int = 0
+    # the round whose bets this seat does not take because its chip reader was down
+    # while they were open (DESIGN "Unit states": a seat with a fault takes no bets)
+    reader_lost_round: int = 0
+    # spots whose antenna reported a fault -> the round it spoils (the one open, or the next)
+    spot_faults: dict[str, int] = field(default_factory=dict)
+    # rounds that ended while this seat was down, rebuilt by its engine from the
+    # dealer's record in the catch-up: the seat's reporter reports them like its own
+    missed_rounds: dict[int, Round] = field(default_factory=dict)
+
+
+class SeatUnit(Unit, SeatState):
     role = "seat"
     accepts_controller = True
 
@@ -67,45 +123,13 @@ class SeatUnit(Unit):
         self.spots = tuple(spots)
         self.lamps = lamps
         self.debouncer = ChipDebouncer(confirm_cycles, release_cycles)
-        self.present: dict[str, frozenset[str]] = {s: frozenset() for s in self.spots}
-        self.profile: Profile | None = None
-        self.round_no = 0
-        self.round: Round | None = None
-        self.phase = "idle"
-        self.last_stream = 0
-        self.awaiting_catchup = False
-        self.offered: dict[str, Any] | None = None
-        self.locked: dict[str, Fraction] = {}
-        self.pending: dict[str, Fraction] = {}
-        self.own_result: dict[str, Any] | None = None
-        self.dealer_result: dict[str, Any] | None = None
-        self.messages = Recent()
-        self.refused_round: str | None = None
-        self.joined_round = 0
-        # the jackpot controller as last heard: link None = no controller known yet
-        self.controller: dict[str, Any] = {"link": None, "meter": None, "pending": False}
-        # spots whose chips this round are not a wager, and why (e.g. progressive while
-        # the controller link was down when bets locked)
-        self.unwagered: dict[str, str] = {}
-        # the dealer closed bets without this seat's wagers this round, and why
-        # ("lock_timeout" | "closed_by_dealer")
-        self.bets_not_taken: str | None = None
-        # the round whose bets this seat does not take because its chip reader was down
-        # while they were open (DESIGN "Unit states": a seat with a fault takes no bets)
-        self.reader_lost_round = 0
-        # spots whose antenna reported a fault -> the round it spoils (the one open, or the next)
-        self.spot_faults: dict[str, int] = {}
-        # the table's alarms (the dealer's, on the alarm topic): lasting conditions in force
-        # by code (shoe_jam, shoe_door_opened) until their counterpart, and the newest
-        # round-bound ones (each names its round); the dealer's seq of the last one heard
-        self.table_faults: dict[str, dict[str, Any]] = {}
-        self.table_alarms = Recent(KEEP_TABLE_ALARMS)
-        self.table_alarm_seq = 0
-        # rounds that ended while this seat was down, rebuilt by its engine from the
-        # dealer's record in the catch-up: the seat's reporter reports them like its own
-        self.missed_rounds: dict[int, Round] = {}
-        self.view: SeatView = self._build_view()
+        self.present = {s: frozenset() for s in self.spots}
         self._profiles: dict[str, Profile] = {}
+        # the screen's view: a frozen snapshot taken after every step, the view built from
+        # it when read (issue #18); where this round's alarms start, folded step by step
+        self._alarm_mark, self._mark_round = 0, None
+        self._facts = self.facts()
+        self._view: tuple[SeatFacts, SeatView] | None = None
         bus.subscribe(stream_topic(table), self.post, unit_id)
         bus.subscribe(down_topic(table, box), self.post, unit_id)
         bus.subscribe(alarm_topic(table), self.post, unit_id)
@@ -142,7 +166,8 @@ class SeatUnit(Unit):
     def current_round(self) -> int | None:
         return self.round_no or None
 
-    def handle(self, kind: str, body: dict[str, Any]) -> bool:
+    def handle(self, taken: Input) -> bool:
+        kind, body = taken.kind, taken.body
         if kind == "boot":
             self._hello()
             self.devices_reopened()
@@ -156,28 +181,29 @@ class SeatUnit(Unit):
         if kind == "screen":
             return self._on_screen(body["action"], body.get("hand"))
         if kind == "msg":
-            return self._on_message(Message.from_dict(body))
+            assert taken.message is not None
+            return self._on_message(taken.message, taken.value)
         if kind == "controller":
-            return self._on_controller(controller_input(body))
+            return self._on_controller(taken.value)
         if kind == BEHIND:
             changed = self.on_behind(body)
-            if changed and self.phase == "open":
+            if changed and self.phase == SeatPhase.OPEN:
                 self._offer()             # withdraw the offer: bets are refused now
             return changed
         if kind == "software":
-            return self.on_software(software_input(body))
+            return self.on_software(taken.value)
         raise ValueError(f"seat: unknown input {kind!r}")
 
     def on_software(self, result: dict[str, Any]) -> bool:
         changed = super().on_software(result)
-        if changed and self.phase == "open":
+        if changed and self.phase == SeatPhase.OPEN:
             self._offer()                   # an offer already made is withdrawn
         return changed
 
     def _hello(self) -> None:
         """Presence, the last stream message held, and what the dealer may have lost."""
-        bets = (self.offered if self.phase == "open" else
-                bets_to_json(self.locked) if self.phase == "closing" else None)
+        bets = (self.offered if self.phase == SeatPhase.OPEN else
+                bets_to_json(self.locked) if self.phase == SeatPhase.CLOSING else None)
         self._up("hello", {"last_stream_seq": self.last_stream, "phase": self.phase, "bets": bets,
                            "pending": {s: to_json_number(a) for s, a in sorted(self.pending.items())}})
         self.awaiting_catchup = True
@@ -191,33 +217,44 @@ class SeatUnit(Unit):
 
     # -- refusing what is malformed or forged --------------------------------------------
 
-    def check_input(self, kind: str, body: Any) -> str | None:
-        problem = super().check_input(kind, body)
-        if problem is not None or kind != "msg":
-            return problem
-        try:
-            m = Message.from_dict(body)
-        except ValueError as exc:
-            return str(exc)
+    def check_message(self, m: Message) -> None:
         dealer = f"{self.table}/dealer"
         if m.topic == stream_topic(self.table):
             if m.sender != dealer:
-                return f"stream message {m.kind!r} from {m.sender!r}: only {dealer!r} writes the table stream"
-            return check_stream_message(m.kind, m.body, self._profile)
-        if m.topic == down_topic(self.table, self.box):
+                raise InputRefused(f"stream message {m.kind!r} from {m.sender!r}: only {dealer!r} writes the "
+                                   "table stream")
+        elif m.topic == down_topic(self.table, self.box):
             if m.sender != dealer:
-                return f"{m.kind!r} for box {self.box} from {m.sender!r}: only {dealer!r} sends to this seat"
-            problem = check_down_message(m.kind, m.body, self.box, self._profile)
-            if problem is None and m.kind == "catchup":
-                strangers = [c.get("unit") for c in m.body.get("conditions") or () if c.get("unit") != dealer]
+                raise InputRefused(f"{m.kind!r} for box {self.box} from {m.sender!r}: only {dealer!r} sends to "
+                                   "this seat")
+            if m.kind == "catchup" and m.body.get("box") == self.box:
+                strangers = [c.get("unit") for c in m.body.get("conditions") or ()
+                             if isinstance(c, dict) and c.get("unit") != dealer]
                 if strangers:
-                    problem = f"catchup: conditions raised by {strangers[0]!r:.60}, not {dealer!r}"
-            return problem
-        if m.topic == alarm_topic(self.table):
+                    raise InputRefused(f"catchup: conditions raised by {strangers[0]!r:.60}, not {dealer!r}")
+        elif m.topic == alarm_topic(self.table):
             if m.sender != dealer:
-                return f"table alarm from {m.sender!r}: only {dealer!r} raises the table's alarms at a seat"
-            return check_table_alarm(m.kind, m.body, m.sender)
-        return f"{m.kind!r} on {m.topic!r}: not a topic of seat {self.box} at table {self.table}"
+                raise InputRefused(f"table alarm from {m.sender!r}: only {dealer!r} raises the table's alarms at "
+                                   "a seat")
+            problem = check_table_alarm(m.kind, m.body, m.sender)
+            if problem is not None:
+                raise InputRefused(problem)
+        else:
+            raise InputRefused(f"{m.kind!r} on {m.topic!r}: not a topic of seat {self.box} at table {self.table}")
+
+    def read(self, taken: Input) -> Input:
+        """The seat's inputs read once: a stream message with its engine event or round,
+        a catch-up with its rounds, a controller status, a verification result."""
+        kind, body, m = taken.kind, taken.body, taken.message
+        if kind == "controller":
+            return replace(taken, value=controller_input(body))
+        if kind == "software":
+            return replace(taken, value=software_input(body))
+        if m is not None and m.topic == stream_topic(self.table):
+            return replace(taken, value=read_stream_message(m.kind, m.body, self._profile))
+        if m is not None and m.topic == down_topic(self.table, self.box):
+            return replace(taken, value=read_down_message(m.kind, m.body, self.box, self._profile))
+        return taken
 
     def _profile(self, name: str) -> Profile:
         """Profiles by name, loaded once (a cache, not state)."""
@@ -227,37 +264,8 @@ class SeatUnit(Unit):
 
     # -- checkpoints -------------------------------------------------------------------
 
-    def state_codec(self) -> Codec:
-        opt_amounts = (lambda v: None if v is None else dict(v), ck_optional(ck_json))
-        return {**super().state_codec(),
-                "present": (lambda p: {s: sorted(u) for s, u in sorted(p.items())}, self._present_from_json),
-                "profile": (lambda p: None if p is None else p.name, ck_optional(self._profile)),
-                "round_no": (lambda v: v, ck_int),
-                "round": (lambda r: None if r is None else round_to_json(r),
-                          ck_optional(lambda v: round_from_json(v, self._profile))),
-                "phase": (lambda v: v, ck_str),
-                "last_stream": (lambda v: v, ck_int),
-                "awaiting_catchup": (lambda v: v, ck_bool),
-                "offered": opt_amounts,
-                "locked": (amounts_to_json, amounts_from_json),
-                "pending": (amounts_to_json, amounts_from_json),
-                "own_result": (lambda v: v, ck_json),
-                "dealer_result": (lambda v: v, ck_json),
-                "messages": (Recent.to_json, Recent.from_json),
-                "refused_round": (lambda v: v, ck_optional(ck_str)),
-                "joined_round": (lambda v: v, ck_int),
-                "controller": (dict, self._controller_from_json),
-                "unwagered": (dict, lambda v: {ck_str(k): ck_str(r) for k, r in v.items()}),
-                "bets_not_taken": (lambda v: v, ck_optional(ck_str)),
-                "table_faults": (dict, self._table_faults_from_json),
-                "table_alarms": (Recent.to_json, self._table_alarms_from_json),
-                "table_alarm_seq": (lambda v: v, ck_int),
-                "reader_lost_round": (lambda v: v, ck_int),
-                "spot_faults": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()}),
-                "missed_rounds": (lambda d: {str(r): round_to_json(x) for r, x in sorted(d.items())},
-                                  self._missed_from_json)}
-        # the screen's view is not state: it is built again from this (every alarm entry
-        # carries its round, so the round's alarms are found without the view's mark)
+    def profile_of(self, name: str) -> Profile:
+        return self._profile(name)
 
     def state_added(self) -> dict[str, tuple[int, Any]]:
         # the table's alarms came with checkpoint format 2: a format-1 checkpoint had none
@@ -269,11 +277,6 @@ class SeatUnit(Unit):
     @property
     def _devices_format(self) -> int:
         return super().state_added()["devices_down"][0]
-
-    def _missed_from_json(self, value: Any) -> dict[int, Round]:
-        if not isinstance(value, dict):
-            raise ValueError(f"missed rounds are a mapping, not {value!r:.60}")
-        return {ck_int(int(r)): round_from_json(v, self._profile) for r, v in value.items()}
 
     def _present_from_json(self, value: Any) -> dict[str, frozenset[str]]:
         if not isinstance(value, dict) or set(value) != set(self.spots):
@@ -306,23 +309,10 @@ class SeatUnit(Unit):
             self._table_alarm_from_json(entry)
         return log
 
-    @staticmethod
-    def _controller_from_json(value: Any) -> dict[str, Any]:
-        if isinstance(value, dict) and value.get("link") is None:
-            if value != {"link": None, "meter": None, "pending": False}:
-                raise ValueError(f"a controller never heard has no meter: {value!r}")
-            return dict(value)
-        return controller_input(value)
-
     # -- wagers ------------------------------------------------------------------------
 
     def worth(self, uids: Iterable[str]) -> Fraction:
-        total = Decimal(0)
-        for uid in uids:
-            chip = self.registry.get(uid)
-            if chip is not None and chip.status is ChipStatus.VALID:
-                total += chip.denomination
-        return Fraction(total)
+        return worth(self.registry, uids)
 
     def wagers(self) -> dict[str, Fraction]:
         """What the seat offers: every spot's valid chips, except addition-only spots and
@@ -352,7 +342,7 @@ class SeatUnit(Unit):
 
     def _on_device(self, body: dict[str, Any]) -> bool:
         self.on_device(body)
-        if body.get("kind") == "chip_reader" and body.get("state") == "down" and self.phase == "open":
+        if body.get("kind") == "chip_reader" and body.get("state") == "down" and self.phase == SeatPhase.OPEN:
             self._reader_lost()
         return True
 
@@ -364,8 +354,8 @@ class SeatUnit(Unit):
         where = f"the antenna under {spot}" if spot else "the reader"
         self.alarm("reader_fault", f"chip reader {body.get('device')!r}: {code} on {where}", spot=spot, code=code)
         self.log_change(f"{body.get('device')}/{spot}", "%s: chip reader fault %s on %s", self.unit_id, code, where)
-        spoils = self.round_no if self.phase == "open" else self.round_no + 1 if self.phase in (
-            "idle", "over", "void") else None
+        spoils = self.round_no if self.phase == SeatPhase.OPEN else self.round_no + 1 if self.phase in (
+            SeatPhase.IDLE, SeatPhase.OVER, SeatPhase.VOID) else None
         if spoils is None:
             return True
         if spot is None:
@@ -373,7 +363,7 @@ class SeatUnit(Unit):
         elif spot in self.present:
             self.spot_faults = {s: r for s, r in self.spot_faults.items() if r >= self.round_no}
             self.spot_faults[spot] = spoils
-        if self.phase == "open":
+        if self.phase == SeatPhase.OPEN:
             if spot is None:
                 self._reader_lost()
             elif self.worth(self.present.get(spot, ())) > 0:
@@ -411,7 +401,7 @@ class SeatUnit(Unit):
                 self.messages.append("progressive wagers accepted again: the jackpot controller is back")
             # While bets are open the offer follows the link. Once locked, the lock stands:
             # the wager was judged when bets closed.
-            if self.phase == "open":
+            if self.phase == SeatPhase.OPEN:
                 self._offer()
         return True
 
@@ -436,9 +426,9 @@ class SeatUnit(Unit):
                 self.alarm("barred_chip", f"a {chip.status} chip ({uid}) on {spot}: not counted",
                            spot=spot, uid=uid)
         added, removed = self.worth(arrived), self.worth(left)
-        if self.phase == "open":
+        if self.phase == SeatPhase.OPEN:
             self._offer()
-        elif self.phase in ("closing", "play"):
+        elif self.phase in (SeatPhase.CLOSING, SeatPhase.PLAY):
             clause = self.profile.clause("bets_closed") if self.profile else ""
             if removed and spot in self.unwagered:
                 self.messages.append(f"{format_amount(removed)} taken off {spot}: it was not a wager")
@@ -458,7 +448,7 @@ class SeatUnit(Unit):
         """Asks the engine: is a double/split (main) or insurance on that spot's hand
         (``insurance``: hand 1, ``insurance_2``: hand 2, Switch §3.9.1) legal now?"""
         state = self.round
-        if self.phase != "play" or state is None or state.is_over:
+        if self.phase != SeatPhase.PLAY or state is None or state.is_over:
             return False
         hand = insurance_hand(spot)
         try:
@@ -474,7 +464,7 @@ class SeatUnit(Unit):
         return False
 
     def _on_screen(self, action: str, hand: int | None) -> bool:
-        if self.phase != "play" or self.round is None:
+        if self.phase != SeatPhase.PLAY or self.round is None:
             self.messages.append(f"{action}: no round is in play")
             return True
         reason = self.round.why_not(Decision(self.box, Action(action), None, hand))
@@ -486,10 +476,10 @@ class SeatUnit(Unit):
 
     # -- the table stream --------------------------------------------------------------
 
-    def _on_message(self, m: Message) -> bool:
+    def _on_message(self, m: Message, value: Any = None) -> bool:
         if m.topic == down_topic(self.table, self.box):
             if m.kind == "catchup":
-                return self._on_catchup(m.body)
+                return self._on_catchup(m.body, value)
             if m.kind == "refused":
                 self.messages.append(f"refused: {m.body['reason']}")
                 if m.body.get("stage") != "offer" and m.body.get("bets") is not None:
@@ -498,7 +488,7 @@ class SeatUnit(Unit):
             return False
         if m.topic == alarm_topic(self.table):
             return self._on_table_alarm(m.seq, dict(m.body))
-        return self._on_stream(m.kind, m.body)
+        return self._on_stream(m.kind, m.body, value)
 
     def _on_table_alarm(self, seq: int, body: dict[str, Any]) -> bool:
         """A dealer's alarm (checked by :meth:`check_input`): a lasting condition is in
@@ -516,16 +506,16 @@ class SeatUnit(Unit):
             self.table_alarms.append(body)
         return True
 
-    def _on_catchup(self, body: dict[str, Any]) -> bool:
+    def _on_catchup(self, body: dict[str, Any], read: Catchup) -> bool:
         self.awaiting_catchup = False
         heard = body.get("heard") or 0
         if heard > self.seq and self.round_no and self.behind is None:
             # the dealer heard later messages from this seat than its journal holds: the
             # seat was restarted from an older copy of its state (issue #11.5)
             self.on_behind({"unit_seq": self.seq, "heard": heard})
-            if self.phase == "open":
+            if self.phase == SeatPhase.OPEN:
                 self._offer()             # withdraw the offer: bets are refused now
-        self._missed(body.get("rounds") or {}, body.get("unheld"))
+        self._missed(read.rounds, body.get("unheld"))
         if body.get("conditions") is not None:
             # the dealer's lasting conditions in force now: one raised or cleared while this
             # seat was down is as the dealer says (issue #12.9)
@@ -535,21 +525,21 @@ class SeatUnit(Unit):
             # joined in the middle of a round: the dealer's record of its wagers stands
             self.last_stream = messages[0]["body"]["stream_seq"] - 1
             self.joined_round = messages[0]["body"]["round"]
-        for m in messages:
-            self._apply_stream(m["kind"], m["body"])
+        for m, value in zip(messages, read.values, strict=True):
+            self._apply_stream(m["kind"], m["body"], value)
         if not messages and body["head"] > self.last_stream:
             # nothing of a round in play to catch up on: join at the head of the stream
             self.last_stream = body["head"]
         return True
 
-    def _missed(self, rounds: dict[str, Any], unheld: list[int] | None) -> None:
-        """Rounds that ended while the seat was down, from the dealer's record; rounds it
-        cannot have are an alarm, never silence (issue #11.4)."""
-        for key, data in sorted(rounds.items(), key=lambda kv: int(kv[0])):
-            number = int(key)
-            if number == self.round_no and self.phase in ("over", "void"):
+    def _missed(self, rounds: Mapping[int, Round], unheld: list[int] | None) -> None:
+        """Rounds that ended while the seat was down, from the dealer's record (rebuilt by
+        the engine as the catch-up was read); rounds it cannot have are an alarm, never
+        silence (issue #11.4)."""
+        for number, state in sorted(rounds.items()):
+            if number == self.round_no and self.phase in (SeatPhase.OVER, SeatPhase.VOID):
                 continue                        # this seat saw it end: its own engine settled it
-            self.missed_rounds[number] = round_from_json(data, self._profile)
+            self.missed_rounds[number] = state
         for old in sorted(self.missed_rounds)[:-KEEP_MISSED_ROUNDS]:
             del self.missed_rounds[old]
         if unheld:
@@ -560,7 +550,7 @@ class SeatUnit(Unit):
                        "missing at the jackpot controller; reconcile them from the dealer's journal "
                        "(betbox journal show)", rounds=[first, last])
 
-    def _on_stream(self, kind: str, body: dict[str, Any]) -> bool:
+    def _on_stream(self, kind: str, body: dict[str, Any], value: Any) -> bool:
         seq = body["stream_seq"]
         if seq <= self.last_stream:
             return False
@@ -569,19 +559,21 @@ class SeatUnit(Unit):
                 return False            # the catch-up the dealer is preparing holds it
             self._hello()
             return True
-        self._apply_stream(kind, body)
+        self._apply_stream(kind, body, value)
         return True
 
-    def _apply_stream(self, kind: str, body: dict[str, Any]) -> None:
+    def _apply_stream(self, kind: str, body: dict[str, Any], value: Any) -> None:
+        """One stream message in order; ``value`` is what reading it gave (the engine
+        event, the round a round_open opens: :func:`~firmware.runtime.wire.read_stream_message`)."""
         seq = body["stream_seq"]
         if seq != self.last_stream + 1:
             return
         self.last_stream = seq
         if kind == "round_open":
-            self._round_open(body)
+            self._round_open(body, value)
         elif kind == "bets_closing":
-            if body["round"] == self.round_no and self.phase == "open":
-                self.phase = "closing"
+            if body["round"] == self.round_no and self.phase == SeatPhase.OPEN:
+                self.phase = SeatPhase.CLOSING
                 self.locked = self.wagers()
                 for spot, uids in self.present.items():
                     if self.worth(uids) > 0 and self.reader_refusal is not None:
@@ -603,7 +595,7 @@ class SeatUnit(Unit):
                 self._not_taken(body["reason"])
         elif kind == "event":
             if body["round"] == self.round_no and self.round is not None:
-                self._event(body["event"])
+                self._event(body["event"], value)
         elif kind == "dealer_boot":
             self._hello()
         elif kind == "round_result":
@@ -622,14 +614,11 @@ class SeatUnit(Unit):
                              if reason == "lock_timeout" else "bets not taken: the dealer closed bets "
                              "without this seat")
 
-    def _round_open(self, body: dict[str, Any]) -> None:
-        self.profile = self._profile(body["profile"])
+    def _round_open(self, body: dict[str, Any], state: Round) -> None:
+        self.profile = state.profile
         self.round_no = body["round"]
-        meter = body.get("meter")
-        self.round = Round.new(self.profile, decks=body["decks"], limits=body.get("limits") or {},
-                               meter=None if meter is None else parse_amount(meter),
-                               shoe=shoe_from_json(body["shoe"]))
-        self.phase = "open"
+        self.round = state
+        self.phase = SeatPhase.OPEN
         self.offered = None
         self.locked, self.pending = {}, {}
         self.own_result = self.dealer_result = None
@@ -648,8 +637,7 @@ class SeatUnit(Unit):
                 self.unwagered[spot] = "antenna_fault"
         self._offer()
 
-    def _event(self, data: dict[str, Any]) -> None:
-        event = event_from_dict(data)
+    def _event(self, data: dict[str, Any], event: Event) -> None:
         before = self.round
         try:
             self.round, _ = before.apply(event)
@@ -657,7 +645,7 @@ class SeatUnit(Unit):
             self.alarm("integrity", f"this seat's engine refuses the dealer's event {data}: {exc}")
             return
         if isinstance(event, BetsClosed):
-            self.phase = "play"
+            self.phase = SeatPhase.PLAY
             mine = bets_to_json(event.as_dict().get(self.box, {}))
             if self.joined_round == self.round_no:
                 self.locked = event.as_dict().get(self.box, {})
@@ -669,7 +657,7 @@ class SeatUnit(Unit):
             self._consume_addition(before, event)
         self._check_pending()
         if self.round.is_over:
-            self.phase = "void" if self.round.phase == Phase.VOID else "over"
+            self.phase = SeatPhase.VOID if self.round.phase == Phase.VOID else SeatPhase.OVER
             self.own_result = as_json_value(settlement(self.round)["boxes"].get(str(self.box)))
             self._up("result", {"settlement": self.own_result})
             self._compare()
@@ -714,10 +702,10 @@ class SeatUnit(Unit):
     # -- lamps and screen --------------------------------------------------------------
 
     def lamp_wanted(self) -> dict[str, bool]:
-        progressive = (self.phase == "open" and self.profile is not None and self.not_verified is None
+        progressive = (self.phase == SeatPhase.OPEN and self.profile is not None and self.not_verified is None
                        and self.profile.progressive is not None and "progressive" in self.present
                        and self.progressive_refusal is None)
-        return {"progressive": progressive, "bets_locked": self.phase in ("closing", "play")}
+        return {"progressive": progressive, "bets_locked": self.phase in (SeatPhase.CLOSING, SeatPhase.PLAY)}
 
     def after_step(self) -> None:
         if self.replaying:
@@ -726,10 +714,10 @@ class SeatUnit(Unit):
             for lamp, on in self.lamp_wanted().items():
                 if lamp in self.lamps.lamps and self.lamps.state(lamp) != (LAMP_ON if on else LAMP_OFF):
                     (self.lamps.on if on else self.lamps.off)(lamp)
-        self.view = self._build_view()
+        self._facts = self.facts()
 
     def at_round_boundary(self) -> bool:
-        return self.phase in ("idle", "over", "void") and not self.awaiting_catchup and not self.pending
+        return self.phase in (SeatPhase.IDLE, SeatPhase.OVER, SeatPhase.VOID) and not self.awaiting_catchup and not self.pending
 
     def after_recover(self) -> None:
         # the debouncer starts empty: chips still on the spots are sensed again and any
@@ -737,5 +725,28 @@ class SeatUnit(Unit):
         self.debouncer.clear()
         self.not_verified = None        # a past start's verification: this start verifies again
 
-    def _build_view(self) -> SeatView:
-        return build_seat_view(self)
+    def facts(self) -> SeatFacts:
+        """The seat as its screen needs it, frozen now (cheap: no engine question asked)."""
+        self._alarm_mark = alarm_mark(self._alarm_mark, self._mark_round, self.round_no, self.phase,
+                                      len(self.alarms))
+        self._mark_round = self.round_no
+        return SeatFacts(
+            box=self.box, round_no=self.round_no, phase=self.phase, round=self.round, profile=self.profile,
+            spots=self.spots, present=dict(self.present), registry=self.registry, wagers=self.wagers(),
+            locked=dict(self.locked), refused_round=self.refused_round, unwagered=dict(self.unwagered),
+            bets_not_taken=self.bets_not_taken, progressive_refusal=self.progressive_refusal,
+            controller=self.controller, messages=tuple(self.messages[-8:]), alarms=tuple(self.alarms),
+            alarm_total=len(self.alarms), alarm_mark=self._alarm_mark, table_faults=dict(self.table_faults),
+            table_alarms=tuple(self.table_alarms),
+            lamps=tuple((k, "on" if v else "off") for k, v in self.lamp_wanted().items()),
+            conditions=unit_conditions(self))
+
+    @property
+    def view(self) -> SeatView:
+        """What the screen shows, as of the last step: built from that step's snapshot the
+        first time it is read (from any thread: the snapshot is frozen), then kept."""
+        facts, built = self._facts, self._view
+        if built is None or built[0] is not facts:
+            built = (facts, build_seat_view(facts))
+            self._view = built
+        return built[1]

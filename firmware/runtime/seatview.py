@@ -1,34 +1,52 @@
-"""Builds a seat's :class:`~firmware.runtime.view.SeatView` from the seat unit's state after
-every step. Kept apart from the seat unit so the screen's needs and the seat's rules change
-separately; it reads the seat and asks the engine, and decides no rule itself.
+"""Builds a seat's :class:`~firmware.runtime.view.SeatView` from a frozen snapshot of the
+seat unit's state (:class:`SeatFacts`, taken after every step: cheap, references to
+immutable values and small copies). The view itself is built only when something reads it
+(the screen, the reporter, a test), at most once per snapshot (issue #18: it was built after
+every step, ~240 times a round at a 7-box table, read by nobody most of them). Kept apart
+from the seat unit so the screen's needs and the seat's rules change separately; it reads
+the snapshot and asks the engine, and decides no rule itself.
 
 Every fact is a code, an amount string or a card: the screen words it in the player's
 language. Why a wager would not be counted is the engine's own answer ("no more bets" for
 this box, asked of a fresh round exactly as the dealer asks it), never guessed here.
 
-It is a fold: the previous view (``seat.view``) carries where this round's alarms start in
-``seat.alarms``, used only for alarm entries that do not carry their ``round``.
+``SeatFacts.alarm_mark`` (kept by the seat, step by step) is where this round's alarms start
+in ``seat.alarms``, used only for alarm entries that do not carry their ``round``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from firmware.chips import ChipStatus
+from firmware.chips import ChipRegistry, ChipStatus
 from firmware.engine.errors import IllegalWager, RuleError
 from firmware.engine.events import Action, BetsClosed
 from firmware.engine.hand import hand_total
-from firmware.engine.money import format_amount
+from firmware.engine.money import display_text
 from firmware.engine.outcomes import BetReturned, WagerFlagged
+from firmware.engine.profile import Profile
 from firmware.engine.round import Phase, Round
 
-from .view import (AlarmView, ChipView, ControllerView, HandView, ProgressiveView, ResultView,
-                   SeatView, SpotIssue, SpotView)
+from .phases import SeatPhase
+from .view import (
+    AlarmView,
+    ChipView,
+    ControllerView,
+    HandView,
+    ProgressiveView,
+    ResultView,
+    SeatView,
+    SpotIssue,
+    SpotView,
+)
 
 if TYPE_CHECKING:
     from .seat import SeatUnit
 
+#: Views built since the firmware started (bench/bench_runtime.py prints them per round).
+builds = 0
 #: Spots that take only additions (insurance), never an initial wager.
 ADDITION_PREFIX = "insurance"
 #: Alarm parameters worth carrying to the screen (plain scalars only).
@@ -40,16 +58,55 @@ def _odds(value: Fraction) -> str:
     return f"{value.numerator}:{value.denominator}"
 
 
-def _amount(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    return format_amount(Fraction(value))
+def _amount(value: Fraction | str | None) -> str | None:
+    """An amount for the view (display text); a meter already text stays as it is."""
+    return value if value is None or isinstance(value, str) else display_text(Fraction(value))
 
 
-def _worth(seat: "SeatUnit", uids: Iterable[str]) -> Fraction:
-    return seat.worth(uids)
+def _worth(seat: SeatFacts, uids: Iterable[str]) -> Fraction:
+    return worth(seat.registry, uids)
+
+
+def worth(registry: ChipRegistry, uids: Iterable[str]) -> Fraction:
+    """What the valid chips among ``uids`` are worth (unknown and barred chips: nothing)."""
+    total = Fraction(0)
+    for uid in uids:
+        chip = registry.get(uid)
+        if chip is not None and chip.status is ChipStatus.VALID:
+            total += Fraction(chip.denomination)
+    return total
+
+
+@dataclass(frozen=True, eq=False)
+class SeatFacts:
+    """What a seat's screen is built from, frozen after a step (:meth:`SeatUnit.facts`).
+    Its values are immutable (the engine's round, frozensets, tuples) or copies; the alarm
+    entries and the controller status are never changed once made, so holding them is safe
+    from the screen's thread."""
+
+    box: int
+    round_no: int
+    phase: str
+    round: Round | None
+    profile: Profile | None
+    spots: tuple[str, ...]
+    present: Mapping[str, frozenset[str]]
+    registry: ChipRegistry
+    wagers: Mapping[str, Fraction]               # what the seat offers now (SeatUnit.wagers())
+    locked: Mapping[str, Fraction]
+    refused_round: str | None
+    unwagered: Mapping[str, str]
+    bets_not_taken: str | None
+    progressive_refusal: str | None
+    controller: Mapping[str, Any]
+    messages: tuple[str, ...]                    # the newest 8
+    alarms: tuple[dict[str, Any], ...]           # the kept entries, oldest first
+    alarm_total: int                             # running count (len(seat.alarms))
+    alarm_mark: int                              # where this round's alarms start (untagged ones)
+    table_faults: Mapping[str, Mapping[str, Any]]
+    table_alarms: tuple[dict[str, Any], ...]
+    lamps: tuple[tuple[str, str], ...]
+    conditions: tuple[str, ...]
 
 
 # --- the wager preview ------------------------------------------------------------------
@@ -109,48 +166,42 @@ def _box(state: Round | None, number: int):
 
 # --- pieces -----------------------------------------------------------------------------
 
-def _chips(seat: "SeatUnit", uids: Iterable[str]) -> tuple[ChipView, ...]:
+def _chips(seat: SeatFacts, uids: Iterable[str]) -> tuple[ChipView, ...]:
     out = []
     for uid in sorted(uids):
         chip = seat.registry.get(uid)
         if chip is None:
             out.append(ChipView(uid, "unknown"))
         else:
-            out.append(ChipView(uid, str(chip.status), format_amount(Fraction(chip.denomination))))
+            out.append(ChipView(uid, str(chip.status), display_text(Fraction(chip.denomination))))
     return tuple(out)
 
 
-def _controller(seat: "SeatUnit") -> ControllerView:
-    c = getattr(seat, "controller", None)
-    if not isinstance(c, Mapping):
-        return ControllerView()
+def _controller(seat: SeatFacts) -> ControllerView:
+    c = seat.controller
     link = c.get("link")
     return ControllerView(None if link is None else str(link), _amount(c.get("meter")),
                           bool(c.get("pending")))
 
 
-def _progressive_refusal(seat: "SeatUnit", controller: ControllerView) -> str | None:
-    """The seat's own word on why progressive wagers are off; the link state meanwhile."""
-    if hasattr(seat, "progressive_refusal"):
-        reason = seat.progressive_refusal
-        return None if reason is None else str(reason)
-    return "controller_link_down" if controller.link == "down" else None
+def alarm_mark(mark: int, mark_round: int | None, round_no: int, phase: str, alarms: int) -> int:
+    """Where this round's alarms start in the seat's alarm log, folded step by step (by the
+    seat): a new round (``round_no`` not ``mark_round``) seen while bets are open or idle
+    starts at the alarms recorded so far."""
+    if mark_round != round_no and phase in (SeatPhase.OPEN, SeatPhase.IDLE):
+        mark = alarms
+    return min(mark, alarms)
 
 
-def _round_alarms(seat: "SeatUnit") -> tuple[tuple[AlarmView, ...], int]:
+def _round_alarms(seat: SeatFacts) -> tuple[tuple[AlarmView, ...], int]:
     """This round's alarms. An entry carries its ``round`` (the unit's round when raised;
     None before the first): picked exactly, across restarts. An entry without it (from an
-    older journal) counts from ``alarm_mark``, where the view saw this round begin."""
-    prev: SeatView | None = getattr(seat, "view", None)
-    mark = prev.alarm_mark if prev is not None else 0
-    if prev is None or prev.round != seat.round_no:
-        # a new round: untagged alarms are those raised from now on
-        mark = len(seat.alarms) if seat.phase in ("open", "idle") else mark
-    mark = min(mark, len(seat.alarms))
+    older journal) counts from ``alarm_mark``, where the seat saw this round begin."""
+    mark = seat.alarm_mark
     current = seat.round_no or None
     picked = []
-    n = len(seat.alarms)                # running numbers (seat.alarms may keep only the newest)
-    for entry in reversed(list(seat.alarms)):
+    n = seat.alarm_total                # running numbers (seat.alarms may keep only the newest)
+    for entry in reversed(seat.alarms):
         n -= 1
         if "round" in entry:
             r = entry["round"]
@@ -171,13 +222,13 @@ def _alarm_view(entry: dict[str, Any], lasting: bool = False) -> AlarmView:
     return AlarmView(str(entry.get("alarm", "")), params, lasting)
 
 
-def _table_alarms(seat: "SeatUnit") -> tuple[AlarmView, ...]:
+def _table_alarms(seat: SeatFacts) -> tuple[AlarmView, ...]:
     """The table's faults in force at this seat (the dealer's alarms, journalled by the
     seat): every lasting condition, then the alarms of the seat's round. An alarm that
     names a box (``box``) other than this seat's is about that box, not shown here."""
-    out = [_alarm_view(entry, lasting=True) for _, entry in sorted(getattr(seat, "table_faults", {}).items())]
+    out = [_alarm_view(dict(entry), lasting=True) for _, entry in sorted(seat.table_faults.items())]
     current = seat.round_no or None
-    for entry in getattr(seat, "table_alarms", ()):
+    for entry in seat.table_alarms:
         box = entry.get("box")
         if current is None or entry.get("round") != current:
             continue
@@ -187,17 +238,17 @@ def _table_alarms(seat: "SeatUnit") -> tuple[AlarmView, ...]:
     return tuple(out)
 
 
-def _spot_issues(seat: "SeatUnit", state: Round | None, alarms: tuple[AlarmView, ...],
+def _spot_issues(seat: SeatFacts, state: Round | None, alarms: tuple[AlarmView, ...],
                  refusal: str | None) -> dict[str, list[SpotIssue]]:
     profile = seat.profile
     issues: dict[str, list[SpotIssue]] = {}
     if state is None or profile is None:
         return issues
-    if seat.phase == "open":
-        issues = wager_issues(state, seat.box, seat.wagers())
-    elif seat.phase == "closing":
+    if seat.phase == SeatPhase.OPEN:
+        issues = wager_issues(state, seat.box, seat.wagers)
+    elif seat.phase == SeatPhase.CLOSING:
         issues = wager_issues(state, seat.box, seat.locked)
-    elif seat.phase in ("play", "over", "void"):
+    elif seat.phase in (SeatPhase.PLAY, SeatPhase.OVER, SeatPhase.VOID):
         box = _box(state, seat.box)
         if seat.refused_round is not None:
             # the dealer refused this box's wagers: the engine's reason on its spot
@@ -208,7 +259,7 @@ def _spot_issues(seat: "SeatUnit", state: Round | None, alarms: tuple[AlarmView,
                 issues[spot] = found
         elif box is not None:
             issues = _from_outcomes(state, [*box.flags, *box.returned])
-    unwagered = dict(getattr(seat, "unwagered", None) or {})
+    unwagered = dict(seat.unwagered)
     if refusal is not None and "progressive" in seat.present:
         unwagered.setdefault("progressive", refusal)
     for spot, reason in unwagered.items():
@@ -216,8 +267,7 @@ def _spot_issues(seat: "SeatUnit", state: Round | None, alarms: tuple[AlarmView,
         # controller link is down), and the seat's code for why
         if reason == "bets_not_taken":
             # the dealer closed bets without this seat's lock (seat.bets_not_taken says why)
-            why = getattr(seat, "bets_not_taken", None)
-            issues.setdefault(spot, []).insert(0, SpotIssue("bets_not_taken", reason=why))
+            issues.setdefault(spot, []).insert(0, SpotIssue("bets_not_taken", reason=seat.bets_not_taken))
             continue
         code = "progressive_unavailable" if spot == "progressive" else "not_wagered"
         issues.setdefault(spot, []).insert(0, SpotIssue(code, profile.clause("progressive"), reason=str(reason)))
@@ -234,7 +284,7 @@ def _spot_issues(seat: "SeatUnit", state: Round | None, alarms: tuple[AlarmView,
     return issues
 
 
-def _pay_lines(seat: "SeatUnit", box) -> tuple[ResultView, ...]:
+def _pay_lines(seat: SeatFacts, box) -> tuple[ResultView, ...]:
     profile = seat.profile
     out = []
     for bet, net in sorted(box.ledger.items()):
@@ -247,7 +297,7 @@ def _pay_lines(seat: "SeatUnit", box) -> tuple[ResultView, ...]:
             odds = _odds(profile.rules.insurance_pays)
         elif bet == "progressive":
             category = box.progressive_hand
-        out.append(ResultView(bet, format_amount(net), category, odds))
+        out.append(ResultView(bet, display_text(net), category, odds))
     return tuple(out)
 
 
@@ -255,10 +305,10 @@ def _pay_lines(seat: "SeatUnit", box) -> tuple[ResultView, ...]:
 OFFERS = ("insurance", "even_money", "surrender")
 
 
-def _offers(seat: "SeatUnit", state: Round | None, box) -> tuple[tuple[str, int], ...]:
+def _offers(seat: SeatFacts, state: Round | None, box) -> tuple[tuple[str, int], ...]:
     """The engine's answer, hand by hand, to "may this box take insurance / even money /
     surrender now?" (``legal_decisions(box, hand=n)``)."""
-    if state is None or box is None or seat.phase != "play" or state.is_over or not state.offers_open:
+    if state is None or box is None or seat.phase != SeatPhase.PLAY or state.is_over or not state.offers_open:
         return ()
     hands = seat.profile.hands_per_box if seat.profile is not None else 1
     out = []
@@ -271,8 +321,8 @@ def _offers(seat: "SeatUnit", state: Round | None, box) -> tuple[tuple[str, int]
     return tuple(out)
 
 
-def _turn(seat: "SeatUnit", state: Round | None) -> str | None:
-    if state is None or seat.phase != "play" or state.is_over:
+def _turn(seat: SeatFacts, state: Round | None) -> str | None:
+    if state is None or seat.phase != SeatPhase.PLAY or state.is_over:
         return None
     if state.phase == Phase.INITIAL_DEAL:
         return "dealing"
@@ -313,7 +363,7 @@ def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
     # device links: the seat's own chip reader; the dealer's shoe and console (table faults)
     if any(d.get("kind") == "chip_reader" for d in getattr(seat, "devices_down", {}).values()) or (
             seat.round_no and seat.round_no in getattr(seat, "spot_faults", {}).values()
-            and seat.phase in ("open", "closing")):
+            and seat.phase in (SeatPhase.OPEN, SeatPhase.CLOSING)):
         found.add("reader_down")
     found.update(code for code in ("shoe_down", "console_down") if code in getattr(seat, "table_faults", {}))
     if getattr(seat, "storage_low", False) or getattr(seat, "halted", None):   # state partition low/full
@@ -327,17 +377,21 @@ def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
 
 # --- the view ---------------------------------------------------------------------------
 
-def build_seat_view(seat: "SeatUnit") -> SeatView:
+def build_seat_view(seat: SeatFacts) -> SeatView:
+    """The screen's view of a seat snapshot (:meth:`SeatUnit.facts`; ``SeatUnit.view``
+    builds it once per snapshot, when read)."""
+    global builds
+    builds += 1
     state: Round | None = seat.round
     profile = seat.profile
     controller = _controller(seat)
     alarms, mark = _round_alarms(seat)
-    refusal = _progressive_refusal(seat, controller) if profile is not None and profile.progressive else None
+    refusal = seat.progressive_refusal if profile is not None and profile.progressive else None
     issues = _spot_issues(seat, state, alarms, refusal)
     spots = []
-    locked = seat.phase in ("closing", "play")
+    locked = seat.phase in (SeatPhase.CLOSING, SeatPhase.PLAY)
     # chips the seat does not offer as a wager (bets not taken, progressive while the link is down)
-    unwagered = set(getattr(seat, "unwagered", None) or ())
+    unwagered = set(seat.unwagered)
     for spot in seat.spots:
         uids = seat.present[spot]
         worth = _worth(seat, uids)
@@ -352,7 +406,7 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
             found.insert(0, SpotIssue("unknown_chip", count=unknown))
         status = ("refused" if refused else "not_wagered" if worth and spot in unwagered else
                   "locked" if locked and worth else "open" if worth else "empty")
-        spots.append(SpotView(spot, format_amount(worth), status, refused, tuple(found), chips))
+        spots.append(SpotView(spot, display_text(worth), status, refused, tuple(found), chips))
     hands: list[HandView] = []
     results: tuple = ()
     pay_lines: tuple = ()
@@ -373,7 +427,7 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
             for hand in box.hands:
                 total, soft = hand_total(hand.cards)
                 hands.append(HandView(tuple(str(c) for c in hand.cards), total, soft, hand.status,
-                                      hand.result, None if hand.net is None else format_amount(hand.net),
+                                      hand.result, None if hand.net is None else display_text(hand.net),
                                       cur is not None and cur[1] is hand, hand.switched))
             switched = bool(box.switched or any(h.switched for h in box.hands))
             if box.progressive_hand is not None:
@@ -381,22 +435,21 @@ def build_seat_view(seat: "SeatUnit") -> SeatView:
                                               box.progressive_share is not None,
                                               box.progressive_pending and not state.is_over)
             if box.envy_from and profile.progressive and profile.progressive.envy_bonus is not None:
-                envy = tuple((b, format_amount(profile.progressive.envy_bonus)) for b in box.envy_from)
+                envy = tuple((b, display_text(profile.progressive.envy_bonus)) for b in box.envy_from)
             if state.is_over:
-                results = tuple((k, format_amount(v)) for k, v in sorted(box.ledger.items()))
+                results = tuple((k, display_text(v)) for k, v in sorted(box.ledger.items()))
                 pay_lines = _pay_lines(seat, box)
             if cur is not None and cur[0] is box:
                 decisions = tuple(str(a) for a, r in state.legal_decisions(seat.box).items() if r is None)
     limits = ()
     if state is not None:
-        limits = tuple((bet, format_amount(lo), format_amount(hi)) for bet, (lo, hi) in sorted(state.limits.items()))
-    lamps = tuple((k, "on" if v else "off") for k, v in seat.lamp_wanted().items())
+        limits = tuple((bet, display_text(lo), display_text(hi)) for bet, (lo, hi) in sorted(state.limits.items()))
     return SeatView(seat.box, seat.round_no, seat.phase, tuple(spots), tuple(hands), dealer,
-                    dealer_total, results, tuple(seat.messages[-8:]),
-                    tuple(a["detail"] for a in seat.alarms[-8:]), lamps, decisions,
+                    dealer_total, results, seat.messages,
+                    tuple(a["detail"] for a in seat.alarms[-8:]), seat.lamps, decisions,
                     dealer_soft, dealer_blackjack,
                     profile=profile.name if profile else "", title=profile.title if profile else "",
                     limits=limits, turn=_turn(seat, state), pay_lines=pay_lines, switched=switched,
                     progressive=progressive, envy=envy, round_alarms=alarms,
                     table_alarms=_table_alarms(seat), controller=controller,
-                    alarm_mark=mark, offers=_offers(seat, state, box), conditions=unit_conditions(seat))
+                    alarm_mark=mark, offers=_offers(seat, state, box), conditions=seat.conditions)

@@ -10,30 +10,34 @@ exactly what the journal holds, re-sends what was never delivered, and carries o
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-
 import json
 import logging
 import queue
 import time
-from fractions import Fraction
-from typing import Any, Callable, Iterator, Mapping
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Iterator
 
 from firmware import __version__
+from firmware.engine.profile import Profile
 from firmware.wirejson import RateLimitedLog
 from hal.events import ConnectionLost, ConnectionRestored, HalEvent
 
 from .bus import Bus, Message
+from .codec import state_from_json, state_to_json
 from .journal import CheckpointError, Journal, Record
 from .storage import StorageError, StorageFull
+from .wire import controller_input
 
 log = logging.getLogger(__name__)
 
 #: The checkpoint layout this firmware writes and reads (bump it, and read the old one, when
 #: the layout changes: a journal must stay readable across a firmware update).
-CHECKPOINT_FORMAT = 3
+CHECKPOINT_FORMAT = 4
 #: Older layouts this firmware still reads (state added since comes from ``state_added``).
-READS_FORMATS = (1, 2, 3)
+#: Format 4 has format 3's layout, written by one codec from the state dataclasses
+#: (``firmware/runtime/codec.py``; issue #15); a phase is read back as its enum.
+READS_FORMATS = (1, 2, 3, 4)
 #: Entries kept in a unit's alarm / refusal / message logs (older ones are dropped; the
 #: running counts stay).
 KEEP_RECENT = 200
@@ -45,6 +49,24 @@ MAX_INPUT_BYTES = 256 * 1024
 REJECTED = "rejected"
 EVIDENCE_PER_MINUTE = 30
 EVIDENCE_BYTES = 512
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input as a unit takes it, read once (issue #15 "parse once"): ``check_input``
+    returns it live, ``read_input`` in a replay, and ``handle`` applies it. ``body`` is what
+    the journal holds; ``message`` the bus message of a ``msg`` input; ``value`` what the
+    role read from it (the engine ``Event`` of a stream event, the ``Round`` a ``round_open``
+    opens, a catch-up, a checked controller status, ...)."""
+
+    kind: str
+    body: dict[str, Any]
+    message: Message | None = None
+    value: Any = None
+
+
+class InputRefused(ValueError):
+    """An input a unit does not take (malformed or forged): what is wrong with it."""
 
 
 class ReplayDiverged(RuntimeError):
@@ -163,26 +185,10 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def ck_int(value: Any) -> int:
-    if not _is_int(value):
-        raise ValueError(f"expected a whole number, not {_short(value)}")
-    return value
-
-
 def ck_str(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError(f"expected a string, not {_short(value)}")
     return value
-
-
-def ck_bool(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, not {_short(value)}")
-    return value
-
-
-def ck_optional(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return lambda value: None if value is None else read(value)
 
 
 def ck_json(value: Any) -> Any:
@@ -191,26 +197,8 @@ def ck_json(value: Any) -> Any:
     return value
 
 
-def frac_to_json(amount: Fraction) -> str:
-    """Exact: ``"5"``, ``"15/2"`` (never a rounded float)."""
-    return str(Fraction(amount))
-
-
-def frac_from_json(value: Any) -> Fraction:
-    if not isinstance(value, str):
-        raise ValueError(f"an amount is kept as a string like '15/2', not {_short(value)}")
-    return Fraction(value)
-
-
-def amounts_to_json(amounts: Mapping[str, Fraction]) -> dict[str, str]:
-    return {str(k): frac_to_json(v) for k, v in sorted(amounts.items())}
-
-
-def amounts_from_json(value: Any) -> dict[str, Fraction]:
-    if not isinstance(value, dict):
-        raise ValueError(f"amounts are a mapping, not {_short(value)}")
-    return {ck_str(k): frac_from_json(v) for k, v in value.items()}
-
+#: The jackpot controller's status before a unit has heard of it (link None).
+NEVER_HEARD: dict[str, Any] = {"link": None, "meter": None, "pending": False}
 
 #: The input (and alarm code) of a unit behind the controller's confirmed mark.
 BEHIND = "behind_confirmed"
@@ -232,10 +220,44 @@ def behind_from_json(value: Any) -> dict[str, int]:
     return {a: n, b: m}
 
 
-Codec = dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]]
+@dataclass(eq=False, repr=False)
+class UnitState:
+    """What every unit's checkpoint holds (the roles' state dataclasses add theirs). The
+    unit *is* its state: its fields are the unit's attributes, written and read by the one
+    codec of :mod:`firmware.runtime.codec`. Wiring and configuration (bus, journal, a
+    dealer's profile, ...) are not state: a restart takes them from the configuration."""
+
+    seq: int = 0
+    #: the newest alarms (each with its round); counts per alarm kind raised here, ever
+    alarms: Recent = field(default_factory=Recent)
+    alarm_counts: dict[str, int] = field(default_factory=dict)
+    #: the ports whose link is lost, with why (format 3 on)
+    devices_down: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: set when the jackpot controller has confirmed reports this unit's state does not
+    #: hold (restarted from an older copy): {"outbox_seq": n, "confirmed": m}; bets are
+    #: refused while it is set (issue #11.5; format 3 on)
+    behind: dict[str, int] | None = field(default=None, metadata={"read": "_behind_from_json"})
+
+    @staticmethod
+    def _controller_from_json(value: Any) -> dict[str, Any]:
+        """A role's ``controller`` field: the status as last heard, or never heard."""
+        if isinstance(value, dict) and value.get("link") is None:
+            if value != NEVER_HEARD:
+                raise ValueError(f"a controller never heard has no meter: {value!r:.80}")
+            return dict(value)
+        return controller_input(value)
+
+    @staticmethod
+    def _behind_from_json(value: Any) -> dict[str, int] | None:
+        return None if value is None else behind_from_json(value)
+
+    def reset_state(self) -> None:
+        """Every state field at its initial value (a unit's state before its first input)."""
+        for f in fields(self):
+            setattr(self, f.name, f.default_factory() if callable(f.default_factory) else f.default)
 
 
-class Unit(ABC):
+class Unit(UnitState, ABC):
     role = "unit"
     #: May this unit be told the jackpot controller's status (a ``("controller", {...})``
     #: input)? The link asks this rather than inspecting the unit's code.
@@ -247,10 +269,7 @@ class Unit(ABC):
         self.bus = bus
         self.journal = journal
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self.seq = 0
-        # the newest alarms (each with its round); counts per alarm kind raised here, ever
-        self.alarms = Recent()
-        self.alarm_counts: dict[str, int] = {}
+        self.reset_state()
         # inputs refused as malformed or forged since this unit started (not journalled:
         # they are not inputs of the game; logged, counted, the newest kept for the screen)
         self.rejected = 0
@@ -260,9 +279,8 @@ class Unit(ABC):
         self._evidence_at = time.monotonic()
         self.evidence_skipped = 0           # rejections since the last journalled one
         # configuration: port name -> kind (card_shoe, console, chip_reader), set by whoever
-        # starts the ports; and the state: the ports whose link is lost, with why
+        # starts the ports (the ports whose link is lost are state: devices_down)
         self.device_kinds: dict[str, str] = {}
-        self.devices_down: dict[str, dict[str, str]] = {}
         self._logged: dict[str, tuple[float, int]] = {}
         self._outs: list[Message] = []
         self._replaying = False
@@ -276,10 +294,6 @@ class Unit(ABC):
         self.storage_low = False
         self.halted: str | None = None
         self.refused_halted = 0
-        # set when the jackpot controller has confirmed reports this unit's state does not
-        # hold (restarted from an older copy): {"outbox_seq": n, "confirmed": m}; bets are
-        # refused while it is set (issue #11.5)
-        self.behind: dict[str, int] | None = None
         # why this start's software verification failed (betbox verify), or None: a unit whose
         # software is not verified takes no bets (not checkpointed: each start verifies again)
         self.not_verified: str | None = None
@@ -317,11 +331,12 @@ class Unit(ABC):
 
     def _step(self, kind: str, body: dict[str, Any]) -> bool:
         self._outs = []
-        problem = self.check_input(kind, body)
-        if problem is not None:
-            self.reject(kind, body, problem)
+        try:
+            taken = self.check_input(kind, body)
+        except ValueError as exc:                # InputRefused, or a body the role cannot read
+            self.reject(kind, body, str(exc))
             return False
-        accepted = self._take(kind, body)
+        accepted = self._take(taken)
         if not accepted:
             if self._outs:
                 raise RuntimeError(f"{self.unit_id}: a refused input emitted messages")
@@ -360,12 +375,12 @@ class Unit(ABC):
 
     # -- the state partition -------------------------------------------------------------
 
-    def _take(self, kind: str, body: dict[str, Any]) -> bool:
+    def _take(self, taken: Input) -> bool:
         """Apply one journalled input (live and in replay): the unit's own storage input
         here, everything else by the role."""
-        if kind == "storage":
-            return self._on_storage(body)
-        return self.handle(kind, body)
+        if taken.kind == "storage":
+            return self._on_storage(taken.body)
+        return self.handle(taken)
 
     def _watch_storage(self) -> bool:
         """Before each input: alarm when free space crosses ``storage_low`` (either way),
@@ -429,23 +444,39 @@ class Unit(ABC):
 
     # -- refusing what is malformed or forged -------------------------------------------
 
-    def check_input(self, kind: str, body: Any) -> str | None:
-        """What is wrong with an input before it is handled (and journalled), or None.
-        Roles add their own checks (who may send what, well-formed bodies)."""
+    def check_input(self, kind: str, body: Any) -> Input:
+        """An input checked before it is handled (and journalled), read once: the
+        :class:`Input` ``handle`` takes. Raises :class:`InputRefused` (a ValueError) saying
+        what is wrong. Roles add their own checks (who may send what, well-formed bodies)."""
         if not isinstance(body, dict):
-            return f"a {kind} input's body must be a mapping, not {type(body).__name__}"
+            raise InputRefused(f"a {kind} input's body must be a mapping, not {type(body).__name__}")
         try:
             size = len(json.dumps(body, separators=(",", ":")))
         except (TypeError, ValueError) as exc:
-            return f"not JSON: {exc}"
+            raise InputRefused(f"not JSON: {exc}") from None
         if size > MAX_INPUT_BYTES:
-            return f"{size} bytes: larger than the {MAX_INPUT_BYTES} an input may be"
+            raise InputRefused(f"{size} bytes: larger than the {MAX_INPUT_BYTES} an input may be")
         if kind == BEHIND:
-            try:
-                behind_from_json(body)
-            except ValueError as exc:
-                return str(exc)
-        return None
+            behind_from_json(body)
+        return self.read_input(kind, body, check=True)
+
+    def read_input(self, kind: str, body: dict[str, Any], check: bool = False) -> Input:
+        """An input read once: a bus message decoded, then the role's reading of it
+        (:meth:`read`). ``check``: live, so the role first checks who sent the message
+        (:meth:`check_message`); a replay reads what was accepted."""
+        message = Message.from_dict(body) if kind == "msg" else None
+        if check and message is not None:
+            self.check_message(message)
+        return self.read(Input(kind, body, message))
+
+    def check_message(self, m: Message) -> None:
+        """Raise :class:`InputRefused` for a message this unit does not take from its
+        sender (before its content is read). Roles say who may send what."""
+
+    def read(self, taken: Input) -> Input:
+        """The role's reading of an input (its ``value``); raises ValueError naming what is
+        wrong. Default: nothing more to read."""
+        return taken
 
     def reject(self, kind: str, body: Any, problem: str) -> None:
         """Refuse an input without touching the state: log it, count it, keep the newest."""
@@ -490,16 +521,9 @@ class Unit(ABC):
 
     # -- checkpoints (journal rotation) -------------------------------------------------
 
-    def state_codec(self) -> Codec:
-        """The unit's state: attribute -> (to JSON, from JSON). Roles extend it. Wiring and
-        configuration (bus, journal, profile of a dealer, ...) are not state: a restart
-        takes them from the configuration, as a full replay would."""
-        return {"seq": (lambda v: v, ck_int),
-                "alarms": (Recent.to_json, Recent.from_json),
-                "alarm_counts": (dict, lambda v: {ck_str(k): ck_int(n) for k, n in v.items()}),
-                "devices_down": (dict, lambda v: {ck_str(k): {ck_str(a): ck_str(b) for a, b in d.items()}
-                                                  for k, d in v.items()}),
-                "behind": (lambda v: None if v is None else dict(v), ck_optional(behind_from_json))}
+    def profile_of(self, name: str) -> Profile:
+        """The profile a checkpointed round or seat was played with (roles say)."""
+        raise ValueError(f"{self.role} {self.unit_id}: no profile {name!r} here")
 
     def state_added(self) -> dict[str, tuple[int, Callable[[], Any]]]:
         """State kept in checkpoints since a later format: name -> (the format that added it,
@@ -595,7 +619,7 @@ class Unit(ABC):
     def checkpoint(self) -> dict[str, Any]:
         """The unit's state after the last step as plain, versioned JSON: what the next
         journal file starts from. Reading it back never executes anything."""
-        state = {name: encode(getattr(self, name)) for name, (encode, _) in self.state_codec().items()}
+        state = state_to_json(self)
         return {"format": CHECKPOINT_FORMAT, "firmware": __version__, "role": self.role,
                 "unit": self.unit_id, "state": state}
 
@@ -618,21 +642,18 @@ class Unit(ABC):
         state = data.get("state")
         if not isinstance(state, dict):
             raise bad(f"the checkpoint has no state object (got {_short(state)})")
-        codec = self.state_codec()
+        names = {f.name for f in fields(self)}
         added = {name: default for name, (since, default) in self.state_added().items()
                  if fmt < since and name not in state}
-        missing = sorted(set(codec) - set(state) - set(added))
-        unknown = sorted(set(state) - set(codec))
+        missing = sorted(names - set(state) - set(added))
+        unknown = sorted(set(state) - names)
         if missing or unknown:
             raise bad(f"checkpoint state: missing {missing}, unknown {unknown}")
-        decoded: dict[str, Any] = {name: default() for name, default in added.items()}
-        for name, (_, decode) in codec.items():
-            if name in added:
-                continue
-            try:
-                decoded[name] = decode(state[name])
-            except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
-                raise bad(f"checkpoint state {name!r}: {exc}") from None
+        try:
+            decoded = state_from_json(self, state, self.profile_of, skip=frozenset(added))
+        except ValueError as exc:
+            raise bad(str(exc)) from None
+        decoded.update({name: default() for name, default in added.items()})
         vars(self).update(decoded)          # only once every value has been read
         self.after_restore()
 
@@ -661,7 +682,7 @@ class Unit(ABC):
                     steps += 1                  # evidence only: it never changed the state
                     continue
                 self._outs = []
-                self._take(ins[0].kind, dict(ins[0].body))
+                self._take(self.read_input(ins[0].kind, dict(ins[0].body)))
                 again = [m.to_dict() for m in self._outs]
                 if _canon(again) != _canon([r.body for r in outs]):
                     raise ReplayDiverged(f"{self.unit_id}: replaying step {records[0].step} "
@@ -693,8 +714,9 @@ class Unit(ABC):
         raise TypeError(f"{self.unit_id}: cannot handle {item!r}")
 
     @abstractmethod
-    def handle(self, kind: str, body: dict[str, Any]) -> bool:
-        """Must override: apply one journalled input; True when it changed the state."""
+    def handle(self, taken: Input) -> bool:
+        """Must override: apply one journalled input, read once (:class:`Input`); True when
+        it changed the state."""
 
     def current_round(self) -> int | None:
         return None

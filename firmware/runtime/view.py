@@ -1,5 +1,5 @@
-"""What a seat's screen shows: a plain, immutable view of the box, built from the seat's
-state after every step (:mod:`firmware.runtime.seatview`). The UI observes it; it never
+"""What a seat's screen shows: a plain, immutable view of the box, built from a snapshot of
+the seat's state when something reads it (:mod:`firmware.runtime.seatview`). The UI observes it; it never
 decides a rule. Everything is a code or an amount string, never a sentence: the screen
 says it in the player's language."""
 

@@ -4,7 +4,7 @@ status (plain JSON)."""
 from __future__ import annotations
 
 import json
-
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any, Callable, Mapping
@@ -181,97 +181,142 @@ def _box_list(value: Any, kind: str, name: str) -> str | None:
 
 def check_stream_message(kind: str, body: Mapping[str, Any],
                          profile_of: Callable[[str], Profile]) -> str | None:
-    """A table stream message as a seat takes it. Kinds this firmware does not know pass
-    (a newer dealer's), with a sequence number and a round like every stream message."""
+    """A table stream message as a seat takes it: what is wrong, or None
+    (:func:`read_stream_message` without its value)."""
+    try:
+        read_stream_message(kind, body, profile_of)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def read_stream_message(kind: str, body: Mapping[str, Any], profile_of: Callable[[str], Profile]) -> Any:
+    """A table stream message as a seat takes it, read once: the engine ``Event`` of an
+    ``event``, the ``Round`` a ``round_open`` opens, else None. Kinds this firmware does not
+    know pass (a newer dealer's), with a sequence number and a round like every stream
+    message. Raises ValueError naming what is wrong."""
     problem = _first(_count(body.get("stream_seq"), "stream_seq", 1), _count(body.get("round"), "round"))
     if problem is not None:
-        return f"stream {kind}: {problem}"
+        raise ValueError(f"stream {kind}: {problem}")
     if kind == "round_open":
         name = body.get("profile")
         if not isinstance(name, str):
-            return f"round_open: profile must be a name, not {name!r:.60}"
+            raise ValueError(f"round_open: profile must be a name, not {name!r:.60}")
         try:
             profile = profile_of(name)
         except Exception as exc:          # noqa: BLE001 - any profile that does not load is refused
-            return f"round_open: profile {name!r:.60} does not load: {exc}"
+            raise ValueError(f"round_open: profile {name!r:.60} does not load: {exc}") from None
         meter, limits = body.get("meter"), body.get("limits") or {}
         try:
             if not isinstance(limits, dict) or not all(isinstance(v, list) for v in limits.values()):
                 raise ValueError(f"limits must map bet names to [min, max], not {limits!r:.60}")
-            Round.new(profile, decks=body.get("decks"), limits=limits,
-                      meter=None if meter is None else wire_amount(meter),
-                      shoe=shoe_from_json(body.get("shoe")) if isinstance(body.get("shoe"), list)
-                      else shoe_from_json([]))
+            return Round.new(profile, decks=body.get("decks"), limits=limits,
+                             meter=None if meter is None else wire_amount(meter),
+                             shoe=shoe_from_json(body.get("shoe")) if isinstance(body.get("shoe"), list)
+                             else shoe_from_json([]))
         except (RuleError, TypeError, ValueError) as exc:
-            return f"round_open: {exc}"
-        return None
+            raise ValueError(f"round_open: {exc}") from None
     if kind == "bets_closing":
-        return _box_list(body.get("waiting"), kind, "waiting")
+        _raise(_box_list(body.get("waiting"), kind, "waiting"))
     elif kind == "bets_not_taken":
-        problem = _box_list(body.get("boxes"), kind, "boxes")
-        if problem is not None:
-            return problem
+        _raise(_box_list(body.get("boxes"), kind, "boxes"))
         if not isinstance(body.get("reason"), str):
-            return f"bets_not_taken: reason must be a string, not {body.get('reason')!r:.60}"
+            raise ValueError(f"bets_not_taken: reason must be a string, not {body.get('reason')!r:.60}")
     elif kind == "event":
         event = body.get("event")
         if not isinstance(event, dict):
-            return f"event: the event must be a mapping, not {event!r:.60}"
+            raise ValueError(f"event: the event must be a mapping, not {event!r:.60}")
         try:
-            event_from_dict(event)
+            return event_from_dict(event)
         except (TypeError, ValueError) as exc:
-            return f"event: the engine cannot read it: {exc}"
+            raise ValueError(f"event: the engine cannot read it: {exc}") from None
     elif kind == "round_result":
         result = body.get("settlement")
         if not isinstance(result, dict) or not isinstance(result.get("boxes"), dict):
-            return f"round_result: settlement must be a mapping with boxes, not {result!r:.60}"
+            raise ValueError(f"round_result: settlement must be a mapping with boxes, not {result!r:.60}")
     return None
+
+
+def _raise(problem: str | None) -> None:
+    if problem is not None:
+        raise ValueError(problem)
+
+
+@dataclass(frozen=True)
+class Catchup:
+    """A catch-up read once: each stream message's value (:func:`read_stream_message`, in
+    the order of ``messages``) and the rounds over it carries, rebuilt by the engine."""
+
+    values: tuple[Any, ...]
+    rounds: Mapping[int, Round]
 
 
 def check_down_message(kind: str, body: Mapping[str, Any], box: int,
                        profile_of: Callable[[str], Profile]) -> str | None:
-    """A message from the dealer to one seat (``box``)."""
+    """A message from the dealer to one seat (``box``): what is wrong, or None."""
+    try:
+        read_down_message(kind, body, box, profile_of)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def read_down_message(kind: str, body: Mapping[str, Any], box: int,
+                      profile_of: Callable[[str], Profile]) -> Catchup | None:
+    """A message from the dealer to one seat (``box``), read once: a ``catchup`` as
+    :class:`Catchup`, else None. Raises ValueError naming what is wrong."""
     if body.get("box") != box:
-        return f"{kind} for box {body.get('box')!r:.20} on box {box}'s topic"
+        raise ValueError(f"{kind} for box {body.get('box')!r:.20} on box {box}'s topic")
     if kind == "catchup":
         problem = _first(_count(body.get("head"), "head"),
                          None if isinstance(body.get("snapshot"), bool) else "snapshot must be true or false")
         if problem is not None:
-            return f"catchup: {problem}"
+            raise ValueError(f"catchup: {problem}")
         messages = body.get("messages")
         if not isinstance(messages, list):
-            return f"catchup: messages must be a list, not {messages!r:.60}"
+            raise ValueError(f"catchup: messages must be a list, not {messages!r:.60}")
+        values = []
         for n, m in enumerate(messages):
             if not isinstance(m, dict) or not isinstance(m.get("kind"), str) or not isinstance(m.get("body"), dict):
-                return f"catchup: message {n} is not a stream message"
-            problem = check_stream_message(m["kind"], m["body"], profile_of)
-            if problem is not None:
-                return f"catchup: message {n}: {problem}"
-        return _check_catchup_record(body, profile_of)
+                raise ValueError(f"catchup: message {n} is not a stream message")
+            try:
+                values.append(read_stream_message(m["kind"], m["body"], profile_of))
+            except ValueError as exc:
+                raise ValueError(f"catchup: message {n}: {exc}") from None
+        return Catchup(tuple(values), _read_catchup_record(body, profile_of))
     elif kind == "refused":
         if not isinstance(body.get("reason"), str):
-            return f"refused: reason must be a string, not {body.get('reason')!r:.60}"
+            raise ValueError(f"refused: reason must be a string, not {body.get('reason')!r:.60}")
         if body.get("stage") is not None and not isinstance(body.get("stage"), str):
-            return f"refused: stage must be a string, not {body.get('stage')!r:.60}"
+            raise ValueError(f"refused: stage must be a string, not {body.get('stage')!r:.60}")
     return None
 
 
-def _check_catchup_record(body: Mapping[str, Any], profile_of: Callable[[str], Profile]) -> str | None:
+def _read_catchup_record(body: Mapping[str, Any], profile_of: Callable[[str], Profile]) -> dict[int, Round]:
     """A catch-up's rounds over (round number -> round, each rebuilt by the engine and
     over), ``unheld`` ([first, last] or null) and ``conditions`` (table alarms): all optional,
-    a dealer of an older firmware sends none."""
-    rounds = body.get("rounds") or {}
-    if not isinstance(rounds, dict) or len(rounds) > 64:
-        return f"catchup: rounds must be a mapping of at most 64 rounds, not {rounds!r:.60}"
-    for key, data in rounds.items():
-        if not (isinstance(key, str) and key.isdigit() and key.isascii() and len(key) <= 12 and int(key) >= 1):
-            return f"catchup: round {key!r:.20} is not a round number"
+    a dealer of an older firmware sends none. The rounds, read; ValueError names a fault."""
+    _raise(_check_catchup_record(body))
+    out: dict[int, Round] = {}
+    for key, data in (body.get("rounds") or {}).items():
         try:
             state = round_from_json(data, profile_of)
         except (TypeError, ValueError, KeyError, RuleError) as exc:
-            return f"catchup: round {key}: {exc}"
+            raise ValueError(f"catchup: round {key}: {exc}") from None
         if not state.is_over:
-            return f"catchup: round {key} is not over"
+            raise ValueError(f"catchup: round {key} is not over")
+        out[int(key)] = state
+    return out
+
+
+def _check_catchup_record(body: Mapping[str, Any]) -> str | None:
+    """The catch-up record's shape (its rounds are read by :func:`_read_catchup_record`)."""
+    rounds = body.get("rounds") or {}
+    if not isinstance(rounds, dict) or len(rounds) > 64:
+        return f"catchup: rounds must be a mapping of at most 64 rounds, not {rounds!r:.60}"
+    for key in rounds:
+        if not (isinstance(key, str) and key.isdigit() and key.isascii() and len(key) <= 12 and int(key) >= 1):
+            return f"catchup: round {key!r:.20} is not a round number"
     if body.get("heard") is not None and _count(body["heard"], "heard") is not None:
         return f"catchup: {_count(body['heard'], 'heard')}"
     unheld = body.get("unheld")

@@ -29,6 +29,7 @@ from firmware.link.presence import (
     UNAVAILABLE_FLOOR,
     ControllerWatch,
 )
+from tests.jackpot.test_jackpot_integration import all_confirmed, send
 from tests.link.broker import Broker
 from tests.link.helpers import (
     Expected,
@@ -40,7 +41,6 @@ from tests.link.helpers import (
     wait_until,
 )
 from tests.link.schema import validate_all
-from tests.jackpot.test_jackpot_integration import all_confirmed, send
 
 from .floor import Floor, unit_password
 
@@ -441,8 +441,8 @@ def test_a_seat_unit_withdraws_its_progressive_wager_while_its_tables_bridge_is_
     seat withdraws the progressive exactly as when the controller is offline; back, it is
     offered again."""
     from firmware.engine.profile import load_profile
-    from firmware.sim.table import InProcessTable, TableSpec, seat_spots
     from firmware.sim import chipset
+    from firmware.sim.table import InProcessTable, TableSpec, seat_spots
     from hal.ports import LAMP_OFF, LAMP_ON
     profile = load_profile("rws-blackjack-switch")
     floor = Floor(tmp_path, {"table-1": 1}, relay=("table-1",)).start()

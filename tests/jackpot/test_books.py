@@ -237,7 +237,7 @@ def test_a_100_percent_hit_is_one_amount_at_the_table_on_the_screen_in_the_repor
     wait_until(lambda: meter_is("1001.50"), 20, "round 1's contributions on the meter")
     _play_round(t, {1: ["AH", "AH", "AH", "AH"], 2: ["TD", "9H", "7S", "8C"]})       # the suited four
     table_box = settlement(t.dealer.round)["boxes"]["1"]
-    seat_screen = build_seat_view(t.seats[1]).progressive
+    seat_screen = build_seat_view(t.seats[1].facts()).progressive
     wait_until(lambda: all(b.drained() for b in buses.values()), 30, "every report at the broker")
     wait_until(lambda: [h["state"] for h in report(ctl.db)["last_hits"] if h["kind"] == "meter"] == ["confirmed"],
                30, "the hit locked and confirmed")

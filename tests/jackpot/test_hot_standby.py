@@ -269,7 +269,6 @@ def test_a_late_offline_on_the_shared_presence_topic_is_answered_by_the_serving_
     reads ``online`` (retained), not a controller that is gone."""
     from firmware.jackpot.service import JackpotService
     from firmware.link.config import config_from_url
-
     from tests.link.helpers import controller
 
     ctl = controller(tmp_path / "j.db")

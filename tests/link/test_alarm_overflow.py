@@ -69,6 +69,15 @@ def test_a_seat_recovered_with_250_alarms_starts_reports_what_it_holds_and_count
         # a second look reports nothing again
         reporter.sync()
         assert bus.outbox.last_seq == len(own)
+        # and the seat plays on: its next alarm (a step like any other) is reported, numbered
+        # after every alarm it ever recorded, with the seat's round
+        assert again.step("chips", {"spot": "main", "uids": ["FFEEEEEE"]})
+        assert len(again.alarms) == total + 1
+        wait_until(lambda: len([r for r in sniffer.json("/report") if r["kind"] == "alarm"]) > len(own), 30,
+                   "the new alarm at the broker")
+        newest = [r for r in sniffer.json("/report") if r["kind"] == "alarm"][-1]
+        assert (newest["seq"], newest.get("round"), newest["body"]["alarm"]) == (len(own) + 1, 2, "unknown_chip")
+        assert reporter.unreportable == first
     finally:
         bus.close()
         bus.outbox.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from firmware.engine.profile import load_profile
-from firmware.runtime.unit import BEHIND
+from firmware.runtime.unit import BEHIND, CHECKPOINT_FORMAT
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
 from firmware.sim.table import InProcessTable, TableSpec, seat_spots
@@ -72,7 +72,7 @@ def test_a_format_2_checkpoint_still_reads(tmp_path):
         d.play_round()
         for unit in (t.dealer, t.seats[1]):
             data = unit.checkpoint()
-            assert data["format"] == 3
+            assert data["format"] == CHECKPOINT_FORMAT
             new = {"behind", "missed_rounds", "past_rounds", "table_faults"} if unit is t.dealer else \
                 {"behind", "missed_rounds"}
             old = {**data, "format": 2, "state": {k: v for k, v in data["state"].items() if k not in new}}

@@ -90,7 +90,7 @@ def test_the_pit_is_alarmed_then_the_unit_halts_and_nothing_is_lost(small_partit
         assert unit.alarm_counts.get("storage_low") == 1, unit.unit_id
     # the dealer holds the seats' alarms (it reports the table's to the controller)
     assert {a.get("unit") for a in dealer.alarms if a["alarm"] == "storage_low"} >= {"t/seat-1", "t/seat-2"}
-    assert "storage_low" in build_seat_view(seat).conditions
+    assert "storage_low" in build_seat_view(seat.facts()).conditions
 
     fill_to(small_partition, reserve // 2)         # now below the reserve
     steps = {u.unit_id: u.journal.last_step for u in d.table.units}
@@ -102,7 +102,7 @@ def test_the_pit_is_alarmed_then_the_unit_halts_and_nothing_is_lost(small_partit
     reader.place_chips("main", chipset.chips_for(5, 1, 0, 0))
     d.table.cycle_readers(2)
     assert seat.halted and not seat.pending.get("main")
-    assert "storage_low" in build_seat_view(seat).conditions
+    assert "storage_low" in build_seat_view(seat.facts()).conditions
     assert dealer.refused_halted >= 1 and seat.refused_halted >= 1
 
     for filler in small_partition.glob("filler-*"):
@@ -155,7 +155,7 @@ def test_a_step_or_report_that_does_not_fit_halts_the_unit_never_kills_it(small_
                 break
         assert seat.halted and "state partition full" in seat.halted
         assert ("outbox" in seat.halted) == (full == "outbox")
-        assert "storage_low" in build_seat_view(seat).conditions
+        assert "storage_low" in build_seat_view(seat.facts()).conditions
         outbox.close()
     finally:
         if full == "outbox":

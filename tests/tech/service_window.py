@@ -14,8 +14,8 @@ def main(config_path: str, out: str) -> int:
     from firmware.config import load_config
     from firmware.diag import LiveDiag
     from firmware.engine.profile import load_profile
-    from firmware.sim.table import InProcessTable, TableSpec, seat_spots
     from firmware.sim import chipset
+    from firmware.sim.table import InProcessTable, TableSpec, seat_spots
     from ui.app import build_app
     from ui.feed import SeatFeed
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from firmware.engine.profile import load_profile
 from firmware.runtime.journal import open_readonly
-from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 
 def make(tmp_path) -> InProcessTable:
