@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_mqtt import dealer_payloads, ingest_via_broker, payloads, retain  # noqa: E402
 
 from firmware.jackpot.controller import JackpotController, report  # noqa: E402
-from firmware.jackpot.store import open_store  # noqa: E402
+from firmware.jackpot.database import open_store  # noqa: E402
 from tests.link.broker import Broker  # noqa: E402
 from tests.link.helpers import POOL  # noqa: E402
 from tests.link.postgres import PgCluster  # noqa: E402

@@ -383,9 +383,9 @@ def present(s: SeatSnapshot, lang: str = DEFAULT_LANGUAGE) -> SeatScreen:
         result = ""
         tone = "muted"
         if h.result:
-            net = parse_amount(h.net) if h.net is not None else Fraction(0)
-            result = tr(lang, f"result.{h.result}") + (f"  {money(net, signed=True)}" if h.net is not None else "")
-            tone = "ok" if net > 0 else "bad" if net < 0 else "muted"
+            hand_net = parse_amount(h.net) if h.net is not None else Fraction(0)
+            result = tr(lang, f"result.{h.result}") + (f"  {money(hand_net, signed=True)}" if h.net is not None else "")
+            tone = "ok" if hand_net > 0 else "bad" if hand_net < 0 else "muted"
         elif h.in_play:
             tone = "play"
         hands.append(HandLine(tr(lang, "hand", n=i) if many else tr(lang, "your_cards"),
@@ -412,7 +412,7 @@ def present(s: SeatSnapshot, lang: str = DEFAULT_LANGUAGE) -> SeatScreen:
     return SeatScreen(
         lang=lang, title=game_title(lang, s), limits=limits, seat=tr(lang, "seat", box=v.box),
         round=tr(lang, "round", n=v.round) if v.round else "",
-        phase=blocking.title if key == "phase.condition" else tr(lang, key), phase_key=key,
+        phase=blocking.title if blocking is not None and key == "phase.condition" else tr(lang, key), phase_key=key,
         spots=spots, hands=tuple(hands), dealer_label=tr(lang, "dealer"),
         dealer_cards=tuple(card_face(c) for c in v.dealer_cards), dealer_total=dealer_total,
         switch_note=switch_note, decisions=decisions, results=results, net=net, net_tone=net_tone,

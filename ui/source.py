@@ -52,7 +52,7 @@ class ControllerFeed:
 def _conditions_now(seat) -> tuple[str, ...] | None:
     """The seat's unit conditions as of now (some, like its bus link, change between
     steps); None for a seat that is not a seat unit."""
-    from firmware.runtime.seatview import unit_conditions
+    from firmware.runtime.seat import unit_conditions
     try:
         return unit_conditions(seat)
     except AttributeError:

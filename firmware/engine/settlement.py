@@ -3,6 +3,7 @@ seat and dealer units compare (dual check), and what the journal recalls."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from .hand import hand_total
@@ -47,14 +48,14 @@ def settlement(state: Round) -> dict[str, Any]:
             hands.append(entry)
         if void:
             # §5.17: every bet of a voided round is returned
-            bets = {name: 0 for name in [*box.wagers, *box.ledger, *(["insurance"] if box.insurance else [])]}
+            bets: dict[str, int | float | str] = {name: 0 for name in [*box.wagers, *box.ledger, *(["insurance"] if box.insurance else [])]}
         else:
             bets = {name: to_json_number(amount) for name, amount in box.ledger.items()}
         b: dict[str, Any] = {
             "hands": hands,
             "wagered": {n: to_json_number(a) for n, a in state.wagered(box.number).items()},
             "bets": bets,
-            "net": to_json_number(sum(box.ledger.values(), start=0) if not void else 0),
+            "net": to_json_number(Fraction(sum(box.ledger.values(), start=Fraction(0))) if not void else Fraction(0)),
         }
         if box.side_results and not void:
             b["side_bets"] = dict(box.side_results)

@@ -77,7 +77,7 @@ def spec_to_json(spec: PoolSpec) -> dict[str, Any]:
 class JackpotController:
     def __init__(self, db_path: str | Path | Any, pools: Sequence[PoolSpec], link_id: str = "main",
                  hold_grace: float = HOLD_GRACE) -> None:
-        """``db_path``: the SQLite file, or an open store (:func:`~firmware.jackpot.store.open_store`:
+        """``db_path``: the SQLite file, or an open store (:func:`~firmware.jackpot.database.open_store`:
         PostgreSQL)."""
         if not pools:
             raise ValueError("a jackpot controller needs at least one pool")

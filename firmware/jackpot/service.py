@@ -34,7 +34,8 @@ from firmware.link.mqtt import MqttBus
 
 from .config import JackpotConfig
 from .controller import JackpotController
-from .store import StoreUnavailable, open_store
+from .database import open_store
+from .store import StoreUnavailable
 
 log = logging.getLogger("betbox.jackpot")
 _failed_log = wirejson.RateLimitedLog(log, level=logging.ERROR)

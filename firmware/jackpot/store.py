@@ -166,15 +166,6 @@ def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
     return db
 
 
-def open_store(db: str | Path, url: str | None = None, password_file: Path | None = None) -> Any:
-    """The controller's database: SQLite at ``db`` (the default), or PostgreSQL at ``url``
-    (:mod:`firmware.jackpot.pg`, migrated to the newest schema on open)."""
-    if url is None:
-        return connect(db)
-    from .pg import PgDatabase, PgTarget
-    return PgDatabase(PgTarget(url, password_file))
-
-
 def pipeline(db: Any) -> Any:
     """PostgreSQL's pipeline mode for a batch (statements sent without waiting for each
     answer until one is read); nothing to do on SQLite."""

@@ -36,14 +36,26 @@ from __future__ import annotations
 import logging
 import re
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 MAX_DETAIL = 1000             # characters of an alarm's text on the wire
 
 from firmware.engine.money import share_text, wire_text
 from firmware.engine.round import Phase
 
-from .mqtt import MqttBus
+from .outbox import Outbox
+
+
+class ReportLink(Protocol):
+    """Where a reporter's reports go: an MQTT bus (:class:`~firmware.link.mqtt.MqttBus`) or
+    the in-process controller's link (:class:`~firmware.jackpot.local.LocalReportLink`); both
+    queue them in a durable outbox first."""
+
+    @property
+    def outbox(self) -> Outbox | None: ...
+
+    def report(self, kind: str, body: dict[str, Any], key: str | None = None,
+               **extra: Any) -> int | None: ...
 
 log = logging.getLogger("betbox.link")
 
@@ -76,7 +88,7 @@ class _AlarmCounts:
 
 
 class SeatReporter(_AlarmCounts):
-    def __init__(self, seat: Any, bus: MqttBus) -> None:
+    def __init__(self, seat: Any, bus: ReportLink) -> None:
         self.seat = seat
         self.bus = bus
         self.reported = 0
@@ -163,7 +175,7 @@ class AlarmReporter:
     a crash. An entry another unit raised (a seat's alarm the dealer relays) is skipped:
     each unit reports its own."""
 
-    def __init__(self, bus: MqttBus, extra: dict[str, Any]) -> None:
+    def __init__(self, bus: ReportLink, extra: dict[str, Any]) -> None:
         self.bus = bus
         self.extra = dict(extra)     # table (and box) of every report
         self.seen = 0
@@ -231,7 +243,7 @@ class DealerReporter(_AlarmCounts):
     longer held are counted, never a crash); a seat's alarm the dealer also records (from the
     table's alarm topic) is not reported again: each seat reports its own."""
 
-    def __init__(self, dealer: Any, bus: MqttBus) -> None:
+    def __init__(self, dealer: Any, bus: ReportLink) -> None:
         self.dealer = dealer
         self.bus = bus
         self.reported = 0

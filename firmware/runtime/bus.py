@@ -23,8 +23,9 @@ def stream_topic(table: str) -> str:
     return f"{ROOT}/table/{table}/stream"
 
 
-def up_topic(table: str, box: int) -> str:
-    """A seat's messages to the dealer (offers, locks, additions, results, alarms)."""
+def up_topic(table: str, box: int | str) -> str:
+    """A seat's messages to the dealer (offers, locks, additions, results, alarms); ``box``
+    may be the wildcard "+" to subscribe to every seat."""
     return f"{ROOT}/table/{table}/seat/{box}/up"
 
 

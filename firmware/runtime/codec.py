@@ -81,6 +81,15 @@ def encode(value: Any, hint: Any) -> Any:
     return value                                  # int, str, bool, float
 
 
+#: plain JSON values: what fits each, and how a refusal names it
+_SCALARS: dict[Any, tuple[Callable[[Any], bool], str]] = {
+    bool: (lambda d: isinstance(d, bool), "true or false"),
+    int: (_is_int, "a whole number"),
+    float: (lambda d: _is_int(d) or isinstance(d, float), "a number"),
+    str: (lambda d: isinstance(d, str), "a string"),
+}
+
+
 def decode(data: Any, hint: Any, profile_of: ProfileOf, keep: int | None = None) -> Any:
     """The value :func:`encode` wrote for ``hint``; ValueError names what does not fit."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -91,24 +100,24 @@ def decode(data: Any, hint: Any, profile_of: ProfileOf, keep: int | None = None)
     if hint is Any:
         json.dumps(data)
         return data
-    if hint is bool:
-        if not isinstance(data, bool):
-            raise ValueError(f"expected true or false, not {_short(data)}")
-        return data
-    if hint is int:
-        if not _is_int(data):
-            raise ValueError(f"expected a whole number, not {_short(data)}")
-        return data
-    if hint is float:
-        if not (_is_int(data) or isinstance(data, float)):
-            raise ValueError(f"expected a number, not {_short(data)}")
-        return float(data)
-    if hint is str:
-        if not isinstance(data, str):
-            raise ValueError(f"expected a string, not {_short(data)}")
-        return data
+    if hint in _SCALARS:
+        fits, what = _SCALARS[hint]
+        if not fits(data):
+            raise ValueError(f"expected {what}, not {_short(data)}")
+        return float(data) if hint is float else data
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return hint(data)
+    if hint in (Fraction, Round, ShoeComposition, Profile):
+        return _decode_game(data, hint, profile_of)
+    if hasattr(hint, "from_json"):
+        return hint.from_json(data) if keep is None else hint.from_json(data, keep)
+    if origin in (list, tuple, set, frozenset, dict):
+        return _decode_items(data, origin, args, profile_of)
+    raise ValueError(f"no checkpoint codec for {hint!r}")
+
+
+def _decode_game(data: Any, hint: Any, profile_of: ProfileOf) -> Any:
+    """An amount, the engine's round, a shoe or a profile, as :func:`encode` wrote them."""
     if hint is Fraction:
         if not isinstance(data, str):
             raise ValueError(f"an amount is kept as a string like '15/2', not {_short(data)}")
@@ -117,26 +126,24 @@ def decode(data: Any, hint: Any, profile_of: ProfileOf, keep: int | None = None)
         return round_from_json(data, profile_of)
     if hint is ShoeComposition:
         return shoe_from_json(data)
-    if hint is Profile:
-        if not isinstance(data, str):
-            raise ValueError(f"a profile is kept by its name, not {_short(data)}")
-        return profile_of(data)
-    if hasattr(hint, "from_json"):
-        return hint.from_json(data) if keep is None else hint.from_json(data, keep)
-    if origin in (list, tuple, set, frozenset):
-        if not isinstance(data, list):
-            raise ValueError(f"expected a list, not {_short(data)}")
-        if origin is tuple and args[-1:] != (Ellipsis,):
-            if len(data) != len(args):
-                raise ValueError(f"expected {len(args)} items, not {_short(data)}")
-            return tuple(decode(v, h, profile_of) for v, h in zip(data, args, strict=True))
-        items = [decode(v, args[0], profile_of) for v in data]
-        return origin(items)
+    if not isinstance(data, str):
+        raise ValueError(f"a profile is kept by its name, not {_short(data)}")
+    return profile_of(data)
+
+
+def _decode_items(data: Any, origin: Any, args: tuple[Any, ...], profile_of: ProfileOf) -> Any:
+    """A list, tuple, set or mapping of decoded items."""
     if origin is dict:
         if not isinstance(data, dict):
             raise ValueError(f"expected a mapping, not {_short(data)}")
         return {_key(k, args[0]): decode(v, args[1], profile_of) for k, v in data.items()}
-    raise ValueError(f"no checkpoint codec for {hint!r}")
+    if not isinstance(data, list):
+        raise ValueError(f"expected a list, not {_short(data)}")
+    if origin is tuple and args[-1:] != (Ellipsis,):
+        if len(data) != len(args):
+            raise ValueError(f"expected {len(args)} items, not {_short(data)}")
+        return tuple(decode(v, h, profile_of) for v, h in zip(data, args, strict=True))
+    return origin(decode(v, args[0], profile_of) for v in data)
 
 
 def _key(text: Any, hint: Any) -> Any:

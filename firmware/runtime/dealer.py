@@ -152,6 +152,12 @@ class DealerState(UnitState):
                                                     metadata={"read": "_table_faults_from_json"})
     refusals: Recent = field(default_factory=Recent)    # the newest; len() counts them all
 
+    @property
+    def live(self) -> Round:
+        """The round in play: a unit past "idle" always has one (the phases say so)."""
+        assert self.round is not None, "no round in play"
+        return self.round
+
 
 class DealerUnit(Unit, DealerState):
     role = "dealer"
@@ -302,7 +308,7 @@ class DealerUnit(Unit, DealerState):
 
     def _apply(self, event) -> bool:
         try:
-            new, _ = self.round.apply(event)
+            new, _ = self.live.apply(event)
         except RuleError as exc:
             self._refuse(str(exc), getattr(exc, "clause", None), event=event_to_dict(event))
             return False
@@ -375,7 +381,7 @@ class DealerUnit(Unit, DealerState):
             self._refuse(f"key in {card}: no round is in play (bets {self.phase})")
             return
         if self.round.expecting().kind != "card":
-            self._refuse(f"key in {card}: the round expects {self.round.expecting()}",
+            self._refuse(f"key in {card}: the round expects {self.live.expecting()}",
                          self.profile.clause("deal"))
             return
         if not self.owed:
@@ -479,7 +485,7 @@ class DealerUnit(Unit, DealerState):
         elif button == "void_round":
             if self.phase != DealerPhase.PLAY:
                 self._refuse(f"no round is in play to void (bets are {self.phase})")
-            elif self.round.outcome_established():
+            elif self.live.outcome_established():
                 self._refuse("an outcome has been established: play continues",
                              self.profile.clause("interruption"))
             else:
@@ -503,8 +509,8 @@ class DealerUnit(Unit, DealerState):
         if self.phase != DealerPhase.IDLE:
             self._refuse(f"round {self.round_no} is not over (bets {self.phase})")
             return
-        if self.shoe_down() is not None:
-            self._refuse(self.shoe_down())
+        if (down := self.shoe_down()) is not None:
+            self._refuse(down)
             return
         self.round_no += 1
         self.round = Round.new(self.profile, decks=self.decks, limits=self.limits, meter=self.meter,
@@ -583,9 +589,9 @@ class DealerUnit(Unit, DealerState):
             self._refuse(f"{button}: {self.owed} missed card(s) must be keyed in first",
                          self.profile.clause("interruption"))
             return
-        cur = self.round.hand_in_play()
+        cur = self.live.hand_in_play()
         if cur is None:
-            self._refuse(f"{button}: no hand is in play, the round expects {self.round.expecting()}")
+            self._refuse(f"{button}: no hand is in play, the round expects {self.live.expecting()}")
             return
         box = cur[0].number
         if button == "walked_away":
@@ -594,7 +600,7 @@ class DealerUnit(Unit, DealerState):
         action = TURN_BUTTONS[button]
         amount = self.additions.get(box, {}).get("main") if action == Action.DOUBLE else None
         decision = Decision(box, action, amount)
-        reason = self.round.why_not(decision)
+        reason = self.live.why_not(decision)
         if reason is not None:
             self._refuse(reason, box=box, action=button)
             return
@@ -621,7 +627,7 @@ class DealerUnit(Unit, DealerState):
             self._refuse(f"{action}: no seat has asked for it")
             return
         for decision in todo:
-            reason = self.round.why_not(decision)
+            reason = self.live.why_not(decision)
             if reason is not None:
                 self._refuse(reason, box=decision.box, action=str(action))
             else:
@@ -656,7 +662,7 @@ class DealerUnit(Unit, DealerState):
                          f"and it is {'in play' if self.phase == 'play' else 'not in play (bets ' + self.phase + ')'}")
         elif self._apply(VoidRound(command["reason"])):
             self.alarm("round_voided_by_pit", f"round {self.round_no} voided by the pit ({command['by']}): "
-                       f"{command['reason']} ({self.round.void_clause})", by=command["by"],
+                       f"{command['reason']} ({self.live.void_clause})", by=command["by"],
                        reason=command["reason"])
         if len(self.refusals) > refused:
             self._pit_answer(tx, False, self.refusals[-1]["reason"])
@@ -716,7 +722,7 @@ class DealerUnit(Unit, DealerState):
             if same_round and self.phase == DealerPhase.PLAY:
                 self.requests.setdefault(box, []).append((Action(body["action"]), body.get("hand")))
         elif m.kind == "result":
-            ours = self.results.get(body.get("round"))
+            ours = self.results.get(body["round"]) if isinstance(body.get("round"), int) else None
             if ours is not None:
                 expected = ours["boxes"].get(str(box))
                 if as_json_value(body.get("settlement")) != expected:

@@ -39,7 +39,7 @@ from hal.ports import LAMP_OFF, LAMP_ON, Lamps
 from .bus import Bus, Message, alarm_topic, down_topic, stream_topic, up_topic
 from .journal import Journal
 from .phases import SeatPhase
-from .seatview import SeatFacts, alarm_mark, build_seat_view, unit_conditions, worth
+from .seatview import CONDITIONS, SeatFacts, alarm_mark, build_seat_view, worth
 from .software import software_input
 from .spots import insurance_hand, insurance_spot
 from .unit import BEHIND, NEVER_HEARD, Input, InputRefused, Recent, Unit, UnitState, ck_json, ck_str
@@ -109,6 +109,12 @@ class SeatState(UnitState):
     # dealer's record in the catch-up: the seat's reporter reports them like its own
     missed_rounds: dict[int, Round] = field(default_factory=dict)
 
+    @property
+    def live(self) -> Round:
+        """The round in play: a unit past "idle" always has one (the phases say so)."""
+        assert self.round is not None, "no round in play"
+        return self.round
+
 
 class SeatUnit(Unit, SeatState):
     role = "seat"
@@ -127,7 +133,8 @@ class SeatUnit(Unit, SeatState):
         self._profiles: dict[str, Profile] = {}
         # the screen's view: a frozen snapshot taken after every step, the view built from
         # it when read (issue #18); where this round's alarms start, folded step by step
-        self._alarm_mark, self._mark_round = 0, None
+        self._alarm_mark = 0
+        self._mark_round: int | None = None
         self._facts = self.facts()
         self._view: tuple[SeatFacts, SeatView] | None = None
         bus.subscribe(stream_topic(table), self.post, unit_id)
@@ -506,7 +513,7 @@ class SeatUnit(Unit, SeatState):
             self.table_alarms.append(body)
         return True
 
-    def _on_catchup(self, body: dict[str, Any], read: Catchup) -> bool:
+    def _on_catchup(self, body: Mapping[str, Any], read: Catchup) -> bool:
         self.awaiting_catchup = False
         heard = body.get("heard") or 0
         if heard > self.seq and self.round_no and self.behind is None:
@@ -550,7 +557,7 @@ class SeatUnit(Unit, SeatState):
                        "missing at the jackpot controller; reconcile them from the dealer's journal "
                        "(betbox journal show)", rounds=[first, last])
 
-    def _on_stream(self, kind: str, body: dict[str, Any], value: Any) -> bool:
+    def _on_stream(self, kind: str, body: Mapping[str, Any], value: Any) -> bool:
         seq = body["stream_seq"]
         if seq <= self.last_stream:
             return False
@@ -562,7 +569,7 @@ class SeatUnit(Unit, SeatState):
         self._apply_stream(kind, body, value)
         return True
 
-    def _apply_stream(self, kind: str, body: dict[str, Any], value: Any) -> None:
+    def _apply_stream(self, kind: str, body: Mapping[str, Any], value: Any) -> None:
         """One stream message in order; ``value`` is what reading it gave (the engine
         event, the round a round_open opens: :func:`~firmware.runtime.wire.read_stream_message`)."""
         seq = body["stream_seq"]
@@ -614,7 +621,7 @@ class SeatUnit(Unit, SeatState):
                              if reason == "lock_timeout" else "bets not taken: the dealer closed bets "
                              "without this seat")
 
-    def _round_open(self, body: dict[str, Any], state: Round) -> None:
+    def _round_open(self, body: Mapping[str, Any], state: Round) -> None:
         self.profile = state.profile
         self.round_no = body["round"]
         self.round = state
@@ -638,7 +645,7 @@ class SeatUnit(Unit, SeatState):
         self._offer()
 
     def _event(self, data: dict[str, Any], event: Event) -> None:
-        before = self.round
+        before = self.live
         try:
             self.round, _ = before.apply(event)
         except RuleError as exc:
@@ -664,10 +671,13 @@ class SeatUnit(Unit, SeatState):
 
     def _consume_addition(self, before: Round, d: Decision) -> None:
         if d.action in (Action.DOUBLE, Action.SPLIT):
-            _, hand = before.hand_in_play()
+            in_play = before.hand_in_play()
+            assert in_play is not None          # the engine took this decision: a hand is in play
+            _, hand = in_play
             need = (d.amount if d.amount is not None else hand.stake) if d.action == Action.DOUBLE else hand.stake
             spot = "main"
         elif d.action == Action.INSURANCE:
+            assert d.amount is not None         # the engine takes no insurance without its amount
             need, spot = d.amount, insurance_spot(d.hand)
         else:
             return
@@ -679,7 +689,7 @@ class SeatUnit(Unit, SeatState):
                        f"{format_amount(got)} was added", spot=spot)
 
     def _check_pending(self) -> None:
-        state = self.round
+        state = self.live
         main = self.pending.get("main")
         if main:
             cur = state.hand_in_play()
@@ -750,3 +760,37 @@ class SeatUnit(Unit, SeatState):
             built = (facts, build_seat_view(facts))
             self._view = built
         return built[1]
+
+
+def unit_conditions(seat: SeatUnit) -> tuple[str, ...]:
+    """The seat's unit conditions in force, as codes (``CONDITIONS`` order). Read from the
+    seat's state only; cheap, so the screen may ask again when the bus link changes."""
+    found: set[str] = set()
+    # the seat's own MQTT link (MqttBus.connected; an in-process bus has none: always up)
+    broker_down = getattr(getattr(seat, "bus", None), "connected", True) is False
+    if broker_down:
+        found.add("broker_down")
+    # a restarted seat replaying its journal, or catching up on a stream it has played
+    catching_up = bool(getattr(seat, "awaiting_catchup", False))
+    history = bool(seat.round_no or getattr(seat, "last_stream", 0))
+    if getattr(seat, "replaying", False) or (catching_up and history):
+        found.add("recovering")
+    elif catching_up and not broker_down:
+        found.add("no_dealer")          # said hello; no dealer has answered with its stream
+    if getattr(seat, "dealer_present", True) is False:
+        found.add("no_dealer")          # the runtime's presence watch, where it posts one
+    if seat.controller.get("link") == "down" and "progressive" in seat.spots:
+        found.add("jackpot_link_down")  # a seat without a progressive spot misses nothing
+    # device links: the seat's own chip reader; the dealer's shoe and console (table faults)
+    if any(d.get("kind") == "chip_reader" for d in getattr(seat, "devices_down", {}).values()) or (
+            seat.round_no and seat.round_no in getattr(seat, "spot_faults", {}).values()
+            and seat.phase in (SeatPhase.OPEN, SeatPhase.CLOSING)):
+        found.add("reader_down")
+    found.update(code for code in ("shoe_down", "console_down") if code in getattr(seat, "table_faults", {}))
+    if getattr(seat, "storage_low", False) or getattr(seat, "halted", None):   # state partition low/full
+        found.add("storage_low")
+    if getattr(seat, "behind", None) is not None:
+        found.add("behind_confirmed")   # restarted from an older copy: bets refused
+    if getattr(seat, "not_verified", None) is not None:
+        found.add("not_verified")       # betbox verify failed at start: no bets taken
+    return tuple(c for c in CONDITIONS if c in found)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from firmware.chips import ChipRegistry, ChipStatus
 from firmware.engine.errors import IllegalWager, RuleError
@@ -41,9 +41,6 @@ from .view import (
     SpotIssue,
     SpotView,
 )
-
-if TYPE_CHECKING:
-    from .seat import SeatUnit
 
 #: Views built since the firmware started (bench/bench_runtime.py prints them per round).
 builds = 0
@@ -273,10 +270,10 @@ def _spot_issues(seat: SeatFacts, state: Round | None, alarms: tuple[AlarmView, 
         issues.setdefault(spot, []).insert(0, SpotIssue(code, profile.clause("progressive"), reason=str(reason)))
     closed = profile.clause("bets_closed")
     for a in alarms:
-        spot = a.param("spot")
-        if a.code == "past_posting" and spot:
-            if not any(i.code == "bets_closed" for i in issues.get(spot, [])):
-                issues.setdefault(spot, []).insert(0, SpotIssue("bets_closed", closed))
+        posted = a.param("spot")
+        if a.code == "past_posting" and posted:
+            if not any(i.code == "bets_closed" for i in issues.get(posted, [])):
+                issues.setdefault(posted, []).insert(0, SpotIssue("bets_closed", closed))
         elif a.code == "bets_not_taken":
             for s, amount in (seat.locked or {}).items():
                 if amount:
@@ -286,6 +283,7 @@ def _spot_issues(seat: SeatFacts, state: Round | None, alarms: tuple[AlarmView, 
 
 def _pay_lines(seat: SeatFacts, box) -> tuple[ResultView, ...]:
     profile = seat.profile
+    assert profile is not None                  # a round is over: the seat knows its profile
     out = []
     for bet, net in sorted(box.ledger.items()):
         category = odds = None
@@ -339,40 +337,6 @@ def _turn(seat: SeatFacts, state: Round | None) -> str | None:
 #: Every unit condition code a seat's screen knows, in the order it is shown (worst first).
 CONDITIONS = ("recovering", "no_dealer", "broker_down", "not_verified", "reader_down",
               "shoe_down", "console_down", "storage_low", "behind_confirmed", "jackpot_link_down")
-
-
-def unit_conditions(seat: "SeatUnit") -> tuple[str, ...]:
-    """The seat's unit conditions in force, as codes (``CONDITIONS`` order). Read from the
-    seat's state only; cheap, so the screen may ask again when the bus link changes."""
-    found: set[str] = set()
-    # the seat's own MQTT link (MqttBus.connected; an in-process bus has none: always up)
-    broker_down = getattr(getattr(seat, "bus", None), "connected", True) is False
-    if broker_down:
-        found.add("broker_down")
-    # a restarted seat replaying its journal, or catching up on a stream it has played
-    catching_up = bool(getattr(seat, "awaiting_catchup", False))
-    history = bool(seat.round_no or getattr(seat, "last_stream", 0))
-    if getattr(seat, "replaying", False) or (catching_up and history):
-        found.add("recovering")
-    elif catching_up and not broker_down:
-        found.add("no_dealer")          # said hello; no dealer has answered with its stream
-    if getattr(seat, "dealer_present", True) is False:
-        found.add("no_dealer")          # the runtime's presence watch, where it posts one
-    if seat.controller.get("link") == "down" and "progressive" in seat.spots:
-        found.add("jackpot_link_down")  # a seat without a progressive spot misses nothing
-    # device links: the seat's own chip reader; the dealer's shoe and console (table faults)
-    if any(d.get("kind") == "chip_reader" for d in getattr(seat, "devices_down", {}).values()) or (
-            seat.round_no and seat.round_no in getattr(seat, "spot_faults", {}).values()
-            and seat.phase in (SeatPhase.OPEN, SeatPhase.CLOSING)):
-        found.add("reader_down")
-    found.update(code for code in ("shoe_down", "console_down") if code in getattr(seat, "table_faults", {}))
-    if getattr(seat, "storage_low", False) or getattr(seat, "halted", None):   # state partition low/full
-        found.add("storage_low")
-    if getattr(seat, "behind", None) is not None:
-        found.add("behind_confirmed")   # restarted from an older copy: bets refused
-    if getattr(seat, "not_verified", None) is not None:
-        found.add("not_verified")       # betbox verify failed at start: no bets taken
-    return tuple(c for c in CONDITIONS if c in found)
 
 
 # --- the view ---------------------------------------------------------------------------
@@ -434,14 +398,15 @@ def build_seat_view(seat: SeatFacts) -> SeatView:
                 progressive = ProgressiveView(box.progressive_hand, _amount(box.progressive_award),
                                               box.progressive_share is not None,
                                               box.progressive_pending and not state.is_over)
-            if box.envy_from and profile.progressive and profile.progressive.envy_bonus is not None:
-                envy = tuple((b, display_text(profile.progressive.envy_bonus)) for b in box.envy_from)
+            progressive_rules = profile.progressive if profile is not None else None
+            if box.envy_from and progressive_rules is not None and progressive_rules.envy_bonus is not None:
+                envy = tuple((b, display_text(progressive_rules.envy_bonus)) for b in box.envy_from)
             if state.is_over:
                 results = tuple((k, display_text(v)) for k, v in sorted(box.ledger.items()))
                 pay_lines = _pay_lines(seat, box)
             if cur is not None and cur[0] is box:
                 decisions = tuple(str(a) for a, r in state.legal_decisions(seat.box).items() if r is None)
-    limits = ()
+    limits: tuple[tuple[str, str, str], ...] = ()
     if state is not None:
         limits = tuple((bet, display_text(lo), display_text(hi)) for bet, (lo, hi) in sorted(state.limits.items()))
     return SeatView(seat.box, seat.round_no, seat.phase, tuple(spots), tuple(hands), dealer,

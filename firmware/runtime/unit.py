@@ -693,6 +693,7 @@ class Unit(UnitState, ABC):
             self._replaying = False
         self.replayed_steps = steps
         for record in self.journal.undelivered():
+            assert record.seq is not None           # journal.records(): every record has its seq
             self.bus.publish(Message.from_dict(record.body))
             self.journal.mark_delivered([record.seq])
         self.after_recover()

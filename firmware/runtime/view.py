@@ -146,7 +146,7 @@ class SeatView:
     #: (1-based; Blackjack Switch §3.9.1 insures either hand): the engine's
     #: ``legal_decisions(box, hand=n)`` while the offers are open, whoever's turn it is.
     offers: tuple[tuple[str, int], ...] = ()
-    #: the seat's unit conditions in force, as codes (``unit_conditions`` in seatview.py):
+    #: the seat's unit conditions in force, as codes (``unit_conditions`` in seat.py):
     #: recovering | no_dealer | broker_down | jackpot_link_down | reader_down | shoe_down |
     #: console_down | not_verified | storage_low | behind_confirmed
     conditions: tuple[str, ...] = ()

@@ -133,7 +133,8 @@ def wire_amount(value: Any) -> Fraction:
             d = Decimal(value.strip())
         except InvalidOperation:
             raise ValueError(f"{value!r} is not an amount") from None
-        if not d.is_finite() or d.adjusted() > 12 or d.as_tuple().exponent < -12:
+        exponent = d.as_tuple().exponent          # a letter only for NaN/Infinity, refused first
+        if not d.is_finite() or d.adjusted() > 12 or (isinstance(exponent, int) and exponent < -12):
             raise ValueError(f"{value!r} is out of range")
     if isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= MAX_WIRE_AMOUNT:
         raise ValueError(f"{value!r:.40} is out of range")
@@ -212,8 +213,7 @@ def read_stream_message(kind: str, body: Mapping[str, Any], profile_of: Callable
                 raise ValueError(f"limits must map bet names to [min, max], not {limits!r:.60}")
             return Round.new(profile, decks=body.get("decks"), limits=limits,
                              meter=None if meter is None else wire_amount(meter),
-                             shoe=shoe_from_json(body.get("shoe")) if isinstance(body.get("shoe"), list)
-                             else shoe_from_json([]))
+                             shoe=shoe_from_json(shoe if isinstance(shoe := body.get("shoe"), list) else []))
         except (RuleError, TypeError, ValueError) as exc:
             raise ValueError(f"round_open: {exc}") from None
     if kind == "bets_closing":
@@ -384,7 +384,7 @@ MAX_ALARM_CODE = 64
 MAX_ALARM_DETAIL = 2000
 
 
-def check_table_alarm(kind: str, body: Mapping[str, Any], sender: str) -> str | None:
+def check_table_alarm(kind: str, body: Mapping[str, Any], sender: str | None) -> str | None:
     """A table alarm as a seat takes it: kind ``alarm``; ``alarm`` a code (lower-case
     letters, digits, ``_``), ``detail`` a string, ``round`` a round number or null, and
     ``unit`` the sender itself (the dealer raised it)."""

@@ -21,7 +21,8 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from firmware.jackpot.controller import report
-from firmware.jackpot.store import StoreUnavailable, open_store
+from firmware.jackpot.database import open_store
+from firmware.jackpot.store import StoreUnavailable
 from firmware.link import connect_bus, topics
 from tests.jackpot.test_jackpot_integration import dealer, send
 from tests.jackpot.test_postgres_store import _payloads

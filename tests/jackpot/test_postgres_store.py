@@ -12,8 +12,9 @@ import pytest
 from firmware.config import load_jackpot_config
 from firmware.jackpot.config import JackpotConfigError
 from firmware.jackpot.controller import JackpotController, report
+from firmware.jackpot.database import open_store
 from firmware.jackpot.pg import MIGRATIONS, PgDatabase, PgTarget
-from firmware.jackpot.store import StoreError, StoreUnavailable, open_store
+from firmware.jackpot.store import StoreError, StoreUnavailable
 from tests.link.helpers import (
     POOL,
     Expected,

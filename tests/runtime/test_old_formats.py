@@ -13,9 +13,9 @@ from pathlib import Path
 
 from firmware.engine.profile import load_profile
 from firmware.runtime.journal import JOURNAL_NAME
-from firmware.runtime.table import InProcessTable, TableSpec, seat_spots
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import InProcessTable, TableSpec, seat_spots
 
 FIXTURE = Path(__file__).parent / "fixtures" / "format3"
 

@@ -18,8 +18,8 @@ from firmware.engine.profile import load_profile
 from firmware.runtime.bus import InProcessBus
 from firmware.runtime.journal import JOURNAL_NAME, Journal, open_readonly
 from firmware.runtime.seat import SeatUnit
-from firmware.runtime.table import TableSpec
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import TableSpec
 
 
 @pytest.fixture()

@@ -7,8 +7,8 @@ from __future__ import annotations
 from firmware.engine.profile import load_profile
 from firmware.runtime import seatview
 from firmware.runtime.seatview import build_seat_view
-from firmware.runtime.table import TableSpec
 from firmware.sim.driver import TableDriver
+from firmware.sim.table import TableSpec
 
 
 def test_a_round_nobody_looks_at_builds_no_view_and_a_reader_gets_one_build_per_step(tmp_path):

@@ -12,7 +12,8 @@ from fractions import Fraction
 import pytest
 
 from firmware.engine.profile import load_profile
-from firmware.runtime.seatview import CONDITIONS, unit_conditions
+from firmware.runtime.seat import unit_conditions
+from firmware.runtime.seatview import CONDITIONS
 from firmware.runtime.spots import seat_spots
 from firmware.sim import chipset
 from firmware.sim.table import InProcessTable, TableSpec
