@@ -291,8 +291,17 @@ def test_crash_chaos_ends_with_the_controllers_books_equal_to_the_dealers_journa
         assert len(expected_results) >= ROUNDS            # the seats did play
         # the controller's books, once every unit is back and has caught up
         db_path = tmp_path / "jackpot" / "jackpot.db"
-        wait_until(lambda: controller_books(db_path)[0] == expected_results, 90,
-                   "the controller's results equal to the dealer's journal")
+        try:
+            wait_until(lambda: controller_books(db_path)[0] == expected_results, 90,
+                       "the controller's results equal to the dealer's journal")
+        except AssertionError:
+            got = controller_books(db_path)[0]      # name what differs, not only that it does
+            raise AssertionError(
+                f"the controller's results differ from the dealer's journal after 90 s: missing "
+                f"{sorted(k for k in expected_results if k not in got)}, not in the journal "
+                f"{sorted(k for k in got if k not in expected_results)}, other amounts "
+                f"{sorted((k, got[k], v) for k, v in expected_results.items() if k in got and got[k] != v)}; "
+                f"kills {chaos.kills}") from None
         for box in BOXES:
             unit = f"{TABLE}/seat-{box}"
             wait_until(lambda unit=unit, box=box: controller_contiguous(db_path).get(unit, 0)
