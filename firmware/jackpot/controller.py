@@ -123,6 +123,10 @@ class JackpotController:
         # process; holes found in the database at start count from the start), and warned
         self._holes: dict[str, float] = {}
         self._warned: set[str] = set()
+        # tables whose bridge to the floor is down (their records queue behind the cut), and
+        # when (wall clock, as claim.held_at) each came back: their grace counts from then
+        self._bridge_down: set[str] = set()
+        self._bridge_back: dict[str, float] = {}
         now = time.monotonic()
         for (unit,) in self.db.execute("SELECT unit FROM unit WHERE highest > contiguous"):
             self._holes[unit] = now
@@ -529,11 +533,32 @@ class JackpotController:
         log.error("integrity: %s: %s (seat report %s, dealer report %s)", reason, detail,
                   seat[0] if seat else "none", dealer[0] if dealer else "none")
 
+    def bridge_state(self, table: str, up: bool, now: float | None = None) -> None:
+        """A table's bridge to the floor (its retained ``betbox/v1/bridge/<table>/state``):
+        while it is down, that table's held claims wait without an alarm (the counterpart
+        is queued at the table broker); once it is back, their grace counts from then."""
+        with self.lock:
+            if not up:
+                self._bridge_down.add(table)
+            elif table in self._bridge_down:
+                self._bridge_down.discard(table)
+                self._bridge_back[table] = time.time() if now is None else now
+
+    @property
+    def bridges_down(self) -> frozenset[str]:
+        """The tables whose bridge to the floor is down now."""
+        return frozenset(self._bridge_down)
+
+    def _bridge_holds(self, table: str, since: float) -> bool:
+        """Whether ``table``'s claims still wait for its bridge (down, or back after ``since``)."""
+        return table in self._bridge_down or self._bridge_back.get(table, since) > since
+
     def check_holds(self, grace: float | None = None, now: float | None = None) -> list[dict[str, Any]]:
         """An integrity alarm (once each) for every claim still waiting for its counterpart
         ``grace`` seconds after it came: a seat's word the dealer never recorded (a round
         never played), or a dealer's record no seat reported. It stays held: should the
-        counterpart come after all, it is booked then."""
+        counterpart come after all, it is booked then. A table whose bridge is down (or
+        back for less than ``grace``) is not warned yet (:meth:`bridge_state`)."""
         now = time.time() if now is None else now
         grace = self.hold_grace if grace is None else grace
         out: list[dict[str, Any]] = []
@@ -541,6 +566,7 @@ class JackpotController:
             rows = self.db.execute("SELECT id, table_id, round, box, kind, key, source, event, value FROM claim "
                                    "WHERE state = 'held' AND warned = 0 AND held_at <= ? ORDER BY id",
                                    (now - grace,)).fetchall()
+            rows = [row for row in rows if not self._bridge_holds(row[1], now - grace)]
             if not rows:
                 return out
             self.db.execute("BEGIN IMMEDIATE")
