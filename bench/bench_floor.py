@@ -3,6 +3,7 @@ controller on the floor (docs/floor.md).
 
     python3 bench/bench_floor.py [--tables 100] [--seats 7] [--workers 4] [--paced 120]
                                  [--full 30] [--store-url sqlite:///PATH | postgresql://...]
+                                 [--store-password-file FILE] [--postgres]
 
 Every table runs its own mosquitto with the bridge ``betbox floor bridge-config`` writes
 (firmware.link.bridge; plain TCP on loopback, the documented ACLs and per-user passwords on
@@ -61,25 +62,23 @@ MAX_UNITS_PER_WORKER = 120
 # -- the controller's process ------------------------------------------------------------------
 
 
-def make_controller(store_url: str) -> Any:
+def make_controller(store_url: str, password_file: str | None = None) -> Any:
     """The controller on the store ``store_url`` names: ``sqlite:///PATH`` (the embedded
-    default) or ``postgresql://...`` (the PostgreSQL store of #16 item 2, where it exists)."""
+    default) or ``postgresql://...`` (its password in ``password_file``)."""
     from firmware.jackpot.controller import JackpotController
+    from firmware.jackpot.database import open_store
     if store_url.startswith("sqlite:///"):
         return JackpotController(Path(store_url.removeprefix("sqlite://")), [POOL])
     if store_url.startswith(("postgresql://", "postgres://")):
-        try:
-            return JackpotController(store_url, [POOL])
-        except Exception as exc:          # noqa: BLE001 - say which store this tree lacks
-            raise SystemExit(f"--store-url {store_url.split('@')[-1]}: this tree's controller cannot open "
-                             f"it ({type(exc).__name__}: {exc}); the PostgreSQL store is #16 item 2") from None
+        pw = Path(password_file) if password_file else None
+        return JackpotController(open_store("", store_url, pw), [POOL])
     raise SystemExit(f"--store-url {store_url!r}: give sqlite:///PATH or postgresql://...")
 
 
 def controller_main(spec: dict[str, Any]) -> None:
     from firmware.jackpot.service import JackpotService
     from firmware.link.config import load_link_config
-    ctl = make_controller(spec["store_url"])
+    ctl = make_controller(spec["store_url"], spec.get("store_password_file"))
     commits: list[tuple[str, int, float]] = []
     ingest = ctl.ingest_batch
 
@@ -267,6 +266,8 @@ def main() -> None:
     ap.add_argument("--paced", type=float, default=120.0, help="seconds at 60 rounds/hour/table (0: skip)")
     ap.add_argument("--full", type=float, default=30.0, help="seconds at full speed (0: skip)")
     ap.add_argument("--store-url", default=None, help="the controller's store (default sqlite:/// in a temp dir)")
+    ap.add_argument("--postgres", action="store_true", help="the store on a throwaway PostgreSQL cluster")
+    ap.add_argument("--store-password-file", default=None, help="the PostgreSQL password, alone in a file")
     ap.add_argument("--outbox-dir", default=None, help="where the units' outboxes live (default: tmpfs)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--controller", help=argparse.SUPPRESS)
@@ -290,6 +291,11 @@ def run(args: argparse.Namespace) -> None:
     shm = Path("/dev/shm")
     outbox_dir = Path(args.outbox_dir) if args.outbox_dir else Path(tempfile.mkdtemp(
         prefix="bench-floor-", dir=shm if shm.is_dir() else None))
+    pg = None
+    if args.postgres:           # a throwaway cluster, as the tests start one (removed at the end)
+        from tests.jackpot.postgres import PgCluster
+        pg = PgCluster().start()
+        args.store_url, args.store_password_file = pg.url, str(pg.password_file)
     store_url = args.store_url or f"sqlite:///{tmp / 'jackpot.db'}"
     tables = {f"table-{n}": args.seats for n in range(1, args.tables + 1)}
     floor = Floor(tmp, tables)
@@ -299,6 +305,7 @@ def run(args: argparse.Namespace) -> None:
         link = {"broker": floor.floor.url, "username": "jackpot/main", "password": CONTROLLER["jackpot/main"],
                 "allow_insecure": True}
         (tmp / "controller.json").write_text(json.dumps({"store_url": store_url, "link": link,
+                                                         "store_password_file": args.store_password_file,
                                                          "out": str(tmp / "commits.json")}))
         ctl = subprocess.Popen([sys.executable, __file__, "--controller", str(tmp / "controller.json")],
                                stdout=subprocess.PIPE, text=True)
@@ -359,6 +366,8 @@ def run(args: argparse.Namespace) -> None:
                 p.kill()
                 p.wait(10)
         floor.stop()
+        if pg is not None:
+            pg.remove()
 
 
 class FloorProbe:

@@ -30,9 +30,9 @@ from bench_mqtt import dealer_payloads, ingest_via_broker, payloads, retain  # n
 
 from firmware.jackpot.controller import JackpotController, report  # noqa: E402
 from firmware.jackpot.database import open_store  # noqa: E402
+from tests.jackpot.postgres import PgCluster  # noqa: E402
 from tests.link.broker import Broker  # noqa: E402
 from tests.link.helpers import POOL  # noqa: E402
-from tests.link.postgres import PgCluster  # noqa: E402
 
 BATCH = 512
 

@@ -14,6 +14,7 @@ import logging
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from firmware.commands.limits import MAX_ROUND, bounded_float, bounded_int, read_password
 
@@ -26,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     # allow_abbrev=False: "--password" must not pass as an abbreviation of --password-file
     s = jsub.add_parser("serve", help="run the controller against an MQTT broker", allow_abbrev=False)
     s.add_argument("--broker", required=True, help="mqtt://HOST:PORT or mqtts://HOST:PORT")
-    s.add_argument("--db", required=True, help="the controller's SQLite database (created if new)")
+    s.add_argument("--db", help="the controller's SQLite database (created if new); or --store-url")
+    _store_options(s)
     s.add_argument("--link", default="main", help="link id in the jackpot topics (default main)")
     s.add_argument("--pools", help="TOML file of [pools.NAME] tables (seed, rate, maximum, tables); "
                                    "default one pool 'main': seed 1000, rate 15%%, maximum 250000")
@@ -69,9 +71,26 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds to wait for the answer (default 60: the unit hashes every file)")
     v.set_defaults(func=verify_unit)
     r = jsub.add_parser("report", help="meters, last hits and per-unit counts from the database")
-    r.add_argument("--db", required=True)
+    r.add_argument("--db", help="the controller's SQLite database; or --store-url")
+    _store_options(r)
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.set_defaults(func=report)
+
+
+def _store_options(p: argparse.ArgumentParser) -> None:
+    # the PostgreSQL store ([store] of a jackpot configuration), instead of the SQLite --db
+    p.add_argument("--store-url", metavar="URL",
+                   help="PostgreSQL instead of --db: postgresql://USER@HOST:PORT/DB (no password in it)")
+    p.add_argument("--store-password-file", metavar="FILE", help="the PostgreSQL password, alone in FILE")
+
+
+def _store_choice(args: argparse.Namespace, name: str) -> str | None:
+    """What is wrong with the --db / --store-url choice, or None."""
+    if (args.db is None) == (args.store_url is None):
+        return f"{name}: give --db (SQLite) or --store-url (PostgreSQL), one of them"
+    if args.store_password_file and args.store_url is None:
+        return f"{name}: --store-password-file goes with --store-url"
+    return None
 
 
 def _password_options(p: argparse.ArgumentParser) -> None:
@@ -90,6 +109,10 @@ def serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    wrong = _store_choice(args, "betbox jackpot serve")
+    if wrong:
+        print(wrong, file=sys.stderr)
+        return 2
     pools = DEFAULT_POOLS
     if args.pools:
         try:
@@ -125,9 +148,14 @@ def serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"betbox jackpot serve: --link: {exc}", file=sys.stderr)
         return 2
-    db = Path(args.db).resolve()
-    config = {"unit": {"role": "jackpot", "id": args.link, "state_dir": str(db.parent)}, "link": link,
-              "jackpot": {"db": str(db), "pools": pools}}
+    # on PostgreSQL the SQLite file is never opened; its directory is the state directory
+    db = Path(args.db or "jackpot.db").resolve()
+    config: dict = {"unit": {"role": "jackpot", "id": args.link, "state_dir": str(db.parent)}, "link": link,
+                    "jackpot": {"db": str(db), "pools": pools}}
+    if args.store_url:
+        config["store"] = {"url": args.store_url}
+        if args.store_password_file:
+            config["store"]["password_file"] = str(Path(args.store_password_file).resolve())
     from firmware.jackpot.store import StoreError
     try:
         jackpot = load_jackpot_config(config, Path.cwd(), "options")
@@ -220,13 +248,26 @@ def verify_unit(args: argparse.Namespace) -> int:
     return 1
 
 
+def _open_pg(args: argparse.Namespace) -> Any:
+    from firmware.jackpot.database import open_store
+    from firmware.jackpot.pg import check_url
+
+    check_url(args.store_url)      # ValueError naming what is wrong (a password in it, no database)
+    pw = Path(args.store_password_file) if args.store_password_file else None
+    return open_store("", args.store_url, pw)
+
+
 def report(args: argparse.Namespace) -> int:
     from firmware.jackpot.controller import report as build
     from firmware.jackpot.store import StoreError, connect
 
+    wrong = _store_choice(args, "betbox jackpot report")
+    if wrong:
+        print(wrong, file=sys.stderr)
+        return 2
     try:
-        db = connect(args.db, readonly=True)
-    except StoreError as exc:
+        db = connect(args.db, readonly=True) if args.store_url is None else _open_pg(args)
+    except (StoreError, ValueError) as exc:
         print(f"betbox jackpot report: {exc}", file=sys.stderr)
         return 2
     try:

@@ -95,6 +95,13 @@ class JackpotController:
         # next ingest number (:meth:`_look_up`); None on SQLite (the insert answers)
         self._known: dict[Any, str] | None = {} if self.dialect == "postgresql" else None
         self._next_n: int | None = None
+        # during a batch: every claim of the batch's rounds, read in one query and kept as it
+        # is written (the active controller is the one writer), so matching a claim needs no
+        # read-back; item -> source -> [order, event, value, state]; None outside a batch
+        self._batch_claims: dict[tuple[str, int, int, str, str], dict[str, list[Any]]] | None = None
+        self._batch_rounds: set[tuple[str, int]] = set()
+        self._round_items: dict[tuple[str, int], list[tuple[str, int, int, str, str]]] = {}
+        self._claim_order = 0
         self.lock = threading.RLock()
         self.specs = {p.name: p for p in pools}
         self.states: dict[str, PoolState] = {}
@@ -123,6 +130,10 @@ class JackpotController:
         # process; holes found in the database at start count from the start), and warned
         self._holes: dict[str, float] = {}
         self._warned: set[str] = set()
+        # tables whose bridge to the floor is down (their records queue behind the cut), and
+        # when (wall clock, as claim.held_at) each came back: their grace counts from then
+        self._bridge_down: set[str] = set()
+        self._bridge_back: dict[str, float] = {}
         now = time.monotonic()
         for (unit,) in self.db.execute("SELECT unit FROM unit WHERE highest > contiguous"):
             self._holes[unit] = now
@@ -157,6 +168,7 @@ class JackpotController:
                     parsed = [self._parse(topic, payload) for topic, payload in messages]
                     if self._known is not None:
                         self._look_up([r for r in parsed if isinstance(r, Report)])
+                    self._load_claims([r for r in parsed if isinstance(r, Report)])
                     for (topic, payload), r in zip(messages, parsed, strict=True):
                         results.append(self._ingest_one(topic, payload, r))
                     self._store_units()
@@ -173,6 +185,8 @@ class JackpotController:
                 self._unit_rows.clear()
                 self._rows_dirty.clear()
                 raise
+            finally:
+                self._batch_claims = None
             for result in results:
                 self.counts[result.status] += 1
                 if result.status == "rejected" or result.unit is None:
@@ -206,6 +220,61 @@ class JackpotController:
         for unit, seq, id_ in rows:
             self._known[(unit, seq)] = id_
             self._known[id_] = id_
+
+    def _load_claims(self, reports: list[Report]) -> None:
+        """Every claim of the batch's (table, round)s, in one query (PostgreSQL) or one
+        per round (SQLite, in process): :meth:`_claims` then answers from memory."""
+        self._batch_claims, self._claim_order, self._round_items = {}, 0, {}
+        self._batch_rounds = {(r.table, r.round) for r in reports if r.round is not None}
+        if not self._batch_rounds:
+            return
+        cols = "id, table_id, round, box, kind, key, source, event, value, state"
+        if self.dialect == "postgresql":
+            tables, rounds = zip(*sorted(self._batch_rounds), strict=True)
+            rows = self.db.execute(f"SELECT {cols} FROM claim JOIN unnest(?::text[], ?::bigint[]) AS k(t, r) "
+                                   "ON table_id = k.t AND round = k.r", (list(tables), list(rounds))).fetchall()
+        else:
+            rows = [row for table, rnd in sorted(self._batch_rounds) for row in self.db.execute(
+                f"SELECT {cols} FROM claim WHERE table_id = ? AND round = ?", (table, rnd))]
+        for cid, table, rnd, box, kind, key, source, event, value, state in rows:
+            # stored claims come before the batch's new ones (the ids' order)
+            self._item((table, rnd, box, kind, key))[source] = [(0, cid), event, json.loads(value), state]
+
+    def _cached(self, c: Claim) -> dict[str, list[Any]] | None:
+        """The item's claims as the batch keeps them; None outside a batch (read the database)."""
+        if self._batch_claims is None or (c.table, c.round) not in self._batch_rounds:
+            return None
+        return self._item((c.table, c.round, c.box, c.kind, c.key))
+
+    def _item(self, key: tuple[str, int, int, str, str]) -> dict[str, list[Any]]:
+        assert self._batch_claims is not None
+        item = self._batch_claims.get(key)
+        if item is None:
+            item = self._batch_claims[key] = {}
+            self._round_items.setdefault(key[:2], []).append(key)
+        return item
+
+    def _lacking(self, table: str, rnd: int, kinds: list[str]) -> list[tuple[int, str, Any, str]] | None:
+        """(box, key, value, kind) of the seats' held claims of the round in ``kinds`` that
+        the dealer's record has no counterpart for, in ``kinds``' order then the claims';
+        None outside a batch."""
+        if self._batch_claims is None or (table, rnd) not in self._batch_rounds:
+            return None
+        found = []
+        for key in self._round_items.get((table, rnd), []):
+            item = self._batch_claims[key]
+            seat = item.get("seat")
+            if key[3] in kinds and seat is not None and seat[3] == "held" and "dealer" not in item:
+                found.append((kinds.index(key[3]), seat[0], key[2], key[4], seat[2], key[3]))
+        return [(box, key, value, kind) for _, _, box, key, value, kind in sorted(found)]
+
+    def _set_claims_state(self, c: Claim, state: str) -> None:
+        """The item's held claims (both sides) become ``state``, in the database and the batch's copy."""
+        self.db.execute("UPDATE claim SET state = ? WHERE table_id = ? AND round = ? AND box = ? AND kind = ? "
+                        "AND key = ? AND state = 'held'", (state, c.table, c.round, c.box, c.kind, c.key))
+        for claim in (self._cached(c) or {}).values():
+            if claim[3] == "held":
+                claim[3] = state
 
     def _ingest_one(self, topic: str, payload: bytes, report: Report | ReportRejected) -> Ingested:
         if isinstance(report, ReportRejected):
@@ -392,9 +461,14 @@ class JackpotController:
         # the UNIQUE constraint decides, in the database (no exception: PostgreSQL would
         # abort the whole transaction on one); whose claim stands is read back with its
         # counterpart, in one query (no RETURNING: one answer fewer to wait for)
-        self.db.execute("INSERT INTO claim (table_id, round, box, kind, key, source, event, value, held_at) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                        (c.table, c.round, c.box, c.kind, c.key, source, n, dumps(c.value), time.time()))
+        cached = self._cached(c)
+        if cached is None or source not in cached:
+            self.db.execute("INSERT INTO claim (table_id, round, box, kind, key, source, event, value, held_at) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                            (c.table, c.round, c.box, c.kind, c.key, source, n, dumps(c.value), time.time()))
+            if cached is not None:
+                self._claim_order += 1
+                cached[source] = [(1, self._claim_order), n, json.loads(dumps(c.value)), "held"]
         claims = self._claims(c)
         first, value = claims[source][1], claims[source][2]
         if first == n:
@@ -438,19 +512,26 @@ class JackpotController:
         # what a seat claimed for this round and stage that the dealer's record lacks (one
         # query for the stage's kinds, in their order)
         kinds = [k for k, s in STAGE.items() if s == stage]
-        marks = ", ".join("?" * len(kinds))
-        order = " ".join(f"WHEN ? THEN {i}" for i in range(len(kinds)))
-        for box, key, value, kind in self.db.execute(
+        lacking = self._lacking(r.table, rnd, kinds)
+        if lacking is None:
+            marks = ", ".join("?" * len(kinds))
+            order = " ".join(f"WHEN ? THEN {i}" for i in range(len(kinds)))
+            lacking = [(box, key, json.loads(value), kind) for box, key, value, kind in self.db.execute(
                 f"SELECT box, key, value, kind FROM claim s WHERE table_id = ? AND round = ? AND kind IN ({marks}) "
                 "AND source = 'seat' AND state = 'held' AND NOT EXISTS (SELECT 1 FROM claim d WHERE "
                 "d.table_id = s.table_id AND d.round = s.round AND d.box = s.box AND d.kind = s.kind AND "
                 f"d.key = s.key AND d.source = 'dealer') ORDER BY CASE kind {order} END, id",
-                (r.table, r.round, *kinds, *kinds)).fetchall():
-            c = Claim(r.table, rnd, box, kind, key, json.loads(value))
+                (r.table, r.round, *kinds, *kinds)).fetchall()]
+        for box, key, value, kind in lacking:
+            c = Claim(r.table, rnd, box, kind, key, value)
             self._dispute(c, "not_in_dealer_record",
                           f"the dealer's record of round {r.round} (report {n}) has no {kind} for box {box}")
 
-    def _claims(self, c: Claim) -> dict[str, tuple[int, int, dict[str, Any], str]]:
+    def _claims(self, c: Claim) -> dict[str, tuple[Any, int, dict[str, Any], str]]:
+        """source -> (order, event, value, state) of the item's claims."""
+        cached = self._cached(c)
+        if cached is not None:
+            return {source: (claim[0], claim[1], claim[2], claim[3]) for source, claim in cached.items()}
         return {source: (cid, event, json.loads(value), state) for cid, source, event, value, state in self.db.execute(
             "SELECT id, source, event, value, state FROM claim WHERE table_id = ? AND round = ? AND box = ? "
             "AND kind = ? AND key = ?", (c.table, c.round, c.box, c.kind, c.key))}
@@ -484,7 +565,7 @@ class JackpotController:
         if problem is not None:
             self._dispute(c, problem[0], problem[1])
             return
-        self.db.execute("UPDATE claim SET state = 'booked' WHERE id IN (?, ?)", (seat[0], dealer[0]))
+        self._set_claims_state(c, "booked")         # the two held claims of this item
         self.db.execute("INSERT INTO booking (table_id, round, box, kind, key, seat_event, dealer_event, effect) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (c.table, c.round, c.box, c.kind, c.key, seat[1],
                                                            dealer[1], None if effect is None else dumps(effect)))
@@ -511,8 +592,7 @@ class JackpotController:
 
     def _dispute(self, c: Claim, reason: str, detail: str) -> None:
         claims = self._claims(c)
-        self.db.execute("UPDATE claim SET state = 'disputed' WHERE table_id = ? AND round = ? AND box = ? "
-                        "AND kind = ? AND key = ? AND state = 'held'", (c.table, c.round, c.box, c.kind, c.key))
+        self._set_claims_state(c, "disputed")
         side = {s: (v[1], v[2]) for s, v in claims.items()}
         self._integrity(reason, c, side.get("seat"), side.get("dealer"), detail)
 
@@ -529,11 +609,32 @@ class JackpotController:
         log.error("integrity: %s: %s (seat report %s, dealer report %s)", reason, detail,
                   seat[0] if seat else "none", dealer[0] if dealer else "none")
 
+    def bridge_state(self, table: str, up: bool, now: float | None = None) -> None:
+        """A table's bridge to the floor (its retained ``betbox/v1/bridge/<table>/state``):
+        while it is down, that table's held claims wait without an alarm (the counterpart
+        is queued at the table broker); once it is back, their grace counts from then."""
+        with self.lock:
+            if not up:
+                self._bridge_down.add(table)
+            elif table in self._bridge_down:
+                self._bridge_down.discard(table)
+                self._bridge_back[table] = time.time() if now is None else now
+
+    @property
+    def bridges_down(self) -> frozenset[str]:
+        """The tables whose bridge to the floor is down now."""
+        return frozenset(self._bridge_down)
+
+    def _bridge_holds(self, table: str, since: float) -> bool:
+        """Whether ``table``'s claims still wait for its bridge (down, or back after ``since``)."""
+        return table in self._bridge_down or self._bridge_back.get(table, since) > since
+
     def check_holds(self, grace: float | None = None, now: float | None = None) -> list[dict[str, Any]]:
         """An integrity alarm (once each) for every claim still waiting for its counterpart
         ``grace`` seconds after it came: a seat's word the dealer never recorded (a round
         never played), or a dealer's record no seat reported. It stays held: should the
-        counterpart come after all, it is booked then."""
+        counterpart come after all, it is booked then. A table whose bridge is down (or
+        back for less than ``grace``) is not warned yet (:meth:`bridge_state`)."""
         now = time.time() if now is None else now
         grace = self.hold_grace if grace is None else grace
         out: list[dict[str, Any]] = []
@@ -541,6 +642,7 @@ class JackpotController:
             rows = self.db.execute("SELECT id, table_id, round, box, kind, key, source, event, value FROM claim "
                                    "WHERE state = 'held' AND warned = 0 AND held_at <= ? ORDER BY id",
                                    (now - grace,)).fetchall()
+            rows = [row for row in rows if not self._bridge_holds(row[1], now - grace)]
             if not rows:
                 return out
             self.db.execute("BEGIN IMMEDIATE")

@@ -29,12 +29,19 @@ class Superseded(StoreUnavailable):
 
 try:
     import psycopg
+    # the session is gone: the server or network, or the server ending a hung transaction's session
+    GONE: tuple[type[Exception], ...] = (psycopg.OperationalError, psycopg.InterfaceError,
+                                         psycopg.errors.IdleInTransactionSessionTimeout)
 except ImportError:             # the SQLite default needs no driver
     psycopg = None  # type: ignore[assignment]
+    GONE = ()
 
 #: the advisory lock key of "the active jackpot controller" (one per link id: hashed in)
 LOCK_CLASS = 0x6A61636B         # "jack"
 CONNECT_TIMEOUT = 5             # seconds for one connection attempt
+# seconds the server lets a controller's transaction sit idle (its process hung between two
+# statements) before it ends the session: the fence's row lock would block a takeover forever
+IDLE_IN_TRANSACTION = 10.0
 
 # Versioned migrations, applied in order, each in one transaction (schema_version says
 # which are in). Append; never edit one that has shipped.
@@ -144,11 +151,13 @@ def check_url(url: str) -> str:
     return url
 
 
-def _connect(target: PgTarget, application: str) -> Any:
+def _connect(target: PgTarget, application: str, idle_in_transaction: float | None = None) -> Any:
     if psycopg is None:
         raise StoreError("PostgreSQL needs psycopg 3 (pip install 'betbox[postgres]')")
     kw: dict[str, Any] = {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT,
                           "application_name": application}
+    if idle_in_transaction is not None:
+        kw["options"] = f"-c idle_in_transaction_session_timeout={max(1, round(idle_in_transaction * 1000))}"
     password = target.password()
     if password is not None:
         kw["password"] = password
@@ -170,9 +179,13 @@ class PgDatabase:
 
     dialect = "postgresql"
 
-    def __init__(self, target: PgTarget, application: str = "betbox-jackpot") -> None:
+    def __init__(self, target: PgTarget, application: str = "betbox-jackpot",
+                 idle_in_transaction: float = IDLE_IN_TRANSACTION) -> None:
+        """``idle_in_transaction``: seconds before the server ends this session when one of
+        its transactions waits on us that long (a hung controller; a takeover waits at most
+        this for the epoch row its fence holds)."""
         self.target = target
-        self.conn = _connect(target, application)
+        self.conn = _connect(target, application, idle_in_transaction)
         self._sql: dict[str, str] = {}
         self._migrate()
 
@@ -188,7 +201,7 @@ class PgDatabase:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         try:
             return self.conn.execute(self._translate(sql), params or None)
-        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        except GONE as exc:
             raise StoreUnavailable(f"PostgreSQL: {str(exc).strip()[:300]}") from None
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
@@ -198,7 +211,7 @@ class PgDatabase:
         try:
             with self.conn.cursor() as cur:
                 cur.executemany(self._translate(sql), rows)
-        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        except GONE as exc:
             raise StoreUnavailable(f"PostgreSQL: {str(exc).strip()[:300]}") from None
 
     def close(self) -> None:
@@ -209,7 +222,7 @@ class PgDatabase:
         try:
             with self.conn.pipeline():
                 yield
-        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        except GONE as exc:
             raise StoreUnavailable(f"PostgreSQL: {str(exc).strip()[:300]}") from None
 
     def become_active(self, link_id: str, holder: str) -> int:

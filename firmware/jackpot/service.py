@@ -57,6 +57,7 @@ class JackpotService:
         self.bus.subscribe_deferred(topics.REPORT_PATTERN, self._on_report)
         self.bus.subscribe_raw(topics.command_topic(self.link_id), self._on_command)
         self.bus.subscribe_raw(topics.jackpot_status_topic(self.link_id), self._on_presence)
+        self.bus.subscribe_raw(topics.bridge_state_topic("+"), self._on_bridge)
         self.bus.add_link_listener(self._on_link)
         self._meter_dirty = True
         self._all_marks = True
@@ -108,6 +109,15 @@ class JackpotService:
             return
         if state == "offline":
             self.bus.publish_raw(self.bus.status_topic, self.bus._status("online"), qos=1, retain=True)
+
+    def _on_bridge(self, topic: str, payload: bytes) -> None:
+        """A table's bridge up (``1``) or down (``0``): the controller holds that table's
+        integrity grace while its records are queued behind the cut."""
+        table = topic.split("/")[3]
+        if payload in (b"0", b"1") and topics.UNIT_ID.match(f"{table}/bridge"):
+            self.controller.bridge_state(table, payload == b"1")
+        else:
+            log.warning("bridge state %r on %s ignored: not 0 or 1", payload[:20], topic[:200])
 
     def _on_report(self, topic: str, payload: bytes, ack: Callable[[], None]) -> None:
         # paho's thread: only queue; the PUBACK goes when the ingest thread has committed it
