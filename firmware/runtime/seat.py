@@ -32,7 +32,7 @@ from firmware.engine.events import Action, BetsClosed, Decision, Event
 from firmware.engine.money import format_amount, to_json_number
 from firmware.engine.profile import Profile, load_profile
 from firmware.engine.round import Phase, Round
-from firmware.engine.settlement import settlement
+from firmware.engine.settlement import box_settlement
 from hal.events import HalEvent, InventoryCycle, ReaderFault
 from hal.ports import LAMP_OFF, LAMP_ON, Lamps
 
@@ -665,7 +665,8 @@ class SeatUnit(Unit, SeatState):
         self._check_pending()
         if self.round.is_over:
             self.phase = SeatPhase.VOID if self.round.phase == Phase.VOID else SeatPhase.OVER
-            self.own_result = as_json_value(settlement(self.round)["boxes"].get(str(self.box)))
+            own = box_settlement(self.round, self.box)
+            self.own_result = as_json_value(None if own is None else own.to_json())
             self._up("result", {"settlement": self.own_result})
             self._compare()
 

@@ -28,6 +28,7 @@ from firmware.engine.money import display_text
 from firmware.engine.outcomes import BetReturned, WagerFlagged
 from firmware.engine.profile import Profile
 from firmware.engine.round import Phase, Round
+from firmware.engine.settlement import BoxSettlement, box_settlement
 
 from .phases import SeatPhase
 from .view import (
@@ -281,20 +282,20 @@ def _spot_issues(seat: SeatFacts, state: Round | None, alarms: tuple[AlarmView, 
     return issues
 
 
-def _pay_lines(seat: SeatFacts, box) -> tuple[ResultView, ...]:
+def _pay_lines(seat: SeatFacts, settled: BoxSettlement) -> tuple[ResultView, ...]:
     profile = seat.profile
     assert profile is not None                  # a round is over: the seat knows its profile
     out = []
-    for bet, net in sorted(box.ledger.items()):
+    for bet, net in sorted(settled.bets):
         category = odds = None
         if bet in profile.side_bets:
-            category = box.side_results.get(bet)
+            category = settled.category(bet)
             pays = profile.side_bets[bet].pays.get(category) if category else None
             odds = _odds(pays) if pays is not None and net > 0 else None
         elif bet.startswith("insurance") and net > 0:
             odds = _odds(profile.rules.insurance_pays)
         elif bet == "progressive":
-            category = box.progressive_hand
+            category = settled.progressive.hand if settled.progressive is not None else None
         out.append(ResultView(bet, display_text(net), category, odds))
     return tuple(out)
 
@@ -401,9 +402,10 @@ def build_seat_view(seat: SeatFacts) -> SeatView:
             progressive_rules = profile.progressive if profile is not None else None
             if box.envy_from and progressive_rules is not None and progressive_rules.envy_bonus is not None:
                 envy = tuple((b, display_text(progressive_rules.envy_bonus)) for b in box.envy_from)
-            if state.is_over:
-                results = tuple((k, display_text(v)) for k, v in sorted(box.ledger.items()))
-                pay_lines = _pay_lines(seat, box)
+            settled = box_settlement(state, seat.box) if state.is_over else None
+            if settled is not None:
+                results = tuple((k, display_text(v)) for k, v in sorted(settled.bets))
+                pay_lines = _pay_lines(seat, settled)
             if cur is not None and cur[0] is box:
                 decisions = tuple(str(a) for a, r in state.legal_decisions(seat.box).items() if r is None)
     limits: tuple[tuple[str, str, str], ...] = ()
