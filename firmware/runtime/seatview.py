@@ -42,6 +42,7 @@ from .view import (
     SpotIssue,
     SpotView,
 )
+from .wire import ControllerStatus
 
 #: Views built since the firmware started (bench/bench_runtime.py prints them per round).
 builds = 0
@@ -96,7 +97,7 @@ class SeatFacts:
     unwagered: Mapping[str, str]
     bets_not_taken: str | None
     progressive_refusal: str | None
-    controller: Mapping[str, Any]
+    controller: ControllerStatus
     messages: tuple[str, ...]                    # the newest 8
     alarms: tuple[dict[str, Any], ...]           # the kept entries, oldest first
     alarm_total: int                             # running count (len(seat.alarms))
@@ -177,9 +178,7 @@ def _chips(seat: SeatFacts, uids: Iterable[str]) -> tuple[ChipView, ...]:
 
 def _controller(seat: SeatFacts) -> ControllerView:
     c = seat.controller
-    link = c.get("link")
-    return ControllerView(None if link is None else str(link), _amount(c.get("meter")),
-                          bool(c.get("pending")))
+    return ControllerView(c.link, _amount(c.meter), c.pending)
 
 
 def alarm_mark(mark: int, mark_round: int | None, round_no: int, phase: str, alarms: int) -> int:
