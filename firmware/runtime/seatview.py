@@ -34,7 +34,6 @@ from .phases import SeatPhase
 from .view import (
     AlarmView,
     ChipView,
-    ControllerView,
     HandView,
     ProgressiveView,
     ResultView,
@@ -174,11 +173,6 @@ def _chips(seat: SeatFacts, uids: Iterable[str]) -> tuple[ChipView, ...]:
         else:
             out.append(ChipView(uid, str(chip.status), display_text(Fraction(chip.denomination))))
     return tuple(out)
-
-
-def _controller(seat: SeatFacts) -> ControllerView:
-    c = seat.controller
-    return ControllerView(c.link, _amount(c.meter), c.pending)
 
 
 def alarm_mark(mark: int, mark_round: int | None, round_no: int, phase: str, alarms: int) -> int:
@@ -348,7 +342,6 @@ def build_seat_view(seat: SeatFacts) -> SeatView:
     builds += 1
     state: Round | None = seat.round
     profile = seat.profile
-    controller = _controller(seat)
     alarms, mark = _round_alarms(seat)
     refusal = seat.progressive_refusal if profile is not None and profile.progressive else None
     issues = _spot_issues(seat, state, alarms, refusal)
@@ -417,5 +410,5 @@ def build_seat_view(seat: SeatFacts) -> SeatView:
                     profile=profile.name if profile else "", title=profile.title if profile else "",
                     limits=limits, turn=_turn(seat, state), pay_lines=pay_lines, switched=switched,
                     progressive=progressive, envy=envy, round_alarms=alarms,
-                    table_alarms=_table_alarms(seat), controller=controller,
+                    table_alarms=_table_alarms(seat), controller=seat.controller,
                     alarm_mark=mark, offers=_offers(seat, state, box), conditions=seat.conditions)
