@@ -34,8 +34,9 @@ from firmware.runtime.view import (
     SpotIssue,
     SpotView,
 )
+from firmware.runtime.wire import ControllerStatus
 
-from .model import ControllerState, SeatSnapshot
+from .model import SeatSnapshot
 
 LANGS = ("en", "zh", "ms")
 EPS = 1.5               # px: rounding of Kivy's float layout
@@ -102,7 +103,7 @@ def combinations() -> Iterator[tuple[str, SeatSnapshot]]:
         base = SeatView(box=7, round=123456, phase="open", spots=_spots(p, True), profile=name,
                         title=p.title, limits=LIMITS)
         progressive = "progressive" in seat_spots(p)
-        ctl = ControllerState("up", "1234567.89", False) if progressive else ControllerState()
+        ctl = ControllerStatus("up", "1234567.89", False) if progressive else ControllerStatus()
         yield f"{name}-betting", SeatSnapshot(base, controller=ctl)
         yield f"{name}-warnings", SeatSnapshot(
             replace(base, table_alarms=FAULTS, conditions=("jackpot_link_down", "storage_low")

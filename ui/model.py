@@ -9,20 +9,11 @@ table's thread can be handed to the UI thread as it is.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 from firmware.runtime.view import SeatView
+from firmware.runtime.wire import NEVER_HEARD, ControllerStatus
 
 # --- what the UI reads ----------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ControllerState:
-    """The jackpot controller as this seat sees it. ``link`` None: no controller known."""
-
-    link: str | None = None          # "up" | "down" | None
-    meter: Fraction | str | None = None
-    pending: bool = False            # a hit is locked: the meter shows PENDING
-
 
 @dataclass(frozen=True)
 class SeatSnapshot:
@@ -31,7 +22,7 @@ class SeatSnapshot:
 
     view: SeatView
     title: str = ""                                    # a configured name for the table
-    controller: ControllerState = ControllerState()
+    controller: ControllerStatus = NEVER_HEARD       # the seat's, or the demo's simulated one
     controls: tuple[str, ...] = ()                     # a demo table's dealer controls now
 
 

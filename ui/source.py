@@ -21,7 +21,10 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any, Callable
 
-from .model import ControllerState, SeatSnapshot
+from firmware.engine.money import format_amount
+from firmware.runtime.wire import ControllerStatus
+
+from .model import SeatSnapshot
 
 
 class ControllerFeed:
@@ -30,23 +33,30 @@ class ControllerFeed:
 
     def __init__(self, link: str | None = None, meter: Fraction | None = None) -> None:
         self._lock = threading.Lock()
-        self._state = ControllerState(link, meter, False)
-        self._listeners: list[Callable[[ControllerState], None]] = []
+        self._state = ControllerStatus(link, _meter_text(meter), False)
+        self._listeners: list[Callable[[ControllerStatus], None]] = []
 
     @property
-    def state(self) -> ControllerState:
+    def state(self) -> ControllerStatus:
         with self._lock:
             return self._state
 
-    def listen(self, callback: Callable[[ControllerState], None]) -> None:
+    def listen(self, callback: Callable[[ControllerStatus], None]) -> None:
         self._listeners.append(callback)
 
     def set(self, **changes: Any) -> None:
         with self._lock:
+            if "meter" in changes:
+                changes["meter"] = _meter_text(changes["meter"])
             self._state = replace(self._state, **changes)
             state = self._state
         for callback in self._listeners:
             callback(state)
+
+
+def _meter_text(meter: Fraction | str | None) -> str | None:
+    """A meter as the controller status carries it: wire text ("25009.25")."""
+    return meter if meter is None or isinstance(meter, str) else format_amount(Fraction(meter))
 
 
 def _conditions_now(seat) -> tuple[str, ...] | None:
@@ -68,10 +78,10 @@ class SeatSource:
         self.controller = controller or ControllerFeed()
         self.title = title
 
-    def controller_state(self, view) -> ControllerState:
+    def controller_state(self, view) -> ControllerStatus:
         c = view.controller
         if c.link is not None:
-            return ControllerState(c.link, c.meter, c.pending)
+            return c
         return self.controller.state
 
     def snapshot(self) -> SeatSnapshot:

@@ -294,8 +294,8 @@ def _display(config: UnitConfig, unit, link: Link | None, stopping: threading.Ev
 
     feed = ControllerFeed()
     if link is not None and link.watch is not None:
-        link.watch.on_state(lambda s: feed.set(link=s["link"], pending=s["pending"],
-                                               meter=None if s["meter"] is None else parse_amount(s["meter"])))
+        link.watch.on_state(lambda s: feed.set(link=s.link, pending=s.pending,
+                                               meter=None if s.meter is None else parse_amount(s.meter)))
 
     def stop_window(*_: Any) -> None:
         stopping.set()

@@ -1,17 +1,155 @@
-"""A round's settlement as plain data (JSON-ready): what `betbox settle` prints, what the
-seat and dealer units compare (dual check), and what the journal recalls."""
+"""A round's settlement: one frozen :class:`BoxSettlement` per box, the single projection
+that the dual check (seat vs dealer), the seat view and the reporters read (issue #15), and
+its JSON (what `betbox settle` prints, what the units compare, what the journal recalls),
+derived from it so the wire format stays as it was."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from .hand import hand_total
 from .money import to_json_number
-from .round import Phase, Round
+from .outcomes import BetReturned, WagerFlagged
+from .round import Box, Phase, Round
+
+ZERO = Fraction(0)
+
+
+@dataclass(frozen=True, slots=True)
+class HandSettlement:
+    """One hand as settled: its cards, total and result (None in a void round)."""
+
+    id: int
+    cards: tuple[str, ...]
+    total: int
+    soft: bool
+    result: str | None
+    stake: Fraction
+    doubled: Fraction
+    switched: bool | None          # None unless the profile is Blackjack Switch
+
+    def to_json(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"id": self.id, "cards": list(self.cards), "total": self.total,
+                                 "soft": self.soft, "result": self.result, "stake": to_json_number(self.stake)}
+        if self.doubled:
+            entry["doubled"] = to_json_number(self.doubled)
+        if self.switched is not None:
+            entry["switched"] = self.switched
+        return entry
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressiveSettlement:
+    """A box's progressive wager as judged: the hand it hit (None: no hit) and the award."""
+
+    hand: str | None
+    award: Fraction | None
+
+
+@dataclass(frozen=True, slots=True)
+class BoxSettlement:
+    """One box's settlement. ``bets`` is each bet's net as the engine booked it (all zero
+    once a round is voided, §5.17); ``returned_bets`` names every bet a void round returns
+    (the JSON's ``bets`` then); ``net`` is the box's total (zero in a void round)."""
+
+    box: int
+    void: bool
+    hands: tuple[HandSettlement, ...]
+    wagered: tuple[tuple[str, Fraction], ...]
+    bets: tuple[tuple[str, Fraction], ...]
+    returned_bets: tuple[str, ...]
+    net: Fraction
+    side_results: tuple[tuple[str, str | None], ...]
+    progressive: ProgressiveSettlement | None      # None: no progressive wager
+    envy_from: tuple[int, ...]                     # boxes whose hit pays this box an envy bonus
+    insurance: tuple[tuple[int, Fraction], ...]    # family -> stake
+    flags: tuple[WagerFlagged, ...]
+    returned: tuple[BetReturned, ...]
+    walked_away: bool
+
+    def bet_net(self, bet: str) -> Fraction:
+        """The net of one bet (zero when it has none booked)."""
+        return dict(self.bets).get(bet, ZERO)
+
+    def stake(self, bet: str) -> Fraction | None:
+        """What the box put at risk on one bet (None: no such wager)."""
+        return dict(self.wagered).get(bet)
+
+    def category(self, bet: str) -> str | None:
+        """A side bet's paying category (None: it did not pay, or was not judged)."""
+        return dict(self.side_results).get(bet)
+
+    def to_json(self) -> dict[str, Any]:
+        """The box's entry in the settlement JSON (the wire and journal format)."""
+        if self.void:
+            bets: dict[str, int | float | str] = dict.fromkeys(self.returned_bets, 0)
+        else:
+            bets = {name: to_json_number(amount) for name, amount in self.bets}
+        b: dict[str, Any] = {
+            "hands": [h.to_json() for h in self.hands],
+            "wagered": {n: to_json_number(a) for n, a in self.wagered},
+            "bets": bets,
+            "net": to_json_number(self.net),
+        }
+        if self.side_results and not self.void:
+            b["side_bets"] = dict(self.side_results)
+        if self.progressive is not None:
+            award = self.progressive.award
+            b["progressive"] = {"hand": self.progressive.hand,
+                                "award": None if award is None else to_json_number(award)}
+        if self.insurance:
+            b["insurance"] = {str(f + 1): to_json_number(a) for f, a in self.insurance}
+        if self.flags:
+            b["flags"] = [{"bet": f.bet, "issue": f.issue, "placed": to_json_number(f.placed),
+                           "counted": to_json_number(f.counted), "clause": f.clause} for f in self.flags]
+        if self.returned:
+            b["returned"] = [{"bet": r.bet, "amount": to_json_number(r.amount), "reason": r.reason,
+                              "clause": r.clause} for r in self.returned]
+        if self.walked_away:
+            b["walked_away"] = True
+        return b
+
+
+def box_settlement(state: Round, number: int) -> BoxSettlement | None:
+    """One box's settlement; None when the box has no bets this round."""
+    box = next((b for b in state.boxes if b.number == number), None)
+    return None if box is None else _settle_box(state, box)
+
+
+def box_settlements(state: Round) -> tuple[BoxSettlement, ...]:
+    """Every box's settlement, in the round's box order."""
+    return tuple(_settle_box(state, box) for box in state.boxes)
+
+
+def _settle_box(state: Round, box: Box) -> BoxSettlement:
+    void = state.phase == Phase.VOID
+    switch = state.profile.is_switch
+    hands = []
+    for hand in box.hands:
+        total, soft = hand_total(hand.cards)
+        hands.append(HandSettlement(hand.id, tuple(str(c) for c in hand.cards), total, soft,
+                                    None if void else hand.result, hand.stake, hand.doubled,
+                                    hand.switched if switch else None))
+    # §5.17: every bet of a voided round is returned
+    returned_bets = tuple(dict.fromkeys([*box.wagers, *box.ledger, *(["insurance"] if box.insurance else [])])) \
+        if void else ()
+    progressive = None
+    if "progressive" in box.stakes:
+        progressive = ProgressiveSettlement(box.progressive_hand, box.progressive_award)
+    return BoxSettlement(
+        box=box.number, void=void, hands=tuple(hands),
+        wagered=tuple(state.wagered(box.number).items()),
+        bets=tuple(box.ledger.items()), returned_bets=returned_bets,
+        net=ZERO if void else Fraction(sum(box.ledger.values(), start=ZERO)),
+        side_results=tuple(box.side_results.items()), progressive=progressive,
+        envy_from=tuple(box.envy_from), insurance=tuple(sorted(box.insurance.items())),
+        flags=tuple(box.flags), returned=tuple(box.returned), walked_away=box.walked_away)
 
 
 def settlement(state: Round) -> dict[str, Any]:
+    """The round's settlement as JSON-ready data, each box's entry from its BoxSettlement."""
     void = state.phase == Phase.VOID
     dealer_total = hand_total(state.dealer)[0] if state.dealer else None
     out: dict[str, Any] = {
@@ -28,52 +166,5 @@ def settlement(state: Round) -> dict[str, Any]:
         "total": dealer_total,
         "blackjack": state.dealer_blackjack,
     }
-    boxes: dict[str, Any] = {}
-    for box in state.boxes:
-        hands = []
-        for hand in box.hands:
-            total, soft = hand_total(hand.cards)
-            entry: dict[str, Any] = {
-                "id": hand.id,
-                "cards": [str(c) for c in hand.cards],
-                "total": total,
-                "soft": soft,
-                "result": None if void else hand.result,
-                "stake": to_json_number(hand.stake),
-            }
-            if hand.doubled:
-                entry["doubled"] = to_json_number(hand.doubled)
-            if state.profile.is_switch:
-                entry["switched"] = hand.switched
-            hands.append(entry)
-        if void:
-            # §5.17: every bet of a voided round is returned
-            bets: dict[str, int | float | str] = {name: 0 for name in [*box.wagers, *box.ledger, *(["insurance"] if box.insurance else [])]}
-        else:
-            bets = {name: to_json_number(amount) for name, amount in box.ledger.items()}
-        b: dict[str, Any] = {
-            "hands": hands,
-            "wagered": {n: to_json_number(a) for n, a in state.wagered(box.number).items()},
-            "bets": bets,
-            "net": to_json_number(Fraction(sum(box.ledger.values(), start=Fraction(0))) if not void else Fraction(0)),
-        }
-        if box.side_results and not void:
-            b["side_bets"] = dict(box.side_results)
-        if "progressive" in box.stakes:
-            b["progressive"] = {
-                "hand": box.progressive_hand,
-                "award": None if box.progressive_award is None else to_json_number(box.progressive_award),
-            }
-        if box.insurance:
-            b["insurance"] = {str(f + 1): to_json_number(a) for f, a in sorted(box.insurance.items())}
-        if box.flags:
-            b["flags"] = [{"bet": f.bet, "issue": f.issue, "placed": to_json_number(f.placed),
-                           "counted": to_json_number(f.counted), "clause": f.clause} for f in box.flags]
-        if box.returned:
-            b["returned"] = [{"bet": r.bet, "amount": to_json_number(r.amount), "reason": r.reason,
-                              "clause": r.clause} for r in box.returned]
-        if box.walked_away:
-            b["walked_away"] = True
-        boxes[str(box.number)] = b
-    out["boxes"] = boxes
+    out["boxes"] = {str(b.box): b.to_json() for b in box_settlements(state)}
     return out

@@ -19,6 +19,7 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from firmware import wirejson
+from firmware.runtime.wire import ControllerStatus
 
 from . import topics
 from .mqtt import MqttBus
@@ -29,7 +30,6 @@ UNAVAILABLE_NO_BROKER = "progressive closed: this seat has lost its link to the 
 UNAVAILABLE_CONTROLLER = "progressive closed: the jackpot controller is offline"
 UNAVAILABLE_FLOOR = "progressive closed: the table has lost its link to the jackpot controller"
 
-ControllerInput = dict[str, Any]
 CENTS = re.compile(r"^(0|[1-9][0-9]{0,11})(\.[0-9]{1,2})?$")     # the controller's meter amounts
 
 
@@ -89,10 +89,10 @@ class ControllerWatch:
         self._floor_up = True
         self._lock = threading.RLock()
         self._listeners: list[Callable[[bool, str | None], None]] = []
-        self._input_listeners: list[Callable[[ControllerInput], None]] = []
+        self._input_listeners: list[Callable[[ControllerStatus], None]] = []
         self.meter: dict[str, Any] | None = None
         self._last = False                  # unavailable until the controller says online
-        self._last_input: ControllerInput | None = None
+        self._last_input: ControllerStatus | None = None
         bus.subscribe_raw(topics.jackpot_status_topic(link_id), self._on_status)
         bus.subscribe_raw(topics.meter_topic(link_id), self._on_meter)
         bus.subscribe_raw(topics.bridge_state_topic(self.table), self._on_bridge)
@@ -161,24 +161,24 @@ class ControllerWatch:
                 return UNAVAILABLE_CONTROLLER
         return None
 
-    def state(self) -> ControllerInput:
+    def state(self) -> ControllerStatus:
         """The unit input now: link, the meter of this table's pool, pending."""
         pool = pool_for_table(self.meter, self.table)
         amount = pool.get("amount") if pool else None
-        return {"link": "up" if self.available else "down",
-                "meter": amount if isinstance(amount, str) else None,
-                "pending": bool(pool and pool.get("state") == "pending")}
+        return ControllerStatus("up" if self.available else "down",
+                                amount if isinstance(amount, str) else None,
+                                bool(pool and pool.get("state") == "pending"))
 
     def on_change(self, listener: Callable[[bool, str | None], None]) -> None:
         """``listener(available, reason)`` on every change (paho's thread: only queue)."""
         self._listeners.append(listener)
 
-    def on_state(self, listener: Callable[[ControllerInput], None]) -> None:
+    def on_state(self, listener: Callable[[ControllerStatus], None]) -> None:
         """``listener(state())`` now and whenever it changes (paho's thread: only queue)."""
         with self._lock:
             self._input_listeners.append(listener)
             now = self._last_input = self.state()
-        listener(dict(now))
+        listener(now)
 
     def feed(self, unit: Any) -> None:
         """Post ``("controller", state)`` to ``unit`` now and on every change."""
@@ -198,4 +198,4 @@ class ControllerWatch:
             for listener in list(self._listeners):
                 listener(now, self.reason)
         for feed in inputs:
-            feed(dict(state))
+            feed(state)

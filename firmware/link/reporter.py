@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import logging
 import re
-from fractions import Fraction
-from typing import Any, Protocol
+from typing import Any, Iterable, Protocol
 
 MAX_DETAIL = 1000             # characters of an alarm's text on the wire
 
 from firmware.engine.money import share_text, wire_text
 from firmware.engine.round import Phase
+from firmware.engine.settlement import BoxSettlement, box_settlement, box_settlements
 
 from .outbox import Outbox
 
@@ -133,22 +133,16 @@ class SeatReporter(_AlarmCounts):
             self._report(rnd, "progressive_wager", {"amount": amount_text(box.stakes["progressive"])})
             if box.progressive_hand is not None:
                 self._report(rnd, "progressive_hit", hit_body(box))
-        if state.is_over:
-            if progressive is not None and progressive.envy_bonus is not None and state.phase != Phase.VOID:
-                for other in box.envy_from:
+        settled = box_settlement(state, self.seat.box) if state.is_over else None
+        if settled is not None:
+            if progressive is not None and progressive.envy_bonus is not None and not settled.void:
+                for other in settled.envy_from:
                     self._report(rnd, "envy_bonus", {"from_box": other,
                                                      "award": amount_text(progressive.envy_bonus)},
                                  key=f"envy_bonus/{other}")
-            void = state.phase == Phase.VOID
-            if not void:
-                for bet in sorted(state.profile.side_bets):
-                    if bet in box.stakes:
-                        self._report(rnd, "side_bet", {
-                            "bet": bet, "category": box.side_results.get(bet),
-                            "stake": amount_text(box.stakes[bet]),
-                            "net": amount_text(box.ledger.get(bet, Fraction(0)))}, key=f"side_bet/{bet}")
-            net = sum(box.ledger.values(), start=Fraction(0)) if not void else Fraction(0)
-            self._report(rnd, "round_result", {"void": void, "net": amount_text(net)})
+            for side in side_bet_bodies(state.profile.side_bets, settled):
+                self._report(rnd, "side_bet", side, key=f"side_bet/{side['bet']}")
+            self._report(rnd, "round_result", {"void": settled.void, "net": amount_text(settled.net)})
 
 
 def hit_body(box: Any) -> dict[str, Any]:
@@ -292,14 +286,25 @@ def settlement_record(state: Any) -> dict[str, Any]:
     void = state.phase == Phase.VOID
     progressive = state.profile.progressive
     out = []
-    for box in state.boxes:           # every box in the round, as each seat reports its own
+    for settled in box_settlements(state):    # every box in the round, as each seat reports its own
         envy = []
-        if not void and progressive is not None and progressive.envy_bonus is not None and "progressive" in box.stakes:
-            envy = [{"from_box": other, "award": amount_text(progressive.envy_bonus)} for other in box.envy_from]
-        side = [] if void else [
-            {"bet": bet, "category": box.side_results.get(bet), "stake": amount_text(box.stakes[bet]),
-             "net": amount_text(box.ledger.get(bet, Fraction(0)))}
-            for bet in sorted(state.profile.side_bets) if bet in box.stakes]
-        net = Fraction(0) if void else sum(box.ledger.values(), start=Fraction(0))
-        out.append({"box": box.number, "net": amount_text(net), "envy": envy, "side_bets": side})
+        if not void and progressive is not None and progressive.envy_bonus is not None \
+                and settled.progressive is not None:
+            envy = [{"from_box": other, "award": amount_text(progressive.envy_bonus)} for other in settled.envy_from]
+        side = side_bet_bodies(state.profile.side_bets, settled)
+        out.append({"box": settled.box, "net": amount_text(settled.net), "envy": envy, "side_bets": side})
     return {"void": void, "boxes": out}
+
+
+def side_bet_bodies(side_bets: Iterable[str], settled: BoxSettlement) -> list[dict[str, Any]]:
+    """A box's side bets as reported (a seat's ``side_bet`` bodies, the dealer's record's
+    ``side_bets``): one per side bet it wagered, in name order; none for a void round."""
+    if settled.void:
+        return []
+    out = []
+    for bet in sorted(side_bets):
+        stake = settled.stake(bet)
+        if stake is not None:
+            out.append({"bet": bet, "category": settled.category(bet), "stake": amount_text(stake),
+                        "net": amount_text(settled.bet_net(bet))})
+    return out

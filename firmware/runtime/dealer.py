@@ -37,9 +37,11 @@ from .journal import Journal
 from .phases import DealerPhase, SeatPhase
 from .software import software_input
 from .spots import insurance_hand, insurance_spot
-from .unit import BEHIND, NEVER_HEARD, Input, InputRefused, Recent, Unit, UnitState
+from .unit import BEHIND, Input, InputRefused, Recent, Unit, UnitState
 from .wire import (
+    NEVER_HEARD,
     TABLE_LASTING,
+    ControllerStatus,
     as_json_value,
     bets_from_json,
     bets_to_json,
@@ -125,8 +127,7 @@ class DealerState(UnitState):
     owed: int = 0
     held: list[str] = field(default_factory=list)
     meter: Fraction | None = None               # the meter the next round opens with
-    controller: dict[str, Any] = field(default_factory=lambda: dict(NEVER_HEARD),
-                                       metadata={"read": "_controller_from_json"})
+    controller: ControllerStatus = NEVER_HEARD
     round_no: int = 0
     round: Round | None = None
     phase: DealerPhase = DealerPhase.IDLE
@@ -199,7 +200,7 @@ class DealerUnit(Unit, DealerState):
         if isinstance(item, HalEvent):
             return self.device_event(item)    # link lost / restored; releases, key turns: nothing
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "controller":
-            return [("controller", controller_input(item[1]))]
+            return [("controller", controller_input(item[1]).to_json())]
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "keyed_card":
             return [("keyed_card", keyed_card_input(item[1]))]
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "tick":
@@ -453,7 +454,7 @@ class DealerUnit(Unit, DealerState):
 
     # -- the jackpot controller --------------------------------------------------------
 
-    def _on_controller(self, status: dict[str, Any]) -> bool:
+    def _on_controller(self, status: ControllerStatus) -> bool:
         """The controller's meter becomes the meter of the next round opened (Switch §3.7:
         a 100% award is the meter's); the round in play keeps the meter it opened with,
         which its ``round_open`` message carries so every seat and a replay agree. A status
@@ -461,8 +462,8 @@ class DealerUnit(Unit, DealerState):
         if status == self.controller:
             return False
         self.controller = status
-        if status["meter"] is not None:
-            self.meter = parse_amount(status["meter"])
+        if status.meter is not None:
+            self.meter = parse_amount(status.meter)
         return True
 
     # -- the console -------------------------------------------------------------------

@@ -32,7 +32,7 @@ from firmware.engine.events import Action, BetsClosed, Decision, Event
 from firmware.engine.money import format_amount, to_json_number
 from firmware.engine.profile import Profile, load_profile
 from firmware.engine.round import Phase, Round
-from firmware.engine.settlement import settlement
+from firmware.engine.settlement import box_settlement
 from hal.events import HalEvent, InventoryCycle, ReaderFault
 from hal.ports import LAMP_OFF, LAMP_ON, Lamps
 
@@ -42,11 +42,13 @@ from .phases import SeatPhase
 from .seatview import CONDITIONS, SeatFacts, alarm_mark, build_seat_view, worth
 from .software import software_input
 from .spots import insurance_hand, insurance_spot
-from .unit import BEHIND, NEVER_HEARD, Input, InputRefused, Recent, Unit, UnitState, ck_json, ck_str
+from .unit import BEHIND, Input, InputRefused, Recent, Unit, UnitState, ck_json, ck_str
 from .view import SeatView
 from .wire import (
+    NEVER_HEARD,
     TABLE_LASTING,
     Catchup,
+    ControllerStatus,
     as_json_value,
     bets_to_json,
     check_table_alarm,
@@ -84,8 +86,7 @@ class SeatState(UnitState):
     refused_round: str | None = None
     joined_round: int = 0
     # the jackpot controller as last heard: link None = no controller known yet
-    controller: dict[str, Any] = field(default_factory=lambda: dict(NEVER_HEARD),
-                                       metadata={"read": "_controller_from_json"})
+    controller: ControllerStatus = NEVER_HEARD
     # spots whose chips this round are not a wager, and why (e.g. progressive while
     # the controller link was down when bets locked)
     unwagered: dict[str, str] = field(default_factory=dict)
@@ -157,7 +158,7 @@ class SeatUnit(Unit, SeatState):
         if isinstance(item, HalEvent):
             return self.device_event(item)        # the reader's link lost / restored
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "controller":
-            return [("controller", controller_input(item[1]))]
+            return [("controller", controller_input(item[1]).to_json())]
         if isinstance(item, tuple) and len(item) == 2 and item[0] == "software":
             return [("software", software_input(item[1]))]
         return super().translate(item)
@@ -392,9 +393,9 @@ class SeatUnit(Unit, SeatState):
     @property
     def progressive_refusal(self) -> str | None:
         """Why progressive wagers are refused at this seat now (a code), or None."""
-        return LINK_DOWN if self.controller["link"] == "down" else None
+        return LINK_DOWN if self.controller.link == "down" else None
 
-    def _on_controller(self, status: dict[str, Any]) -> bool:
+    def _on_controller(self, status: ControllerStatus) -> bool:
         if status == self.controller:
             return False                  # nothing changed: nothing to journal
         was = self.progressive_refusal
@@ -665,7 +666,8 @@ class SeatUnit(Unit, SeatState):
         self._check_pending()
         if self.round.is_over:
             self.phase = SeatPhase.VOID if self.round.phase == Phase.VOID else SeatPhase.OVER
-            self.own_result = as_json_value(settlement(self.round)["boxes"].get(str(self.box)))
+            own = box_settlement(self.round, self.box)
+            self.own_result = as_json_value(None if own is None else own.to_json())
             self._up("result", {"settlement": self.own_result})
             self._compare()
 
@@ -779,7 +781,7 @@ def unit_conditions(seat: SeatUnit) -> tuple[str, ...]:
         found.add("no_dealer")          # said hello; no dealer has answered with its stream
     if getattr(seat, "dealer_present", True) is False:
         found.add("no_dealer")          # the runtime's presence watch, where it posts one
-    if seat.controller.get("link") == "down" and "progressive" in seat.spots:
+    if seat.controller.link == "down" and "progressive" in seat.spots:
         found.add("jackpot_link_down")  # a seat without a progressive spot misses nothing
     # device links: the seat's own chip reader; the dealer's shoe and console (table faults)
     if any(d.get("kind") == "chip_reader" for d in getattr(seat, "devices_down", {}).values()) or (

@@ -28,12 +28,12 @@ from firmware.engine.money import display_text
 from firmware.engine.outcomes import BetReturned, WagerFlagged
 from firmware.engine.profile import Profile
 from firmware.engine.round import Phase, Round
+from firmware.engine.settlement import BoxSettlement, box_settlement
 
 from .phases import SeatPhase
 from .view import (
     AlarmView,
     ChipView,
-    ControllerView,
     HandView,
     ProgressiveView,
     ResultView,
@@ -41,6 +41,7 @@ from .view import (
     SpotIssue,
     SpotView,
 )
+from .wire import ControllerStatus
 
 #: Views built since the firmware started (bench/bench_runtime.py prints them per round).
 builds = 0
@@ -95,7 +96,7 @@ class SeatFacts:
     unwagered: Mapping[str, str]
     bets_not_taken: str | None
     progressive_refusal: str | None
-    controller: Mapping[str, Any]
+    controller: ControllerStatus
     messages: tuple[str, ...]                    # the newest 8
     alarms: tuple[dict[str, Any], ...]           # the kept entries, oldest first
     alarm_total: int                             # running count (len(seat.alarms))
@@ -172,13 +173,6 @@ def _chips(seat: SeatFacts, uids: Iterable[str]) -> tuple[ChipView, ...]:
         else:
             out.append(ChipView(uid, str(chip.status), display_text(Fraction(chip.denomination))))
     return tuple(out)
-
-
-def _controller(seat: SeatFacts) -> ControllerView:
-    c = seat.controller
-    link = c.get("link")
-    return ControllerView(None if link is None else str(link), _amount(c.get("meter")),
-                          bool(c.get("pending")))
 
 
 def alarm_mark(mark: int, mark_round: int | None, round_no: int, phase: str, alarms: int) -> int:
@@ -281,20 +275,20 @@ def _spot_issues(seat: SeatFacts, state: Round | None, alarms: tuple[AlarmView, 
     return issues
 
 
-def _pay_lines(seat: SeatFacts, box) -> tuple[ResultView, ...]:
+def _pay_lines(seat: SeatFacts, settled: BoxSettlement) -> tuple[ResultView, ...]:
     profile = seat.profile
     assert profile is not None                  # a round is over: the seat knows its profile
     out = []
-    for bet, net in sorted(box.ledger.items()):
+    for bet, net in sorted(settled.bets):
         category = odds = None
         if bet in profile.side_bets:
-            category = box.side_results.get(bet)
+            category = settled.category(bet)
             pays = profile.side_bets[bet].pays.get(category) if category else None
             odds = _odds(pays) if pays is not None and net > 0 else None
         elif bet.startswith("insurance") and net > 0:
             odds = _odds(profile.rules.insurance_pays)
         elif bet == "progressive":
-            category = box.progressive_hand
+            category = settled.progressive.hand if settled.progressive is not None else None
         out.append(ResultView(bet, display_text(net), category, odds))
     return tuple(out)
 
@@ -348,7 +342,6 @@ def build_seat_view(seat: SeatFacts) -> SeatView:
     builds += 1
     state: Round | None = seat.round
     profile = seat.profile
-    controller = _controller(seat)
     alarms, mark = _round_alarms(seat)
     refusal = seat.progressive_refusal if profile is not None and profile.progressive else None
     issues = _spot_issues(seat, state, alarms, refusal)
@@ -401,9 +394,10 @@ def build_seat_view(seat: SeatFacts) -> SeatView:
             progressive_rules = profile.progressive if profile is not None else None
             if box.envy_from and progressive_rules is not None and progressive_rules.envy_bonus is not None:
                 envy = tuple((b, display_text(progressive_rules.envy_bonus)) for b in box.envy_from)
-            if state.is_over:
-                results = tuple((k, display_text(v)) for k, v in sorted(box.ledger.items()))
-                pay_lines = _pay_lines(seat, box)
+            settled = box_settlement(state, seat.box) if state.is_over else None
+            if settled is not None:
+                results = tuple((k, display_text(v)) for k, v in sorted(settled.bets))
+                pay_lines = _pay_lines(seat, settled)
             if cur is not None and cur[0] is box:
                 decisions = tuple(str(a) for a, r in state.legal_decisions(seat.box).items() if r is None)
     limits: tuple[tuple[str, str, str], ...] = ()
@@ -416,5 +410,5 @@ def build_seat_view(seat: SeatFacts) -> SeatView:
                     profile=profile.name if profile else "", title=profile.title if profile else "",
                     limits=limits, turn=_turn(seat, state), pay_lines=pay_lines, switched=switched,
                     progressive=progressive, envy=envy, round_alarms=alarms,
-                    table_alarms=_table_alarms(seat), controller=controller,
+                    table_alarms=_table_alarms(seat), controller=seat.controller,
                     alarm_mark=mark, offers=_offers(seat, state, box), conditions=seat.conditions)

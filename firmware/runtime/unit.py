@@ -27,7 +27,6 @@ from .bus import Bus, Message
 from .codec import state_from_json, state_to_json
 from .journal import CheckpointError, Journal, Record
 from .storage import StorageError, StorageFull
-from .wire import controller_input
 
 log = logging.getLogger(__name__)
 
@@ -197,9 +196,6 @@ def ck_json(value: Any) -> Any:
     return value
 
 
-#: The jackpot controller's status before a unit has heard of it (link None).
-NEVER_HEARD: dict[str, Any] = {"link": None, "meter": None, "pending": False}
-
 #: The input (and alarm code) of a unit behind the controller's confirmed mark.
 BEHIND = "behind_confirmed"
 
@@ -237,15 +233,6 @@ class UnitState:
     #: hold (restarted from an older copy): {"outbox_seq": n, "confirmed": m}; bets are
     #: refused while it is set (issue #11.5; format 3 on)
     behind: dict[str, int] | None = field(default=None, metadata={"read": "_behind_from_json"})
-
-    @staticmethod
-    def _controller_from_json(value: Any) -> dict[str, Any]:
-        """A role's ``controller`` field: the status as last heard, or never heard."""
-        if isinstance(value, dict) and value.get("link") is None:
-            if value != NEVER_HEARD:
-                raise ValueError(f"a controller never heard has no meter: {value!r:.80}")
-            return dict(value)
-        return controller_input(value)
 
     @staticmethod
     def _behind_from_json(value: Any) -> dict[str, int] | None:

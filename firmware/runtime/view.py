@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .wire import NEVER_HEARD, ControllerStatus
+
 
 @dataclass(frozen=True)
 class ChipView:
@@ -95,15 +97,6 @@ class AlarmView:
 
 
 @dataclass(frozen=True)
-class ControllerView:
-    """The jackpot controller as this seat knows it. ``link`` None: no controller known."""
-
-    link: str | None = None     # up | down | None
-    meter: str | None = None
-    pending: bool = False       # a hit is locked: the meter shows PENDING
-
-
-@dataclass(frozen=True)
 class ProgressiveView:
     hand: str                   # the qualifying category the engine judged
     award: str | None           # None while the controller has not fixed it
@@ -140,7 +133,7 @@ class SeatView:
     #: jam, shoe door open), then the dealer's alarms of this round (misread, card gap,
     #: interruption, integrity, ...); one naming another box (``box``) is that box's
     table_alarms: tuple[AlarmView, ...] = ()
-    controller: ControllerView = ControllerView()
+    controller: ControllerStatus = NEVER_HEARD     # as the seat unit holds it (issue #15)
     alarm_mark: int = 0                         # where this round's alarms start in seat.alarms
     #: insurance / even money / surrender legal now for this box, per initial hand
     #: (1-based; Blackjack Switch §3.9.1 insures either hand): the engine's

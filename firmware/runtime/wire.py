@@ -42,9 +42,40 @@ def shoe_from_json(counts: list[int]) -> ShoeComposition:
 LINK_STATES = ("up", "down")
 
 
-def controller_input(body: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ControllerStatus:
+    """The jackpot controller as a unit knows it, one type from the link's watch to the
+    unit's state and checkpoint (issue #15): ``link`` "up" | "down", or None before the
+    controller was ever heard; ``meter`` this table's pool as wire text (None: none
+    known); ``pending`` a hit is locked (the meter shows PENDING). Its JSON is the journal
+    input's and the checkpoint field's, as they were when this was a dict."""
+
+    link: str | None = None
+    meter: str | None = None
+    pending: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"link": self.link, "meter": self.meter, "pending": self.pending}
+
+    @classmethod
+    def from_json(cls, value: Any) -> "ControllerStatus":
+        """A checkpoint's status: as last heard (checked), or never heard."""
+        if isinstance(value, dict) and value.get("link") is None:
+            if value != NEVER_HEARD.to_json():
+                raise ValueError(f"a controller never heard has no meter: {value!r:.80}")
+            return NEVER_HEARD
+        return controller_input(value)
+
+
+#: The jackpot controller's status before a unit has heard of it (link None).
+NEVER_HEARD = ControllerStatus()
+
+
+def controller_input(body: Any) -> ControllerStatus:
     """The controller status as a journal input, checked: ``link`` "up" | "down", ``meter``
     an amount string or None, ``pending`` a bool. Raises ValueError naming what is wrong."""
+    if isinstance(body, ControllerStatus):
+        body = body.to_json()
     if not isinstance(body, dict):
         raise ValueError(f"controller status must be a mapping, not {body!r}")
     unknown = set(body) - {"link", "meter", "pending"}
@@ -66,7 +97,7 @@ def controller_input(body: Any) -> dict[str, Any]:
     pending = body.get("pending", False)
     if not isinstance(pending, bool):
         raise ValueError(f"controller status: pending must be true or false, not {pending!r}")
-    return {"link": link, "meter": meter, "pending": pending}
+    return ControllerStatus(link, meter, pending)
 
 
 def round_to_json(state: Round) -> dict[str, Any]:

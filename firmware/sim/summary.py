@@ -9,6 +9,7 @@ from typing import Any
 
 from firmware.engine.money import format_amount, to_json_number
 from firmware.engine.round import Phase, Round
+from firmware.engine.settlement import box_settlements
 
 
 @dataclass
@@ -27,11 +28,11 @@ class Summary:
         if state.phase == Phase.VOID:
             self.voided += 1
             return
-        for box in state.boxes:
-            self.hands += len(box.hands)
-            for name, amount in state.wagered(box.number).items():
+        for settled in box_settlements(state):
+            self.hands += len(settled.hands)
+            for name, amount in settled.wagered:
                 self.wagered[name] += amount
-            for name, net in box.ledger.items():
+            for name, net in settled.bets:
                 self.won[name] += net
 
     def merge(self, other: "Summary") -> None:

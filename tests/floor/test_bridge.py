@@ -166,7 +166,7 @@ def test_while_the_bridge_is_down_the_gate_is_closed_and_the_queue_drains_in_ord
                    "table-1's gate closing")
         for b in (1, 2, 3):
             w = watches[f"table-1/seat-{b}"]
-            assert w.reason == UNAVAILABLE_FLOOR and w.state()["link"] == "down"
+            assert w.reason == UNAVAILABLE_FLOOR and w.state().link == "down"
         assert watches[other].available                     # the other table is untouched
         before = dict(ctl.marks())
         # the other 80 rounds while table-1's bridge is down: the table broker takes them (its
@@ -459,7 +459,7 @@ def test_a_seat_unit_withdraws_its_progressive_wager_while_its_tables_bridge_is_
 
         def link_is(state: str) -> bool:
             t.settle()
-            return seat.controller.get("link") == state
+            return seat.controller.link == state
 
         wait_until(lambda: link_is("up"), 20, "the controller's link up at the seat")
         t.console.press("open_bets")

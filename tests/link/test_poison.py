@@ -31,7 +31,7 @@ from firmware.link.presence import ControllerWatch, takes_controller_input
 from firmware.link.reporter import DealerReporter, SeatReporter
 from firmware.runtime.bus import Message, alarm_topic, console_topic, down_topic, stream_topic, topic_matches, up_topic
 from firmware.runtime.spots import seat_spots
-from firmware.runtime.wire import check_stream_message, check_up_message, controller_input
+from firmware.runtime.wire import ControllerStatus, check_stream_message, check_up_message, controller_input
 from firmware.sim import chipset
 from firmware.sim.driver import TableDriver
 from firmware.sim.table import InProcessTable, TableSpec
@@ -289,17 +289,17 @@ def test_a_forged_meter_above_the_pools_maximum_is_refused_and_the_last_good_one
     raw = raw_client(b.port)
     try:
         watch = ControllerWatch(dealer, "main", "table-1")
-        states: list[dict] = []
+        states: list[ControllerStatus] = []
         watch.on_state(states.append)
-        wait_until(lambda: watch.available and watch.state()["meter"] is not None, 20, "the controller's meter")
-        real = watch.state()["meter"]
+        wait_until(lambda: watch.available and watch.state().meter is not None, 20, "the controller's meter")
+        real = watch.state().meter
         forged = json.loads(json.dumps(watch.meter))
         forged["pools"]["main"]["amount"] = "987654.32"            # above the pool's 250,000
         info = raw.publish(topics.meter_topic("main"), json.dumps(forged), qos=1, retain=True)
         info.wait_for_publish(10)
         settle([dealer])
-        assert all(s["meter"] != "987654.32" for s in states)
-        assert watch.state()["meter"] == real and watch.refused == 1
+        assert all(s.meter != "987654.32" for s in states)
+        assert watch.state().meter == real and watch.refused == 1
         assert "above the pool's maximum 250000" in caplog.text
         # the maximum forged too: a unit that knows its pool's maximum refuses it still
         forged["pools"]["main"]["maximum"] = "1000000.00"
@@ -307,7 +307,7 @@ def test_a_forged_meter_above_the_pools_maximum_is_refused_and_the_last_good_one
         info.wait_for_publish(10)
         own = ControllerWatch(bounded, "main", "table-1", maximum=Fraction(250000))
         settle([bounded])
-        assert own.refused == 1 and own.state()["meter"] is None
+        assert own.refused == 1 and own.state().meter is None
     finally:
         raw.loop_stop()
         raw.disconnect()

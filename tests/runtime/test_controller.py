@@ -6,12 +6,15 @@ issue #6). The meter in force for a round is the dealer's, carried in ``round_op
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 
 import pytest
 
 from firmware.engine.round import Phase
+from firmware.runtime.codec import decode, encode
 from firmware.runtime.journal import open_readonly
+from firmware.runtime.wire import NEVER_HEARD, ControllerStatus, controller_input
 from firmware.sim.table import InProcessTable
 from hal.ports import LAMP_OFF, LAMP_ON
 from tests.tables import booted_table, place_bet
@@ -37,7 +40,7 @@ def inputs(t: InProcessTable, unit: str, kind: str) -> list[dict]:
 def test_no_controller_heard_yet_leaves_progressive_play_as_before(tmp_path):
     t = booted_table(tmp_path, SWITCH)
     seat = t.seats[1]
-    assert seat.controller == {"link": None, "meter": None, "pending": False}
+    assert seat.controller == ControllerStatus() == NEVER_HEARD
     assert seat.progressive_refusal is None
     t.console.press("open_bets")
     t.settle()
@@ -120,7 +123,7 @@ def test_the_controller_status_is_journalled_and_recovered(tmp_path):
     place_bet(t, 1, 20)
     place_bet(t, 1, 5, "progressive")
     seat = t.restart_seat(1)              # power cut: the journal is all it has
-    assert seat.controller == DOWN
+    assert seat.controller.to_json() == DOWN
     assert seat.progressive_refusal == "controller_link_down"
     assert t.lamps[1].state("progressive") == LAMP_OFF
     assert t.dealer.offers[1] == {"main": 20}
@@ -144,7 +147,7 @@ def test_a_bad_controller_status_is_refused_naming_what_is_wrong(tmp_path, body,
         with pytest.raises(ValueError, match=wrong):
             unit.pump()
     assert t.seats[1].journal.last_step == before            # nothing journalled
-    assert t.seats[1].controller == UP                       # nothing lost or changed
+    assert t.seats[1].controller.to_json() == UP                       # nothing lost or changed
 
 
 def test_the_dealer_opens_each_round_with_the_controller_meter(tmp_path):
@@ -181,7 +184,7 @@ def test_a_restarted_dealer_recovers_the_meter(tmp_path):
     t.close()
     again = booted_table(tmp_path, SWITCH)          # a power cut: every unit recovers from its journal
     assert again.dealer.meter == Fraction("777.5")
-    assert again.dealer.controller == {"link": "up", "meter": "777.5", "pending": True}
+    assert again.dealer.controller == ControllerStatus("up", "777.5", True)
 
 
 def test_a_switch_100_percent_award_is_the_live_meter(tmp_path):
@@ -206,3 +209,22 @@ def test_a_switch_100_percent_award_is_the_live_meter(tmp_path):
     assert box.progressive_hand == "suited_four_of_a_kind"
     assert box.progressive_award == 25000
     assert t.seats[1].round.box(1).progressive_award == 25000
+
+
+def test_one_controller_status_type_keeps_the_journal_and_checkpoint_json():
+    """Issue #15: one ControllerStatus from the link's watch to the unit's state; its JSON
+    is the journal input's and the checkpoint field's as before (a dict of link, meter,
+    pending), and what does not fit is refused with what is wrong."""
+    status = controller_input({"link": "up", "meter": "25009.25", "pending": True})
+    assert status == ControllerStatus("up", "25009.25", True)
+    assert controller_input(status) == status                       # the watch posts the type itself
+    assert status.to_json() == {"link": "up", "meter": "25009.25", "pending": True}
+    assert encode(status, ControllerStatus) == status.to_json()
+    assert decode(status.to_json(), ControllerStatus, lambda name: None) == status
+    assert decode({"link": None, "meter": None, "pending": False}, ControllerStatus, lambda name: None) is NEVER_HEARD
+    with pytest.raises(ValueError, match="never heard has no meter"):
+        ControllerStatus.from_json({"link": None, "meter": "5", "pending": False})
+    with pytest.raises(ValueError, match="link must be 'up' or 'down'"):
+        controller_input({"link": "sideways", "meter": None, "pending": False})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        status.link = "down"  # type: ignore[misc]

@@ -7,8 +7,8 @@ from fractions import Fraction
 
 import pytest
 
+from firmware.runtime.wire import ControllerStatus
 from ui.i18n import EN, LANGUAGES, MS, ZH
-from ui.model import ControllerState
 from ui.presenter import SeatPresenter, card_face, money, odds, present
 from ui.source import ControllerFeed, SeatSource
 
@@ -398,7 +398,7 @@ def test_presenter_tells_listeners_only_on_change_and_switches_language(table):
 def test_controller_state_defaults_hide_the_meter_without_progressive(table):
     table.open()
     assert present(table.snap()).meter == ""
-    assert ControllerState().link is None
+    assert ControllerStatus().link is None
 
 
 def test_dealer_total_and_blackjack_come_from_the_engine(table):
