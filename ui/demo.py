@@ -22,6 +22,7 @@ from typing import Callable
 
 from firmware.engine.money import format_amount
 from firmware.engine.profile import Profile
+from firmware.runtime.phases import DealerPhase, SeatPhase
 from firmware.runtime.spots import insurance_spot
 from firmware.sim import chipset
 from firmware.sim.driver import LIMITS, TableDriver
@@ -190,9 +191,9 @@ class DemoTable:
         c = self.controller.state
         if c.link != "up" or view.progressive is None or not view.progressive.share:
             return
-        if view.phase == "play" and not c.pending:
+        if view.phase == SeatPhase.PLAY and not c.pending:
             self.controller.set(pending=True)
-        elif view.phase in ("over", "void") and c.pending:
+        elif view.phase in (SeatPhase.OVER, SeatPhase.VOID) and c.pending:
             self.controller.set(pending=False, meter=SEED_METER)
 
     def _post_controller(self) -> None:
@@ -218,12 +219,12 @@ class DemoTable:
         if self.auto:
             return ("manual",)
         d = self.table.dealer
-        if d.phase == "idle":
+        if d.phase == DealerPhase.IDLE:
             return ("auto", "open_bets")
-        if d.phase == "open":
+        if d.phase == DealerPhase.OPEN:
             return ("auto", "bet", *(("side_bets",) if self.profile.side_bets or self.profile.progressive
                                      else ()), "no_more_bets")
-        if d.phase == "closing":
+        if d.phase == DealerPhase.CLOSING:
             return ("no_more_bets",)
         state = d.round
         if state is None or state.is_over:
@@ -302,7 +303,7 @@ class DemoTable:
 
     def open_bets(self) -> None:
         d = self.table.dealer
-        if d.phase != "idle":
+        if d.phase != DealerPhase.IDLE:
             return
         assert self.driver is not None          # the worker made it before any command runs
         self.driver.clear_spots()
@@ -327,7 +328,7 @@ class DemoTable:
         d = self.table.dealer
         for _ in range(40):
             state = d.round
-            if d.phase != "play" or state is None or state.is_over or state.expecting().kind != "card":
+            if d.phase != DealerPhase.PLAY or state is None or state.is_over or state.expecting().kind != "card":
                 return
             before = d.shoe_counter
             self.deal_next()
@@ -342,7 +343,7 @@ class DemoTable:
         refused decision is the dealer's refusal, shown by the seat."""
         t = self.table
         state = t.dealer.round
-        if t.dealer.phase != "play" or state is None:
+        if t.dealer.phase != DealerPhase.PLAY or state is None:
             return
         two = self.profile.hands_per_box > 1
         cur = state.hand_in_play()

@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Callable, Iterable
 
 from firmware.engine.money import parse_amount
+from firmware.runtime.phases import SeatPhase
 from firmware.runtime.view import ResultView, SeatView, SpotIssue, SpotView
 
 from .i18n import DEFAULT_LANGUAGE, LANGUAGES, has, tr
@@ -92,13 +93,13 @@ def not_taken(v: SeatView) -> SpotIssue | None:
 
 def phase_key(s: SeatSnapshot) -> str:
     v = s.view
-    if v.phase in ("play", "over") and not v.hands and not_taken(v) is not None:
+    if v.phase in (SeatPhase.PLAY, SeatPhase.OVER) and not v.hands and not_taken(v) is not None:
         return "phase.not_in_round"       # the table plays on; this box is not in it
-    if v.phase == "play":
+    if v.phase == SeatPhase.PLAY:
         if any(h.in_play for h in v.hands) or v.turn == "mine":
             return "phase.your_hand"
         return PLAY_TURNS.get(v.turn or "dealing", "phase.dealing")
-    return f"phase.{v.phase}" if v.phase in ("idle", "open", "closing", "over", "void") else "phase.idle"
+    return f"phase.{v.phase}" if v.phase in (SeatPhase.IDLE, SeatPhase.OPEN, SeatPhase.CLOSING, SeatPhase.OVER, SeatPhase.VOID) else "phase.idle"
 
 
 def _chips_note(lang: str, issue: SpotIssue, amount: str) -> str:
@@ -196,7 +197,7 @@ def result_text(lang: str, r: ResultView) -> str:
 
 def _results(lang: str, s: SeatSnapshot) -> tuple[tuple[ResultLine, ...], str, str]:
     v = s.view
-    if v.phase not in ("over", "void") or not v.pay_lines:
+    if v.phase not in (SeatPhase.OVER, SeatPhase.VOID) or not v.pay_lines:
         return (), "", "muted"
     lines: list[ResultLine] = []
     total = Fraction(0)
@@ -228,7 +229,7 @@ def _spots_with_results(lang: str, s: SeatSnapshot, spots: list[SpotLine]) -> tu
     """Each settled bet's result on the spot it belongs to; a bet with no spot shown
     (an insurance taken and cleared) gets a row of its own."""
     v = s.view
-    if v.phase not in ("over", "void") or not v.pay_lines:
+    if v.phase not in (SeatPhase.OVER, SeatPhase.VOID) or not v.pay_lines:
         return tuple(spots)
     out = list(spots)
     for r in v.pay_lines:
@@ -263,7 +264,7 @@ def jackpot_moment(lang: str, s: SeatSnapshot) -> JackpotMoment | None:
     if p is None:
         return None
     award = money(p.award) if p.award else ""
-    settled = s.view.phase == "over" and not p.pending and bool(award)
+    settled = s.view.phase == SeatPhase.OVER and not p.pending and bool(award)
     net = ""
     line = next((r for r in s.view.pay_lines if r.bet == "progressive"), None)
     if settled and line is not None:
@@ -322,7 +323,7 @@ NOT_BANNERS = {"unknown_chip", "barred_chip", "seats_missing", "shoe_cut_card", 
 def faults(s: SeatSnapshot) -> tuple[str, ...]:
     """The kinds of fault to tell the player about, in order, each once."""
     kinds: list[str] = []
-    if s.view.phase == "void":
+    if s.view.phase == SeatPhase.VOID:
         kinds.append("void")
     for a in (*s.view.table_alarms, *s.view.round_alarms):
         if a.code in NOT_BANNERS:
@@ -459,14 +460,14 @@ class RecallBook:
 
     def note(self, s: SeatSnapshot) -> bool:
         v = s.view
-        if v.phase not in ("over", "void") or not v.round:
+        if v.phase not in (SeatPhase.OVER, SeatPhase.VOID) or not v.round:
             return False
         if any(r.round == v.round for r in self.rounds):
             return False
-        if not v.hands and not v.results and v.phase != "void":
+        if not v.hands and not v.results and v.phase != SeatPhase.VOID:
             return False          # no bet at this box this round
         self.rounds.append(RoundRecall(
-            v.round, v.phase == "void",
+            v.round, v.phase == SeatPhase.VOID,
             tuple((h.cards, h.total, h.soft, h.status, h.result, h.net) for h in v.hands),
             v.dealer_cards, (v.dealer_total, v.dealer_soft, v.dealer_blackjack), v.results,
             tuple((r.bet, r.category) for r in v.pay_lines if r.bet != "main" and r.category)))

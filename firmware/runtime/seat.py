@@ -769,30 +769,28 @@ def unit_conditions(seat: SeatUnit) -> tuple[str, ...]:
     seat's state only; cheap, so the screen may ask again when the bus link changes."""
     found: set[str] = set()
     # the seat's own MQTT link (MqttBus.connected; an in-process bus has none: always up)
-    broker_down = getattr(getattr(seat, "bus", None), "connected", True) is False
+    broker_down = getattr(seat.bus, "connected", True) is False
     if broker_down:
         found.add("broker_down")
     # a restarted seat replaying its journal, or catching up on a stream it has played
-    catching_up = bool(getattr(seat, "awaiting_catchup", False))
-    history = bool(seat.round_no or getattr(seat, "last_stream", 0))
-    if getattr(seat, "replaying", False) or (catching_up and history):
+    catching_up = seat.awaiting_catchup
+    history = bool(seat.round_no or seat.last_stream)
+    if seat.replaying or (catching_up and history):
         found.add("recovering")
     elif catching_up and not broker_down:
         found.add("no_dealer")          # said hello; no dealer has answered with its stream
-    if getattr(seat, "dealer_present", True) is False:
-        found.add("no_dealer")          # the runtime's presence watch, where it posts one
     if seat.controller.link == "down" and "progressive" in seat.spots:
         found.add("jackpot_link_down")  # a seat without a progressive spot misses nothing
     # device links: the seat's own chip reader; the dealer's shoe and console (table faults)
-    if any(d.get("kind") == "chip_reader" for d in getattr(seat, "devices_down", {}).values()) or (
-            seat.round_no and seat.round_no in getattr(seat, "spot_faults", {}).values()
+    if any(d.get("kind") == "chip_reader" for d in seat.devices_down.values()) or (
+            seat.round_no and seat.round_no in seat.spot_faults.values()
             and seat.phase in (SeatPhase.OPEN, SeatPhase.CLOSING)):
         found.add("reader_down")
-    found.update(code for code in ("shoe_down", "console_down") if code in getattr(seat, "table_faults", {}))
-    if getattr(seat, "storage_low", False) or getattr(seat, "halted", None):   # state partition low/full
+    found.update(code for code in ("shoe_down", "console_down") if code in seat.table_faults)
+    if seat.storage_low or seat.halted:   # state partition low/full
         found.add("storage_low")
-    if getattr(seat, "behind", None) is not None:
+    if seat.behind is not None:
         found.add("behind_confirmed")   # restarted from an older copy: bets refused
-    if getattr(seat, "not_verified", None) is not None:
+    if seat.not_verified is not None:
         found.add("not_verified")       # betbox verify failed at start: no bets taken
     return tuple(c for c in CONDITIONS if c in found)

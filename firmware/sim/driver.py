@@ -15,6 +15,7 @@ from typing import Any, Callable
 from firmware.engine.events import Action
 from firmware.engine.round import Phase, Round
 from firmware.runtime.bus import Bus
+from firmware.runtime.phases import DealerPhase
 from firmware.runtime.spots import insurance_spot
 from firmware.sim.table import BusFactory, InProcessTable, TableSpec, seat_spots
 
@@ -89,7 +90,7 @@ class TableDriver:
     def play_round(self) -> Round:
         t = self.table
         d = t.dealer
-        if d.phase == "idle":
+        if d.phase == DealerPhase.IDLE:
             self.clear_spots()
             shoe = self.sim_shoe()
             if d.shoe_number == 0 or shoe.cut_card_out:
@@ -97,15 +98,15 @@ class TableDriver:
                 t.settle()
             t.console.press("open_bets")
             t.settle()
-        if d.phase == "open":
+        if d.phase == DealerPhase.OPEN:
             self._place_bets()
             t.console.press("no_more_bets")
             t.settle()
-        if d.phase == "closing":
+        if d.phase == DealerPhase.CLOSING:
             t.console.press("no_more_bets")      # a seat did not answer: close without it
             t.settle()
         self._late_chips()
-        while d.phase == "play":
+        while d.phase == DealerPhase.PLAY:
             self._next_input()
         done = d.take_finished()
         self.rounds.extend(done)
@@ -139,7 +140,7 @@ class TableDriver:
 
     def _late_chips(self) -> None:
         t = self.table
-        if t.dealer.phase != "play" or self._round().phase != Phase.INITIAL_DEAL or self._round().cards_dealt():
+        if t.dealer.phase != DealerPhase.PLAY or self._round().phase != Phase.INITIAL_DEAL or self._round().cards_dealt():
             return
         late = []
         for box in t.seats:
