@@ -230,7 +230,7 @@ def test_a_100_percent_hit_is_one_amount_at_the_table_on_the_screen_in_the_repor
     def meter_is(amount: str) -> bool:
         t.settle()
         return t.dealer.meter == Fraction(amount) and all(
-            s.controller.get("meter") == amount for s in t.seats.values() if s.box in (1, 2))
+            s.controller.meter == amount for s in t.seats.values() if s.box in (1, 2))
 
     wait_until(lambda: meter_is("1000.00"), 20, "the seed meter at the dealer and the seats")
     _play_round(t, {1: ["TS", "9C", "8H", "7D"], 2: ["TD", "9H", "7S", "8C"]})       # no hit: 2 x 0.75 in
