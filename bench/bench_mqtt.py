@@ -396,7 +396,7 @@ def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
     threads = [threading.Thread(target=serve, args=(u, stop.is_set), daemon=True) for u in (dealer, seat)]
     for t in threads:
         t.start()
-    wait_until(lambda: seat.controller.get("link") == "up" and 1 in dealer.online, 30, "seat up, controller up")
+    wait_until(lambda: seat.controller.link == "up" and 1 in dealer.online, 30, "seat up, controller up")
     sim = SimShoe(6, random.Random(1))
     main_chips = chipset.chips_for(Fraction(10), 1, spots.index("main"), 0)
     prog_chips = chipset.chips_for(profile.progressive.wager, 1, spots.index("progressive"), 0)
