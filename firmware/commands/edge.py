@@ -15,12 +15,11 @@ from fractions import Fraction
 from typing import Any
 
 from firmware.commands.limits import bounded_int
-from firmware.commands.strategy import main_json
+from firmware.commands.strategy import StrategyError, main_json, profile_rules
 from firmware.engine.cards import ShoeComposition
-from firmware.engine.maingame import main_rules
 from firmware.engine.money import format_amount, parse_amount, to_json_number
 from firmware.engine.odds import ProfileOdds, ProgressiveOdds, SideBetOdds, profile_odds
-from firmware.engine.profile import Award, ProfileError, load_profile
+from firmware.engine.profile import Award, Profile
 
 
 class EdgeError(ValueError):
@@ -47,18 +46,12 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        odds = compute(args.profile, args.decks, args.meter)
-        profile = load_profile(args.profile)
-        # a whole shoe here (compute resolves --decks); the profile's default otherwise
-        main = main_json(profile, main_rules(profile, odds.decks or profile.default_decks))
-    except (EdgeError, ProfileError) as exc:
+        profile, decks, rules = profile_rules(args.profile, args.decks)   # the profile read once
+        odds = odds_for(profile, decks, args.meter)
+    except (EdgeError, StrategyError) as exc:
         print(f"betbox edge: error: {exc}", file=sys.stderr)
         return 2
-    except (OSError, UnicodeDecodeError, RecursionError) as exc:    # a profile file that is no profile
-        what = "nested too deeply" if isinstance(exc, RecursionError) else \
-            "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc.strerror
-        print(f"betbox edge: error: --profile {args.profile}: {what}", file=sys.stderr)
-        return 2
+    main = main_json(profile, rules)
     if args.json:
         json.dump({**to_json(odds), "main": main}, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -68,13 +61,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def compute(profile_name: str, decks: int | None, meter_text: str | None) -> ProfileOdds:
-    profile = load_profile(profile_name)
-    low, high = profile.decks
-    if decks is None:
-        decks = profile.default_decks
-    elif not low <= decks <= high:
-        allowed = f"{low}" if low == high else f"{low} to {high}"
-        raise EdgeError(f"--decks {decks}: profile {profile.name!r} is played with {allowed} decks")
+    """The odds of a profile by name (``--decks`` checked against the profile)."""
+    try:
+        profile, decks, _ = profile_rules(profile_name, decks)
+    except StrategyError as exc:
+        raise EdgeError(str(exc)) from None
+    return odds_for(profile, decks, meter_text)
+
+
+def odds_for(profile: Profile, decks: int, meter_text: str | None) -> ProfileOdds:
     meter: Fraction | None = None
     if meter_text is not None:
         if profile.progressive is None:

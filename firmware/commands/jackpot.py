@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from firmware.commands.limits import MAX_ROUND, bounded_float, bounded_int, read_password
+from firmware.commands.limits import MAX_ROUND, bounded_float, bounded_int, password_options, read_password, tls_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--pools", help="TOML file of [pools.NAME] tables (seed, rate, maximum, tables); "
                                    "default one pool 'main': seed 1000, rate 15%%, maximum 250000")
     s.add_argument("--username")
-    _password_options(s)
+    password_options(s)
     s.add_argument("--ca", help="CA certificate (mqtts://)")
     s.add_argument("--cert", help="client certificate (mqtts://)")
     s.add_argument("--key", help="client key (mqtts://)")
@@ -49,10 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--by", help="who confirms (name or badge); default: the --username")
     c.add_argument("--link", default="main", help="link id in the jackpot topics (default main)")
     c.add_argument("--username", default="attendant", help="MQTT username (the ACL's 'attendant')")
-    _password_options(c)
-    c.add_argument("--ca")
-    c.add_argument("--cert")
-    c.add_argument("--key")
+    password_options(c)
+    tls_options(c)
     c.add_argument("--timeout", type=bounded_float("--timeout", 0.1, 600.0), default=10.0,
                    help="seconds to wait for the answer (default 10)")
     c.set_defaults(func=confirm)
@@ -63,10 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--seed", help="the seed as hex, 8 to 64 bytes (default: 32 random bytes)")
     v.add_argument("--tree", help="the approved copy of the release: exit 1 unless the unit's answer is its HMAC")
     v.add_argument("--username", default="verifier", help="MQTT username (the ACL's 'verifier')")
-    _password_options(v)
-    v.add_argument("--ca")
-    v.add_argument("--cert")
-    v.add_argument("--key")
+    password_options(v)
+    tls_options(v)
     v.add_argument("--timeout", type=bounded_float("--timeout", 0.1, 600.0), default=60.0,
                    help="seconds to wait for the answer (default 60: the unit hashes every file)")
     v.set_defaults(func=verify_unit)
@@ -91,14 +87,6 @@ def _store_choice(args: argparse.Namespace, name: str) -> str | None:
     if args.store_password_file and args.store_url is None:
         return f"{name}: --store-password-file goes with --store-url"
     return None
-
-
-def _password_options(p: argparse.ArgumentParser) -> None:
-    # never --password: a command line is readable by every user in /proc/PID/cmdline
-    p.add_argument("--password-file", metavar="FILE",
-                   help="the MQTT password: the first line of FILE, or - for standard input")
-    p.add_argument("--allow-insecure", action="store_true",
-                   help="allow the password over plain mqtt:// (a lab or loopback broker; default: mqtts:// only)")
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -75,3 +75,19 @@ def read_password(args: argparse.Namespace) -> str | None:
         raise ValueError(f"--password-file {name}: the first line must hold the password (1 to {MAX_PASSWORD} "
                          "characters)")
     return password
+
+
+def password_options(p: argparse.ArgumentParser) -> None:
+    """``--password-file`` and ``--allow-insecure`` of a command that logs in to the broker."""
+    # never --password: a command line is readable by every user in /proc/PID/cmdline
+    p.add_argument("--password-file", metavar="FILE",
+                   help="the MQTT password: the first line of FILE, or - for standard input")
+    p.add_argument("--allow-insecure", action="store_true",
+                   help="allow the password over plain mqtt:// (a lab or loopback broker; default: mqtts:// only)")
+
+
+def tls_options(p: argparse.ArgumentParser) -> None:
+    """``--ca``, ``--cert``, ``--key``: the broker's CA and this client's certificate (mqtts://)."""
+    p.add_argument("--ca", help="the CA certificate the broker's is checked against (PEM)")
+    p.add_argument("--cert", help="this client's certificate (PEM)")
+    p.add_argument("--key", help="this client's private key (PEM)")

@@ -20,7 +20,7 @@ import time
 import uuid
 from typing import Any
 
-from firmware.commands.limits import read_password
+from firmware.commands.limits import bounded_float, password_options, read_password, tls_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,14 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--table", required=True, help="the table id, e.g. table-1")
         q.add_argument("--by", help="who (name or badge); default: the --username")
         q.add_argument("--username", default="pit", help="MQTT username (the ACL's supervisor, default pit)")
-        q.add_argument("--password-file", metavar="PATH",
-                       help="read the password from this file's first line ('-': from stdin)")
-        q.add_argument("--ca")
-        q.add_argument("--cert")
-        q.add_argument("--key")
-        q.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer (default 10)")
-        q.add_argument("--allow-insecure", action="store_true",
-                       help="allow the password over plain mqtt:// (a lab or loopback broker; default: mqtts:// only)")
+        password_options(q)
+        tls_options(q)
+        q.add_argument("--timeout", type=bounded_float("--timeout", 0.1, 600.0), default=10.0,
+                       help="seconds to wait for the answer (default 10)")
         q.set_defaults(func=command)
 
 
