@@ -23,31 +23,11 @@ from hal.sim.shoe import ShoeSimulator
 from hal.sim.transport import PtyTransport
 
 from ..link.broker import Broker, free_port
+from . import configs
 
 
 def seat_config(tmp_path: Path, reader: str, link: str = "") -> Path:
-    (tmp_path / "chips.csv").write_text("uid,denomination,status\n0A01,5,valid\n")
-    (tmp_path / "state").mkdir(exist_ok=True)
-    config = tmp_path / "seat.toml"
-    config.write_text(f"""
-[unit]
-role = "seat"
-id = "seat-1"
-table = "t"
-state_dir = "{tmp_path / 'state'}"
-{link}
-[seat]
-box = 1
-spots = ["main", "insurance"]
-chips = "{tmp_path / 'chips.csv'}"
-[hardware.chip_reader]
-{reader}
-spots = ["main", "insurance"]
-[hardware.lamps]
-backend = "mock"
-lamps = ["progressive", "bets_locked"]
-""")
-    return config
+    return configs.seat_config(tmp_path, reader=reader, link=link, spots=("main", "insurance"))
 
 
 def dealer_config(tmp_path: Path, shoe: str) -> Path:

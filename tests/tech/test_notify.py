@@ -15,6 +15,8 @@ from firmware.commands.run import serve
 from firmware.runtime.journal import open_readonly
 from firmware.runtime.notify import Notifier
 
+from . import configs
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -26,26 +28,7 @@ def listen(path: Path) -> socket.socket:
 
 
 def seat_config(tmp_path: Path) -> Path:
-    (tmp_path / "chips.csv").write_text("uid,denomination,status\n0A01,5,valid\n")
-    config = tmp_path / "seat.toml"
-    config.write_text(f"""
-[unit]
-role = "seat"
-id = "seat-1"
-table = "t"
-state_dir = "{tmp_path / 'state'}"
-[seat]
-box = 1
-spots = ["main"]
-chips = "{tmp_path / 'chips.csv'}"
-[hardware.chip_reader]
-backend = "mock"
-spots = ["main"]
-[hardware.lamps]
-backend = "mock"
-lamps = ["progressive", "bets_locked"]
-""")
-    return config
+    return configs.seat_config(tmp_path)
 
 
 def test_betbox_run_says_ready_after_recovery_pets_the_watchdog_and_says_stopping(tmp_path):

@@ -24,6 +24,7 @@ from firmware.link import topics
 from firmware.link.outbox import Outbox
 
 from ..link.broker import Broker
+from .configs import seat_config, verify_section
 
 ROOT = Path(__file__).resolve().parents[2]
 RAUC_DIR = ROOT / "image" / "rauc"
@@ -129,31 +130,8 @@ device={self.slots['B']}
 type=ext4
 bootname=B
 """)
-        (d / "chips.csv").write_text("uid,denomination,status\n0A01,5,valid\n")
-        self.config = d / "seat.toml"
-        self.config.write_text(f"""
-[unit]
-role = "seat"
-id = "seat-1"
-table = "t"
-state_dir = "{d / 'state'}"
-[link]
-broker = "{broker.url}"
-[seat]
-box = 1
-spots = ["main"]
-chips = "{d / 'chips.csv'}"
-[verify]
-at_start = true
-tree = "{d / 'current'}"
-keyring = "{keyring}"
-[hardware.chip_reader]
-backend = "mock"
-spots = ["main"]
-[hardware.lamps]
-backend = "mock"
-lamps = ["progressive", "bets_locked"]
-""")
+        self.config = seat_config(d, link=f'[link]\nbroker = "{broker.url}"',
+                                  verify=verify_section(d / "current", keyring))
         self.dbus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1"],
                                      stdout=subprocess.PIPE, text=True)
         address = self.dbus.stdout.readline().strip()

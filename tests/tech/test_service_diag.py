@@ -17,39 +17,15 @@ import pytest
 from firmware.config import load_config
 from firmware.diag import FAIL, SKIP, LiveDiag, check_ports, live_checks, run_checks
 from tests.link.broker import Broker
+from tests.tech.configs import seat_config, verify_section
 
 ROOT = Path(__file__).resolve().parents[2]
 XVFB = shutil.which("xvfb-run")
 
 
 def config(tmp_path: Path, release: Path, keyring: Path, broker: Broker) -> Path:
-    (tmp_path / "chips.csv").write_text("uid,denomination,status\n0A01,5,valid\n")
-    (tmp_path / "state/seat-1").mkdir(parents=True)
-    path = tmp_path / "seat.toml"
-    path.write_text(f"""
-[unit]
-role = "seat"
-id = "seat-1"
-table = "t"
-state_dir = "{tmp_path / 'state/seat-1'}"
-[link]
-broker = "{broker.url}"
-[seat]
-box = 1
-spots = ["main"]
-chips = "{tmp_path / 'chips.csv'}"
-[verify]
-at_start = true
-tree = "{release}"
-keyring = "{keyring}"
-[hardware.chip_reader]
-backend = "mock"
-spots = ["main"]
-[hardware.lamps]
-backend = "mock"
-lamps = ["progressive", "bets_locked"]
-""")
-    return path
+    return seat_config(tmp_path, link=f'[link]\nbroker = "{broker.url}"', state=tmp_path / "state/seat-1",
+                       verify=verify_section(release, keyring))
 
 
 @pytest.fixture

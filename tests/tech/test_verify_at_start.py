@@ -14,6 +14,8 @@ from firmware.runtime.journal import open_readonly
 from firmware.sim import chipset
 from firmware.sim.table import InProcessTable
 
+from .configs import seat_config, verify_section
+
 SETTLEMENT = "lib/python3.11/site-packages/firmware/engine/settlement.py"
 NOT_VERIFIED = {"verified": False, "detail": f"NOT verified: {SETTLEMENT}: changed"}
 
@@ -77,32 +79,7 @@ def test_a_malformed_software_input_is_refused_by_translate(table):
 
 
 def _seat_config(tmp_path: Path, tree: Path, keyring: Path) -> Path:
-    state = tmp_path / "state"
-    chips = tmp_path / "chips.csv"
-    chips.write_text("uid,denomination,status\n0A01,5,valid\n")
-    config = tmp_path / "seat.toml"
-    config.write_text(f"""
-[unit]
-role = "seat"
-id = "seat-1"
-table = "t"
-state_dir = "{state}"
-[seat]
-box = 1
-spots = ["main"]
-chips = "{chips}"
-[verify]
-at_start = true
-tree = "{tree}"
-keyring = "{keyring}"
-[hardware.chip_reader]
-backend = "mock"
-spots = ["main"]
-[hardware.lamps]
-backend = "mock"
-lamps = ["progressive", "bets_locked"]
-""")
-    return config
+    return seat_config(tmp_path, verify=verify_section(tree, keyring))
 
 
 def _run_until(config: Path, line: str, tmp_path: Path) -> str:

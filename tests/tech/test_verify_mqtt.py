@@ -19,6 +19,7 @@ from firmware.verify import challenge
 from tests.link.broker import Broker
 from tests.link.helpers import Sniffer, wait_until
 from tests.link.schema import validate
+from tests.tech.configs import seat_config, verify_section
 
 ROOT = Path(__file__).resolve().parents[2]
 ACL = (ROOT / "docs/mqtt/acl").read_text()
@@ -40,32 +41,9 @@ def release(d: Path) -> Path:
 def seat(tmp_path):
     broker = Broker(tmp_path / "mosquitto", acl=ACL + OBSERVER, users=USERS).start()
     tree = release(tmp_path / "installed")
-    (tmp_path / "chips.csv").write_text("uid,denomination,status\n0A01,5,valid\n")
-    config = tmp_path / "seat.toml"
-    config.write_text(f"""
-[unit]
-role = "seat"
-id = "seat-1"
-table = "table-1"
-state_dir = "{tmp_path / 'state'}"
-[link]
-broker = "{broker.url}"
-username = "table-1/seat-1"
-password = "pw-seat"
-allow_insecure = true
-[seat]
-box = 1
-spots = ["main"]
-chips = "{tmp_path / 'chips.csv'}"
-[verify]
-tree = "{tree}"
-[hardware.chip_reader]
-backend = "mock"
-spots = ["main"]
-[hardware.lamps]
-backend = "mock"
-lamps = ["progressive", "bets_locked"]
-""")
+    link = (f'[link]\nbroker = "{broker.url}"\nusername = "table-1/seat-1"\npassword = "pw-seat"\n'
+            'allow_insecure = true')
+    config = seat_config(tmp_path, table="table-1", link=link, verify=verify_section(tree, at_start=False))
     log = open(tmp_path / "seat.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "firmware", "run", "--config", str(config)], cwd=ROOT,
                             stdout=log, stderr=subprocess.STDOUT)
