@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from firmware.jackpot.controller import report
+from firmware.jackpot.controller import JackpotController, report
 from tests.jackpot.test_hot_standby import BETBOX, Controllers
 from tests.link.helpers import POOL, controller, wait_until
 from tests.tables import check_books, deal_initial, finish_round, open_round
@@ -23,23 +23,37 @@ from tests.tables import check_books, deal_initial, finish_round, open_round
 from .floor import CONTROLLER, Floor
 from .tables import FloorTables
 
+GRACE = 4.0     # the controller's hold grace where an outage must outlast it (default 30 s)
+
 pytestmark = pytest.mark.slow
 
 
+def _held(ctl) -> int:
+    return ctl.db.execute("SELECT COUNT(*) FROM claim WHERE state = 'held'").fetchone()[0]
+
+
 def test_the_floor_broker_killed_and_restarted_while_three_tables_play_on_their_own_brokers(tmp_path):
+    """The floor broker SIGKILLed while a claim waits at the controller for its counterpart
+    (a seat's report for its dealer's record, or the other way round), and kept down longer
+    than the controller's hold grace: the counterpart, queued at the table broker, is no
+    integrity alarm (the controller's own link was down: it could not hear the bridges)."""
     floor = Floor(tmp_path, {f"table-{t}": 3 for t in (1, 2, 3)}).start()
-    ctl = controller(tmp_path / "jackpot.db")
+    ctl = JackpotController(tmp_path / "jackpot.db", [POOL], hold_grace=GRACE)
     svc = floor.service(ctl)
     tables = FloorTables(floor, tmp_path)
     try:
         tables.wait_links("up", 20)
         with tables.playing():
             wait_until(lambda: sum(ctl.marks().values()) >= 40, 60, "the first rounds' reports at the controller")
+            wait_until(lambda: _held(ctl), 60, "a claim waiting for its counterpart", step=0.001)
             floor.floor.kill()                               # SIGKILL, mid-stream: the tables are playing
+            killed = time.monotonic()
             tables.wait_links("down", 20)
             down = tables.round_nos()
             # the tables deal and settle on their own brokers, the progressive closed
-            wait_until(lambda: tables.played_since(down, 3), 60, "three rounds at every table, the floor away")
+            wait_until(lambda: tables.played_since(down, 3) and time.monotonic() - killed > 2 * GRACE, 60,
+                       "three rounds at every table and two hold graces, the floor away")
+            held = _held(ctl)
             away = tables.round_nos()
             floor.floor.start()
             tables.wait_links("up", 30)
@@ -50,6 +64,7 @@ def test_the_floor_broker_killed_and_restarted_while_three_tables_play_on_their_
         books = check_books(data, tables.outboxes(), tables.journals(), POOL.rate)
         tables.wait_meters(data)
         assert books.wagers > 0
+        print(f"\n{held} claim(s) waiting at the controller through the floor's outage")
         for t in tables.drivers:
             # rounds opened after the seats saw the floor go, up to the last one they saw it away: no progressive
             assert tables.wagers_in_rounds(t, down[t] + 1, away[t]) == 0, t
@@ -159,6 +174,7 @@ def test_the_active_controller_sigkilled_mid_burst_with_a_full_hit_pending_the_s
     try:
         tables.wait_links("up", 30)
         t1 = tables.drivers["table-1"].table
+        wait_until(lambda: t1.settle() >= 0 and t1.dealer.meter == POOL.seed, 30, "the seed meter at table-1")
         seed_meter = t1.dealer.meter
         open_round(t1, {1: {"main": 20, "progressive": 5}, 2: {"main": 20, "progressive": 5}})
         deal_initial(t1, {1: ["AH", "AH", "AH", "AH"], 2: ["TD", "9H", "7S", "8C"]})
@@ -222,6 +238,8 @@ def test_the_database_restarted_under_the_active_controller_while_tables_play_lo
         tables.wait_meters(data)
         assert books.wagers > 0
         assert a.poll() is None and b.poll() is None and ctls.active_pid() in (a.pid, b.pid)
+        # the active one took no more reports once its database was gone (it said so), lost none
+        assert "stepping down" in ctls.log("a")
     finally:
         tables.close()
         ctls.close()
