@@ -30,6 +30,7 @@ class FloorTables:
         self.outbox_paths: dict[str, Path] = {}
         self.drivers: dict[str, TableDriver] = {}
         self._player: threading.Thread | None = None
+        self._played: set[str] = set()          # the tables the player thread drives
         self._failed: list[BaseException] = []
         for n, (table, boxes) in enumerate(sorted(floor.boxes.items())):
             self.drivers[table] = linked_table(table, root / table, self._bus_factory(), boxes=boxes,
@@ -70,6 +71,7 @@ class FloorTables:
             except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
                 self._failed.append(exc)
 
+        self._played = set(self.drivers) if tables is None else set(tables)
         self._player = threading.Thread(target=play, name="players", daemon=True)
         self._player.start()
         try:
@@ -80,6 +82,7 @@ class FloorTables:
         self._check()
         assert not self._player.is_alive(), "the players did not stop"
         self._player = None
+        self._played = set()
         self.settle()
 
     def _check(self) -> None:
@@ -87,8 +90,10 @@ class FloorTables:
             raise AssertionError("a table's players failed") from self._failed[0]
 
     def settle(self) -> None:
-        for d in self.drivers.values():
-            d.table.settle()
+        """Run the units' inputs of every table the player thread does not drive."""
+        for table, d in self.drivers.items():
+            if table not in self._played:
+                d.table.settle()
 
     # -- what the tables see -------------------------------------------------------------
 
@@ -109,8 +114,7 @@ class FloorTables:
     def links(self, tables: list[str] | None = None) -> set[str | None]:
         """The controller's link as the seats of ``tables`` (default: all) see it now."""
         self._check()
-        if self._player is None:
-            self.settle()           # nobody plays: the units take their inputs here
+        self.settle()               # the tables nobody plays take their inputs here
         return {s.controller.link for t, d in self.drivers.items() if tables is None or t in tables
                 for s in d.table.seats.values()}
 
@@ -121,8 +125,7 @@ class FloorTables:
 
     def shown_meters(self) -> set[Fraction | None]:
         """The meter every dealer and seat holds now (the controller's broadcast)."""
-        if self._player is None:
-            self.settle()
+        self.settle()
         out: set[Fraction | None] = set()
         for d in self.drivers.values():
             out.add(d.table.dealer.meter)
