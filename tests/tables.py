@@ -182,7 +182,8 @@ def journal_books(state_dir: Path, boxes: Iterable[int], profile: str = "rws-bla
         finally:
             j.close()
         for s in settled:
-            if s is None or s.get("void") or "progressive" not in s:
+            # a void round's box (its bets returned): no hand judged, nothing booked
+            if s is None or "progressive" not in s or all(h["result"] is None for h in s["hands"]):
                 continue
             b.wagers += 1
             b.wagers_in += Fraction(str(s["wagered"]["progressive"]))

@@ -131,6 +131,53 @@ def test_a_tables_bridge_down_for_minutes_holds_its_queue_and_drains_it_in_order
         floor.stop()
 
 
+def _meter_hits(ctl) -> list[str]:
+    return [s for (s,) in ctl.db.execute("SELECT state FROM hit WHERE kind = 'meter' ORDER BY id")]
+
+
+def test_a_full_hit_pending_when_its_tables_bridge_goes_down_is_paid_once_the_queue_drains(tmp_path):
+    """Table-1 deals box 1 a suited four of a kind (100% of the meter): locked, PENDING on
+    its seats. Its bridge is cut and the round ends meanwhile: the round's results wait at
+    table-1's broker, the hit stays pending at the controller while table-2 plays on; once
+    the bridge is back the hit is paid, the pool reseeded, the books exact."""
+    floor = Floor(tmp_path, {"table-1": 2, "table-2": 2}, relay=("table-1",)).start()
+    ctl = controller(tmp_path / "jackpot.db")
+    svc = floor.service(ctl)
+    tables = FloorTables(floor, tmp_path)
+    try:
+        tables.wait_links("up", 20)
+        t1 = tables.drivers["table-1"].table
+        wait_until(lambda: t1.settle() >= 0 and t1.dealer.meter == POOL.seed, 30, "the seed meter at table-1")
+        open_round(t1, {1: {"main": 20, "progressive": 5}, 2: {"main": 20, "progressive": 5}})
+        deal_initial(t1, {1: ["AH", "AH", "AH", "AH"], 2: ["TD", "9H", "7S", "8C"]})
+        wait_until(lambda: _meter_hits(ctl) == ["pending"], 30, "the 100% hit pending at the controller")
+        wait_until(lambda: t1.settle() >= 0 and all(s.controller.pending for s in t1.seats.values()), 30,
+                   "PENDING on table-1's seats")
+        with tables.playing(pace=0.2, tables=["table-2"]):
+            floor.relays["table-1"].cut()
+            tables.wait_links("down", 20, ["table-1"])
+            finish_round(t1)                         # the round's end, queued behind the cut
+            wait_until(lambda: tables.drained(), 30, "the table brokers' PUBACKs")
+            cut = tables.round_nos()
+            wait_until(lambda: tables.played_since({"table-2": cut["table-2"]}, 2), 60, "table-2 playing on")
+            assert _meter_hits(ctl) == ["pending"]
+            floor.relays["table-1"].restore()
+            wait_until(lambda: _meter_hits(ctl) == ["confirmed"], 30, "the hit paid once the bridge is back")
+            tables.wait_links("up", 30, ["table-1"])
+        wait_until(lambda: tables.confirmed(ctl.marks()), 60, "every report of every unit at the controller")
+        data = report(ctl.db)
+        books = check_books(data, tables.outboxes(), tables.journals(), POOL.rate)
+        tables.wait_meters(data)
+        assert (books.meter_hits, books.meter_won) == (1, POOL.seed)
+        assert data["pools"]["main"]["meters"]["reseeds"] == 1
+        assert not any(s.controller.pending for s in t1.seats.values())
+    finally:
+        tables.close()
+        svc.stop()
+        ctl.close()
+        floor.stop()
+
+
 # -- two `betbox run` controllers on one PostgreSQL, on the floor broker -------------------
 
 
