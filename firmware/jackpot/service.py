@@ -25,6 +25,7 @@ import queue
 import signal
 import socket
 import threading
+import time
 from typing import Any, Callable
 
 from firmware import wirejson
@@ -61,6 +62,7 @@ class JackpotService:
         self.bus.add_link_listener(self._on_link)
         self._meter_dirty = True
         self._all_marks = True
+        self._link_back = time.monotonic()      # the last (re)connect: holds are judged a grace after
         self.failed = 0                 # reports and commands that raised (logged, dropped)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._publisher, name="jackpot-publisher", daemon=True)
@@ -96,6 +98,7 @@ class JackpotService:
         if up:
             self._meter_dirty = True
             self._all_marks = True
+            self._link_back = time.monotonic()
 
     def _on_presence(self, topic: str, payload: bytes) -> None:
         """Hot standby: a controller that stepped down late (or its will) may say ``offline``
@@ -245,9 +248,16 @@ class JackpotService:
             try:
                 self._publish_pending()
                 self.controller.check_gaps()
-                self.controller.check_holds()
+                if self._holds_due():
+                    self.controller.check_holds()
             except StoreUnavailable as exc:
                 self._lose_store(exc)
+
+    def _holds_due(self) -> bool:
+        """While its own link is down the controller hears no table's bridge state (the
+        floor broker itself may be gone, every table's records queued at its own broker):
+        no claim is judged late until the hold grace has passed since the link came back."""
+        return self.bus.connected and time.monotonic() - self._link_back >= self.controller.hold_grace
 
     def _publish_pending(self) -> None:
         if not self.bus.connected:

@@ -82,3 +82,38 @@ def test_a_bridge_down_longer_than_the_hold_grace_raises_no_uncorroborated_alarm
         svc.stop()
         ctl.close()
         floor.stop()
+
+
+def test_the_floor_broker_down_longer_than_the_hold_grace_raises_no_uncorroborated_alarm(tmp_path):
+    """The floor broker SIGKILLed, not one bridge: the controller loses its own link and
+    with it every table's bridge state (the floor broker's will for the bridges never
+    reaches it). A seat's claim that reached it before the kill waits for the dealer's
+    record queued at the table broker; while its link is down the controller cannot know,
+    so it raises nothing, and the grace counts from its link's return."""
+    floor = Floor(tmp_path, {"table-1": 1}).start()
+    ctl = JackpotController(tmp_path / "jackpot.db", [POOL], hold_grace=GRACE)
+    svc = floor.service(ctl)
+    unit = "table-1/seat-1"
+    seat, dealer = floor.bus(unit, tmp_path / "seat.db"), floor.bus("table-1/dealer", tmp_path / "dealer.db")
+    script = [("progressive_wager", {"amount": "5"}, 1, "1/w"), ("round_result", {"void": False, "net": "10"}, 1, "1/r")]
+    expected = Expected(events={unit: len(script)})
+    try:
+        send(seat, unit, script)
+        wait_until(lambda: _held(ctl, "table-1") == len(script), 20, "the seat's claims held at the controller")
+        floor.floor.kill()
+        wait_until(lambda: not svc.bus.connected, 20, "the controller's link down")
+        send_dealer(dealer, {1: script}, expected)
+        wait_until(dealer.drained, 20, "the table broker's PUBACK of the dealer's records")
+        time.sleep(3 * GRACE)                   # the outage outlasts the grace (the service checks every tick)
+        assert report(ctl.db)["integrity"]["count"] == 0
+        floor.floor.start()
+        wait_until(lambda: all_confirmed(ctl, expected), 30, "the dealer's queued records at the controller")
+        data = report(ctl.db)
+        assert data["integrity"]["count"] == 0 and data["held"] == {"seat": 0, "dealer": 0}
+        assert data["pools"]["main"]["meters"]["wagers"] == 1
+    finally:
+        seat.close()
+        dealer.close()
+        svc.stop()
+        ctl.close()
+        floor.stop()
