@@ -186,6 +186,11 @@ class PgDatabase:
         this for the epoch row its fence holds)."""
         self.target = target
         self.conn = _connect(target, application, idle_in_transaction)
+        # no server-side prepared statements: after a batch that failed in pipeline mode
+        # psycopg's cache names statements the server never prepared ("prepared statement
+        # _pg3_3 does not exist" on every later report); a batch is a few set-based
+        # statements, so preparing saves little
+        self.conn.prepare_threshold = None
         self._sql: dict[str, str] = {}
         self._migrate()
 
