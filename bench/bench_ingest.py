@@ -6,7 +6,9 @@ the tests start one), three runs each, min/median/max:
 - through the broker (``--broker``): 4 seats' publishers and a dealer's in another process
   -> mosquitto (2,000 retained messages on it) -> :class:`JackpotService` -> the store.
 
-``--profile`` prints the controller's biggest costs (cProfile, direct ingest) instead.
+``--profile`` prints the controller's biggest costs (cProfile, direct ingest) instead;
+with ``--broker``, of its two threads in one run through the broker (paho's network thread,
+which queues each report, and the ingest thread, which stores and acknowledges them).
 
     .venv/bin/python bench/bench_ingest.py [--burst 20000] [--broker] [--profile]
 """
@@ -19,6 +21,7 @@ import pstats
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -88,6 +91,9 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
+            if args.profile and args.broker:
+                profile_via_broker(kinds, args.burst, tmp, pg)
+                return
             if args.profile:
                 for kind in kinds:
                     ingest_direct(kind, args.burst, tmp, pg, profile=True)
@@ -125,6 +131,36 @@ def ingest_via_broker_on(kind: str, url: str, n: int, tmp: Path, pg: PgCluster |
         return ingest_via_broker(url, n, 4, tmp)[0]
     finally:
         bench_mqtt.controller = saved
+
+
+PROFILED = ("paho-mqtt-client-betbox-jackpot", "jackpot-ingest")   # the controller's threads
+
+
+def profile_via_broker(kinds: list[str], n: int, tmp: Path, pg: PgCluster | None) -> None:
+    """One run through the broker per store with the controller's paho and ingest threads
+    under cProfile (one profile each: cProfile follows the thread it runs in)."""
+    profiles: dict[str, cProfile.Profile] = {}
+    plain = threading.Thread.run
+
+    def run(self: threading.Thread) -> None:
+        if not self.name.startswith(PROFILED):
+            return plain(self)
+        prof = profiles[self.name.split("-")[0]] = cProfile.Profile()
+        prof.runcall(plain, self)
+
+    broker = Broker(tmp / "mosquitto").start()
+    threading.Thread.run = run                  # type: ignore[method-assign]
+    try:
+        retain(broker.url, 2000)
+        for kind in kinds:
+            profiles.clear()
+            rate = ingest_via_broker_on(kind, broker.url, n, tmp, pg)
+            for name, prof in profiles.items():
+                print(f"== {kind} through the broker, {rate:.0f} reports/s under the profiler: thread {name}")
+                pstats.Stats(prof).sort_stats("tottime").print_stats(14)
+    finally:
+        threading.Thread.run = plain            # type: ignore[method-assign]
+        broker.stop()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Group commit with set-based writes (#16 item 4, #18): a batch sends each table's rows
-in one statement (PostgreSQL: one ``INSERT ... SELECT FROM unnest(...)`` or ``UPDATE ...
-FROM unnest(...)`` a table; SQLite: one ``executemany``), not one statement a report, and
+in one statement (PostgreSQL: one ``INSERT ... SELECT`` or ``UPDATE ... FROM`` the rows
+as one JSON parameter; SQLite: one ``executemany``), not one statement a report, and
 the rows it leaves are the same as ingesting the reports one at a time."""
 
 from __future__ import annotations
