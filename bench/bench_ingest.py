@@ -16,7 +16,9 @@ which queues each report, and the ingest thread, which stores and acknowledges t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import os
 import pstats
 import statistics
 import sys
@@ -24,6 +26,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -112,9 +115,15 @@ def main() -> None:
                 try:
                     retain(broker.url, 2000)
                     for _ in range(args.runs):
+                        # the baseline: what the publishers and the broker allow, into a
+                        # subscriber on the controller's session that only counts
+                        with broker_cpu(broker, "bare", args.burst):
+                            figures.setdefault("broker bare", []).append(
+                                ingest_via_broker(broker.url, args.burst, 4, tmp, bare=True)[0])
                         for kind in kinds:
-                            figures.setdefault(f"broker {kind}", []).append(
-                                ingest_via_broker_on(kind, broker.url, args.burst, tmp, pg))
+                            with broker_cpu(broker, kind, args.burst):
+                                figures.setdefault(f"broker {kind}", []).append(
+                                    ingest_via_broker_on(kind, broker.url, args.burst, tmp, pg))
                 finally:
                     broker.stop()
     finally:
@@ -126,6 +135,24 @@ def main() -> None:
     print("the controller's CPU per report (µs; its process, not the database server's nor the broker's):")
     for kind, xs in CPU.items():
         print(f"  {kind:20s} {spread(xs)}")
+    if BROKER_CPU:
+        print("mosquitto's CPU per report (µs; the publishers' PUBLISH in, the PUBLISH out and its PUBACK):")
+        for kind, xs in BROKER_CPU.items():
+            print(f"  {kind:20s} {spread(xs)}")
+
+
+BROKER_CPU: dict[str, list[float]] = {}
+
+
+@contextlib.contextmanager
+def broker_cpu(broker: Broker, kind: str, n: int) -> Iterator[None]:
+    """mosquitto's CPU (user + system, from /proc) over one run, per report."""
+    def ticks() -> int:
+        fields = Path(f"/proc/{broker.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    t0 = ticks()
+    yield
+    BROKER_CPU.setdefault(kind, []).append((ticks() - t0) / os.sysconf("SC_CLK_TCK") / (n // 4 * 5) * 1e6)
 
 
 def ingest_via_broker_on(kind: str, url: str, n: int, tmp: Path, pg: PgCluster | None) -> float:
