@@ -40,11 +40,8 @@ from .store import StoreUnavailable
 log = logging.getLogger("betbox.jackpot")
 _failed_log = wirejson.RateLimitedLog(log, level=logging.ERROR)
 MAX_NUMBER = 2 ** 53            # hit and round numbers (SQLite's integers are 64-bit)
-MAX_BATCH = 512                 # reports per transaction
+MAX_BATCH = 512                 # reports per transaction (the broker's in-flight window bounds it too)
 MAX_WAITING = 4096              # reports queued for the ingest thread; then paho's thread waits
-# the controller's in-flight window (MQTT 5 receive maximum): two batches, so one fills while
-# the other is stored; the broker's max_inflight_messages (64) would cap a batch at 64
-RECEIVE_MAXIMUM = 2 * MAX_BATCH
 Arrived = tuple[str, bytes, Callable[[], None]]     # topic, payload, its PUBACK
 
 
@@ -56,8 +53,7 @@ class JackpotService:
         self.tick = tick
         self.bus = MqttBus(link, f"jackpot/{self.link_id}", role="jackpot", config_digest=config_digest,
                            client_id=f"betbox-jackpot-{self.link_id}", clean_session=False,
-                           status_topic=topics.jackpot_status_topic(self.link_id), manual_ack=True,
-                           receive_maximum=RECEIVE_MAXIMUM)
+                           status_topic=topics.jackpot_status_topic(self.link_id), manual_ack=True)
         self.bus.subscribe_deferred(topics.REPORT_PATTERN, self._on_report)
         self.bus.subscribe_raw(topics.command_topic(self.link_id), self._on_command)
         self.bus.subscribe_raw(topics.jackpot_status_topic(self.link_id), self._on_presence)

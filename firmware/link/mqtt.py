@@ -28,8 +28,6 @@ from typing import Any, Callable
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
-from paho.mqtt.packettypes import PacketTypes
-from paho.mqtt.properties import Properties
 
 from firmware import __version__, wirejson
 from firmware.runtime.bus import Message, Sink, topic_matches
@@ -99,8 +97,7 @@ class MqttBus:
                  outbox: Outbox | None = None, config_digest: str = "", link_id: str = "main",
                  client_id: str | None = None, clean_session: bool = True,
                  status_topic: str | None = None, resend_acked: bool = True,
-                 max_payload: int | None = None, manual_ack: bool = False,
-                 receive_maximum: int | None = None) -> None:
+                 max_payload: int | None = None, manual_ack: bool = False) -> None:
         self.config = config
         # incoming messages larger than this are dropped before they are decoded
         self.max_payload = config.max_payload if max_payload is None else max_payload
@@ -135,16 +132,10 @@ class MqttBus:
         self._handed_through = 0                 # highest report seq handed to paho (this process)
         # with credentials the client id is the username: what the documented broker
         # enforces (use_username_as_clientid), so the logs on both sides name one client
-        # receive_maximum: how many QoS 1 messages the broker may send unacknowledged, this
-        # client's own window (MQTT 5; mosquitto honours it per client over its
-        # max_inflight_messages); the session then persists by its expiry, not clean_session
-        self.receive_maximum = receive_maximum
-        self._clean = clean_session
-        v5 = {"protocol": mqtt.MQTTv5} if receive_maximum else {"clean_session": clean_session,
-                                                                "protocol": mqtt.MQTTv311}
         self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=config.username or client_id or
                                    f"{unit_id.replace('/', ':')}:{self.boot_id[:8]}",
-                                   manual_ack=manual_ack, **v5)
+                                   clean_session=clean_session, protocol=mqtt.MQTTv311,
+                                   manual_ack=manual_ack)
         c = self._client
         c.max_inflight_messages_set(64)
         c.max_queued_messages_set(0)
@@ -176,15 +167,7 @@ class MqttBus:
     def start(self, wait: float | None = 10.0) -> "MqttBus":
         """Connect in the background (retrying for ever); wait up to ``wait`` seconds for the
         first connection (None: do not wait). A unit still starts when the broker is down."""
-        if self.receive_maximum:
-            props = Properties(PacketTypes.CONNECT)
-            props.ReceiveMaximum = self.receive_maximum
-            if not self._clean:
-                props.SessionExpiryInterval = 0xFFFFFFFF        # never: as clean_session=False
-            self._client.connect_async(self.config.host, self.config.port, keepalive=self.config.keepalive,
-                                       clean_start=self._clean, properties=props)
-        else:
-            self._client.connect_async(self.config.host, self.config.port, keepalive=self.config.keepalive)
+        self._client.connect_async(self.config.host, self.config.port, keepalive=self.config.keepalive)
         self._client.loop_start()
         if self.outbox is not None:
             self._sender = threading.Thread(target=self._send_loop, name=f"outbox:{self.unit_id}",
