@@ -445,6 +445,10 @@ def summary(args, go, commits, outs, floor_meters, cpu, rss, store_url) -> None:
               f"({len(keys) - len(done)} not by the end)")
         print(f"  controller committed {in_window / wall:8.1f} reports/s in the window "
               f"(units put {len(keys) / wall:.1f}/s)")
+        # a batch's reports share its commit time: the group commit's grouping
+        batches = len({at for at in first.values() if t0 <= at < t1})
+        if batches:
+            print(f"  in {batches} transactions, {in_window / batches:.1f} reports each on average")
         if done:
             last = max(first[k] for k in done)
             print(f"  all {len(done)} committed by {last - t0:.1f} s after the phase began: "

@@ -6,7 +6,9 @@ the tests start one), three runs each, min/median/max:
 - through the broker (``--broker``): 4 seats' publishers and a dealer's in another process
   -> mosquitto (2,000 retained messages on it) -> :class:`JackpotService` -> the store.
 
-``--profile`` prints the controller's biggest costs (cProfile, direct ingest) instead.
+``--profile`` prints the controller's biggest costs (cProfile, direct ingest) instead;
+with ``--broker``, of its two threads in one run through the broker (paho's network thread,
+which queues each report, and the ingest thread, which stores and acknowledges them).
 
     .venv/bin/python bench/bench_ingest.py [--burst 20000] [--broker] [--profile]
 """
@@ -14,13 +16,17 @@ the tests start one), three runs each, min/median/max:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import os
 import pstats
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -51,10 +57,14 @@ def store(kind: str, tmp: Path, pg: PgCluster | None):
     return open_store("unused", pg.url, pg.password_file)
 
 
+CPU: dict[str, list[float]] = {}      # the controller's CPU per report (µs) of each direct run
+
+
 def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: bool = False) -> float:
     ctl = JackpotController(store(kind, tmp, pg), [POOL])
     msgs = messages(n)
     prof = cProfile.Profile() if profile else None
+    c0 = time.process_time()
     t0 = time.perf_counter()
     if prof:
         prof.enable()
@@ -63,6 +73,7 @@ def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: b
     if prof:
         prof.disable()
     dt = time.perf_counter() - t0
+    CPU.setdefault(kind, []).append((time.process_time() - c0) / len(msgs) * 1e6)
     assert report(ctl.db)["pools"]["main"]["meters"]["wagers"] == n // 2
     ctl.close()
     if prof:
@@ -88,6 +99,9 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
+            if args.profile and args.broker:
+                profile_via_broker(kinds, args.burst, tmp, pg)
+                return
             if args.profile:
                 for kind in kinds:
                     ingest_direct(kind, args.burst, tmp, pg, profile=True)
@@ -101,9 +115,15 @@ def main() -> None:
                 try:
                     retain(broker.url, 2000)
                     for _ in range(args.runs):
+                        # the baseline: what the publishers and the broker allow, into a
+                        # subscriber on the controller's session that only counts
+                        with broker_cpu(broker, "bare", args.burst):
+                            figures.setdefault("broker bare", []).append(
+                                ingest_via_broker(broker.url, args.burst, 4, tmp, bare=True)[0])
                         for kind in kinds:
-                            figures.setdefault(f"broker {kind}", []).append(
-                                ingest_via_broker_on(kind, broker.url, args.burst, tmp, pg))
+                            with broker_cpu(broker, kind, args.burst):
+                                figures.setdefault(f"broker {kind}", []).append(
+                                    ingest_via_broker_on(kind, broker.url, args.burst, tmp, pg))
                 finally:
                     broker.stop()
     finally:
@@ -112,6 +132,27 @@ def main() -> None:
     print(f"reports/s ({args.burst} a run, group commit {BATCH}; min median max of {args.runs}):")
     for name, xs in figures.items():
         print(f"  {name:20s} {spread(xs)}")
+    print("the controller's CPU per report (µs; its process, not the database server's nor the broker's):")
+    for kind, xs in CPU.items():
+        print(f"  {kind:20s} {spread(xs)}")
+    if BROKER_CPU:
+        print("mosquitto's CPU per report (µs; the publishers' PUBLISH in, the PUBLISH out and its PUBACK):")
+        for kind, xs in BROKER_CPU.items():
+            print(f"  {kind:20s} {spread(xs)}")
+
+
+BROKER_CPU: dict[str, list[float]] = {}
+
+
+@contextlib.contextmanager
+def broker_cpu(broker: Broker, kind: str, n: int) -> Iterator[None]:
+    """mosquitto's CPU (user + system, from /proc) over one run, per report."""
+    def ticks() -> int:
+        fields = Path(f"/proc/{broker.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    t0 = ticks()
+    yield
+    BROKER_CPU.setdefault(kind, []).append((ticks() - t0) / os.sysconf("SC_CLK_TCK") / (n // 4 * 5) * 1e6)
 
 
 def ingest_via_broker_on(kind: str, url: str, n: int, tmp: Path, pg: PgCluster | None) -> float:
@@ -121,10 +162,45 @@ def ingest_via_broker_on(kind: str, url: str, n: int, tmp: Path, pg: PgCluster |
     made = store(kind, tmp, pg)
     saved = bench_mqtt.controller
     bench_mqtt.controller = lambda _path: JackpotController(made, [POOL])
+    c0 = time.process_time()
     try:
-        return ingest_via_broker(url, n, 4, tmp)[0]
+        rate = ingest_via_broker(url, n, 4, tmp)[0]
     finally:
         bench_mqtt.controller = saved
+    # this process is the controller (paho's thread and the ingest thread; the publishers
+    # are another process): its CPU per report, start and stop included
+    CPU.setdefault(f"{kind} via the broker", []).append((time.process_time() - c0) / (n // 4 * 5) * 1e6)
+    return rate
+
+
+PROFILED = ("paho-mqtt-client-betbox-jackpot", "jackpot-ingest")   # the controller's threads
+
+
+def profile_via_broker(kinds: list[str], n: int, tmp: Path, pg: PgCluster | None) -> None:
+    """One run through the broker per store with the controller's paho and ingest threads
+    under cProfile (one profile each: cProfile follows the thread it runs in)."""
+    profiles: dict[str, cProfile.Profile] = {}
+    plain = threading.Thread.run
+
+    def run(self: threading.Thread) -> None:
+        if not self.name.startswith(PROFILED):
+            return plain(self)
+        prof = profiles[self.name.split("-")[0]] = cProfile.Profile()
+        prof.runcall(plain, self)
+
+    broker = Broker(tmp / "mosquitto").start()
+    threading.Thread.run = run                  # type: ignore[method-assign]
+    try:
+        retain(broker.url, 2000)
+        for kind in kinds:
+            profiles.clear()
+            rate = ingest_via_broker_on(kind, broker.url, n, tmp, pg)
+            for name, prof in profiles.items():
+                print(f"== {kind} through the broker, {rate:.0f} reports/s under the profiler: thread {name}")
+                pstats.Stats(prof).sort_stats("tottime").print_stats(14)
+    finally:
+        threading.Thread.run = plain            # type: ignore[method-assign]
+        broker.stop()
 
 
 if __name__ == "__main__":

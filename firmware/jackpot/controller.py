@@ -37,6 +37,7 @@ from .claims import BOOKED_KINDS, STAGE, Claim, dealer_claims, seat_claim, stage
 from .pools import PoolSpec, PoolState, cents, money
 from .store import StoreUnavailable, connect, dialect, dumps, keep_rejected, pipeline, rejected_counts
 from .wire import Report, ReportRejected, parse_report
+from .writes import insert_rows, update_rows
 
 log = logging.getLogger("betbox.jackpot")
 
@@ -45,6 +46,9 @@ GAP_GRACE = 5.0             # seconds a hole in a unit's seqs may stay open befo
 HOLD_GRACE = 30.0           # seconds a claim may wait for its counterpart before an integrity alarm
 MAX_HELD = 2000             # claims of one unit that may wait for their counterpart at once
 POOL_FIELDS = tuple(f.name for f in fields(PoolState))
+EVENT_COLUMNS = ("n", "unit", "seq", "id", "kind", "table_id", "box", "round", "pool", "body", "effect")
+CLAIM_KEY = ("table_id", "round", "box", "kind", "key", "source")
+ItemKey = tuple[str, int, int, str, str]            # (table, round, box, kind, key): one claim per source
 # the few statements SQLite and PostgreSQL spell differently
 PATCH_POOL = {"sqlite": "UPDATE pool SET state = json_patch(state, ?) WHERE name = ?",
               "postgresql": "UPDATE pool SET state = (state::jsonb || ?::jsonb)::text WHERE name = ?"}
@@ -91,10 +95,20 @@ class JackpotController:
         self.epoch: int | None = None
         self._held_upper: dict[tuple[str, int], int] = {}   # (table, box) -> at most this many seat claims held
         self._stage_top: dict[tuple[str, str], int] = {}    # (table, stage) -> highest round the dealer recorded
-        # PostgreSQL: the batch's reports already held (by (unit, seq) and by id) and the
-        # next ingest number (:meth:`_look_up`); None on SQLite (the insert answers)
-        self._known: dict[Any, str] | None = {} if self.dialect == "postgresql" else None
+        # the batch's reports already held (by (unit, seq) and by id) and the next ingest
+        # number (:meth:`_look_up`): the active controller is the one writer
+        self._known: dict[Any, str] = {}
         self._next_n: int | None = None
+        # the batch's writes, held until its end (or a read that needs them) and then sent
+        # one statement a table (:meth:`_flush`)
+        self._new_events: dict[int, list[Any]] = {}         # n -> the row (EVENT_COLUMNS)
+        self._effects: dict[int, str] = {}                  # n -> effect, for events already written
+        self._new_claims: dict[tuple[ItemKey, str], tuple[list[Any], str, float, int]] = {}
+        self._changed_claims: dict[tuple[ItemKey, str], list[Any]] = {}
+        self._new_bookings: list[tuple[Any, ...]] = []
+        self._batch_bookings: dict[tuple[str, int, int, str], dict[str, Any]] = {}
+        self._new_stages: dict[tuple[str, int, str], int] = {}   # (table, round, stage) -> event
+        self._dups: dict[str, int] = {}
         # during a batch: every claim of the batch's rounds, read in one query and kept as it
         # is written (the active controller is the one writer), so matching a claim needs no
         # read-back; item -> source -> [order, event, value, state]; None outside a batch
@@ -166,11 +180,11 @@ class JackpotController:
                     db.execute("BEGIN IMMEDIATE")
                     self._fence()
                     parsed = [self._parse(topic, payload) for topic, payload in messages]
-                    if self._known is not None:
-                        self._look_up([r for r in parsed if isinstance(r, Report)])
+                    self._look_up([r for r in parsed if isinstance(r, Report)])
                     self._load_claims([r for r in parsed if isinstance(r, Report)])
                     for (topic, payload), r in zip(messages, parsed, strict=True):
                         results.append(self._ingest_one(topic, payload, r))
+                    self._flush()
                     self._store_units()
                     self._store_pools()
                     db.execute("COMMIT")
@@ -179,14 +193,15 @@ class JackpotController:
                 self.states.update(before)
                 self._held_upper.clear()
                 self._stage_top.clear()
-                if self._known is not None:
-                    self._known, self._next_n = {}, None
+                self._known, self._next_n = {}, None
+                self._drop_writes()
                 self._stored_pools = None         # re-read from the database on the next store
                 self._unit_rows.clear()
                 self._rows_dirty.clear()
                 raise
             finally:
                 self._batch_claims = None
+                self._batch_bookings.clear()
             for result in results:
                 self.counts[result.status] += 1
                 if result.status == "rejected" or result.unit is None:
@@ -204,41 +219,57 @@ class JackpotController:
             return exc
 
     def _look_up(self, reports: list[Report]) -> None:
-        """PostgreSQL: which of the batch's reports the database holds already, by (unit,
-        seq) or by id, in one query, and the next ingest number: the inserts then need no
-        answer each (pipelined). Sound because one controller writes (the active one,
-        fenced by its epoch); the UNIQUE constraints still stand behind it."""
+        """Which of the batch's reports the database holds already, by (unit, seq) or by
+        id, in one query, and the next ingest number: the events are then written in one
+        statement at the batch's end. Sound because one controller writes (the active one,
+        fenced by its epoch; SQLite: one process); the UNIQUE constraints still stand
+        behind it (a conflict fails the batch)."""
         self._known = {}
         if self._next_n is None:
             self._next_n = int(self.db.execute("SELECT COALESCE(MAX(n), 0) + 1 FROM event").fetchone()[0])
         if not reports:
             return
-        rows = self.db.execute(
-            "SELECT unit, seq, id FROM event WHERE id = ANY(?) UNION ALL SELECT e.unit, e.seq, e.id FROM event e "
-            "JOIN unnest(?::text[], ?::bigint[]) AS k(unit, seq) ON e.unit = k.unit AND e.seq = k.seq",
-            ([r.id for r in reports], [r.unit for r in reports], [r.seq for r in reports])).fetchall()
+        if self.dialect == "postgresql":
+            rows = self.db.execute(
+                "SELECT unit, seq, id FROM event WHERE id = ANY(?) UNION ALL SELECT e.unit, e.seq, e.id FROM event e "
+                "JOIN unnest(?::text[], ?::bigint[]) AS k(unit, seq) ON e.unit = k.unit AND e.seq = k.seq",
+                ([r.id for r in reports], [r.unit for r in reports], [r.seq for r in reports])).fetchall()
+        else:
+            rows = self.db.execute(
+                "SELECT unit, seq, id FROM event WHERE id IN (SELECT value FROM json_each(?)) UNION ALL "
+                "SELECT e.unit, e.seq, e.id FROM (SELECT json_extract(value, '$[0]') AS unit, "
+                "json_extract(value, '$[1]') AS seq FROM json_each(?)) AS k JOIN event e "
+                "ON e.unit = k.unit AND e.seq = k.seq",
+                (dumps([r.id for r in reports]), dumps([[r.unit, r.seq] for r in reports]))).fetchall()
         for unit, seq, id_ in rows:
             self._known[(unit, seq)] = id_
             self._known[id_] = id_
 
     def _load_claims(self, reports: list[Report]) -> None:
-        """Every claim of the batch's (table, round)s, in one query (PostgreSQL) or one
-        per round (SQLite, in process): :meth:`_claims` then answers from memory."""
+        """Every claim and booking of the batch's (table, round)s, one query each:
+        :meth:`_claims` and :meth:`_booked` then answer from memory."""
         self._batch_claims, self._claim_order, self._round_items = {}, 0, {}
+        self._batch_bookings = {}
         self._batch_rounds = {(r.table, r.round) for r in reports if r.round is not None}
         if not self._batch_rounds:
             return
-        cols = "id, table_id, round, box, kind, key, source, event, value, state"
+        params: tuple[Any, ...]
         if self.dialect == "postgresql":
             tables, rounds = zip(*sorted(self._batch_rounds), strict=True)
-            rows = self.db.execute(f"SELECT {cols} FROM claim JOIN unnest(?::text[], ?::bigint[]) AS k(t, r) "
-                                   "ON table_id = k.t AND round = k.r", (list(tables), list(rounds))).fetchall()
+            rounds_of, params = "unnest(?::text[], ?::bigint[]) AS k(t, r)", (list(tables), list(rounds))
         else:
-            rows = [row for table, rnd in sorted(self._batch_rounds) for row in self.db.execute(
-                f"SELECT {cols} FROM claim WHERE table_id = ? AND round = ?", (table, rnd))]
+            rounds_of = ("(SELECT json_extract(value, '$[0]') AS t, json_extract(value, '$[1]') AS r "
+                         "FROM json_each(?)) AS k")
+            params = (dumps(sorted(self._batch_rounds)),)
+        rows = self.db.execute("SELECT id, table_id, round, box, kind, key, source, event, value, state "
+                               f"FROM {rounds_of} JOIN claim ON table_id = k.t AND round = k.r", params).fetchall()
         for cid, table, rnd, box, kind, key, source, event, value, state in rows:
             # stored claims come before the batch's new ones (the ids' order)
             self._item((table, rnd, box, kind, key))[source] = [(0, cid), event, json.loads(value), state]
+        for table, rnd, box, kind, effect in self.db.execute(
+                f"SELECT table_id, round, box, kind, effect FROM {rounds_of} JOIN booking "
+                "ON table_id = k.t AND round = k.r", params).fetchall():
+            self._batch_bookings[(table, rnd, box, kind)] = json.loads(effect) if effect else {}
 
     def _cached(self, c: Claim) -> dict[str, list[Any]] | None:
         """The item's claims as the batch keeps them; None outside a batch (read the database)."""
@@ -269,12 +300,53 @@ class JackpotController:
         return [(box, key, value, kind) for _, _, box, key, value, kind in sorted(found)]
 
     def _set_claims_state(self, c: Claim, state: str) -> None:
-        """The item's held claims (both sides) become ``state``, in the database and the batch's copy."""
-        self.db.execute("UPDATE claim SET state = ? WHERE table_id = ? AND round = ? AND box = ? AND kind = ? "
-                        "AND key = ? AND state = 'held'", (state, c.table, c.round, c.box, c.kind, c.key))
-        for claim in (self._cached(c) or {}).values():
+        """The item's held claims (both sides) become ``state``: in the batch's copy (written
+        at the batch's end, :meth:`_flush`), or in the database outside a batch."""
+        cached = self._cached(c)
+        if cached is None:
+            self.db.execute("UPDATE claim SET state = ? WHERE table_id = ? AND round = ? AND box = ? AND kind = ? "
+                            "AND key = ? AND state = 'held'", (state, c.table, c.round, c.box, c.kind, c.key))
+            return
+        item = (c.table, c.round, c.box, c.kind, c.key)
+        for source, claim in cached.items():
             if claim[3] == "held":
                 claim[3] = state
+                if (item, source) not in self._new_claims:
+                    self._changed_claims[(item, source)] = claim
+
+    def _flush(self) -> None:
+        """Write what the batch holds back, one statement a table (:mod:`.writes`)."""
+        db, d = self.db, self.dialect
+        if self._new_events:
+            for n in list(self._effects):
+                if n in self._new_events:
+                    self._new_events[n][-1] = self._effects.pop(n)
+            insert_rows(db, d, "event", EVENT_COLUMNS, list(self._new_events.values()))
+        insert_rows(db, d, "claim", (*CLAIM_KEY, "event", "value", "state", "held_at"),
+                    [(*item, source, event, value, entry[3], at)
+                     for (item, source), (entry, value, at, event) in self._new_claims.items()])
+        update_rows(db, d, "claim", ("state",), CLAIM_KEY,
+                    [(entry[3], *item, source) for (item, source), entry in self._changed_claims.items()])
+        insert_rows(db, d, "booking", ("table_id", "round", "box", "kind", "key", "seat_event", "dealer_event",
+                                       "effect"), self._new_bookings)
+        insert_rows(db, d, "dealer_round", ("table_id", "round", "stage", "event"),
+                    [(*k, n) for k, n in self._new_stages.items()], " ON CONFLICT DO NOTHING")
+        update_rows(db, d, "event", ("effect",), ("n",), [(e, n) for n, e in self._effects.items()])
+        update_rows(db, d, "unit", ("duplicates",), ("unit",), [(k, u) for u, k in self._dups.items()],
+                    add=("duplicates",))
+        self._drop_writes()
+
+    def _drop_writes(self) -> None:
+        self._new_events.clear()
+        self._effects.clear()
+        self._new_claims.clear()
+        self._changed_claims.clear()
+        self._new_bookings.clear()
+        self._new_stages.clear()
+        self._dups.clear()
+
+    def _set_effect(self, n: int, effect: dict[str, Any]) -> None:
+        self._effects[n] = dumps(effect)
 
     def _ingest_one(self, topic: str, payload: bytes, report: Report | ReportRejected) -> Ingested:
         if isinstance(report, ReportRejected):
@@ -315,8 +387,8 @@ class JackpotController:
         return row
 
     def _store_units(self) -> None:
-        self.db.executemany("UPDATE unit SET events = ?, highest = ?, contiguous = ? WHERE unit = ?",
-                            [(*self._unit_rows[u], u) for u in self._rows_dirty])
+        update_rows(self.db, self.dialect, "unit", ("events", "highest", "contiguous"), ("unit",),
+                    [(*self._unit_rows[u], u) for u in self._rows_dirty])
         self._rows_dirty.clear()
 
     def _track_hole(self, unit: str) -> None:
@@ -354,43 +426,16 @@ class JackpotController:
         return Ingested("rejected", exc.reason, unit)
 
     def _apply(self, r: Report) -> Ingested:
-        """Apply one report; a ReportRejected leaves nothing of it behind (it is raised
-        before any write, or after the event row alone, which it deletes)."""
-        db = self.db
+        """Apply one report with the batch looked up beforehand (:meth:`_look_up`); a
+        ReportRejected is raised before anything of it is written."""
         spec = self.pool_for(r.table)
-        if self._known is not None:
-            return self._apply_known(r, spec)
-        # the UNIQUE constraints decide: a report already held, or an id or seq reused
-        inserted = db.execute("INSERT INTO event (unit, seq, id, kind, table_id, box, round, pool, body) "
-                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING n",
-                              (r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
-                               spec.name if spec else None, dumps(r.body))).fetchone()
-        if inserted is None:
-            row = db.execute("SELECT id FROM event WHERE unit = ? AND seq = ?", (r.unit, r.seq)).fetchone()
-            if row is None:
-                raise ReportRejected("id_reused", f"report id {r.id} was already used by another report")
-            if row[0] != r.id:
-                raise ReportRejected("seq_reused", f"{r.unit} seq {r.seq} was report {row[0]}, now {r.id}")
-            db.execute("UPDATE unit SET duplicates = duplicates + 1 WHERE unit = ?", (r.unit,))
-            return Ingested("duplicate", None, r.unit, r.seq)
-        n = int(inserted[0])
-        if r.kind in BOOKED_KINDS or stage_of_record(r.kind) is not None:
-            try:
-                self._held_bound(r)
-            except ReportRejected:
-                db.execute("DELETE FROM event WHERE n = ?", (n,))
-                raise
-        return self._accept(r, spec, n)
-
-    def _apply_known(self, r: Report, spec: PoolSpec | None) -> Ingested:
-        """:meth:`_apply` with the batch looked up beforehand (:meth:`_look_up`)."""
         known = self._known
-        assert known is not None and self._next_n is not None
+        assert self._next_n is not None
         held = known.get((r.unit, r.seq))
         if held is not None:
             if held != r.id:
                 raise ReportRejected("seq_reused", f"{r.unit} seq {r.seq} was report {held}, now {r.id}")
-            self.db.execute("UPDATE unit SET duplicates = duplicates + 1 WHERE unit = ?", (r.unit,))
+            self._dups[r.unit] = self._dups.get(r.unit, 0) + 1
             return Ingested("duplicate", None, r.unit, r.seq)
         if r.id in known:
             raise ReportRejected("id_reused", f"report id {r.id} was already used by another report")
@@ -398,10 +443,8 @@ class JackpotController:
             self._held_bound(r)
         n = self._next_n
         self._next_n += 1
-        self.db.execute("INSERT INTO event (n, unit, seq, id, kind, table_id, box, round, pool, body) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (n, r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
-                         spec.name if spec else None, dumps(r.body)))
+        self._new_events[n] = [n, r.unit, r.seq, r.id, r.kind, r.table, r.box, r.round,
+                               spec.name if spec else None, dumps(r.body), None]
         known[(r.unit, r.seq)] = known[r.id] = r.id
         return self._accept(r, spec, n)
 
@@ -417,8 +460,8 @@ class JackpotController:
         if r.seq == contiguous + 1:
             contiguous = r.seq
             # later reports may be held already only when this one fills a hole
-            while contiguous < highest and db.execute("SELECT 1 FROM event WHERE unit = ? AND seq = ?",
-                                                      (r.unit, contiguous + 1)).fetchone():
+            while contiguous < highest and ((r.unit, contiguous + 1) in self._known or db.execute(
+                    "SELECT 1 FROM event WHERE unit = ? AND seq = ?", (r.unit, contiguous + 1)).fetchone()):
                 contiguous += 1
         row[:] = [events + 1, max(highest, r.seq), contiguous]
         self._rows_dirty.add(r.unit)
@@ -448,6 +491,7 @@ class JackpotController:
         upper = self._held_upper.get((r.table, r.box))
         if upper is not None and upper < MAX_HELD:
             return
+        self._flush()                   # the batch's claims so far, counted too
         held = self.db.execute("SELECT COUNT(*) FROM claim WHERE state = 'held' AND table_id = ? AND source = 'seat' "
                                "AND box = ?", (r.table, r.box)).fetchone()[0]
         self._held_upper[(r.table, r.box)] = held
@@ -462,13 +506,16 @@ class JackpotController:
         # abort the whole transaction on one); whose claim stands is read back with its
         # counterpart, in one query (no RETURNING: one answer fewer to wait for)
         cached = self._cached(c)
-        if cached is None or source not in cached:
+        if cached is None:
             self.db.execute("INSERT INTO claim (table_id, round, box, kind, key, source, event, value, held_at) "
                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                             (c.table, c.round, c.box, c.kind, c.key, source, n, dumps(c.value), time.time()))
-            if cached is not None:
-                self._claim_order += 1
-                cached[source] = [(1, self._claim_order), n, json.loads(dumps(c.value)), "held"]
+        elif source not in cached:
+            # written at the batch's end with the state it has then (:meth:`_flush`)
+            self._claim_order += 1
+            text = dumps(c.value)
+            entry = cached[source] = [(1, self._claim_order), n, json.loads(text), "held"]
+            self._new_claims[((c.table, c.round, c.box, c.kind, c.key), source)] = (entry, text, time.time(), n)
         claims = self._claims(c)
         first, value = claims[source][1], claims[source][2]
         if first == n:
@@ -478,7 +525,7 @@ class JackpotController:
         earlier = (first, value)
         if earlier[1] == c.value:
             self.counts["repeated"] += 1
-            self.db.execute("UPDATE event SET effect = ? WHERE n = ?", (dumps({"repeat_of": first}), n))
+            self._set_effect(n, {"repeat_of": first})
             log.warning("%s: report %d repeats report %d (%s, round %d, box %d) under another seq: "
                         "booked once", unit, n, first, c.kind, c.round, c.box)
         else:
@@ -499,8 +546,7 @@ class JackpotController:
             return
         rnd = r.round
         # a repeated record: each claim below is checked as a repeat or a conflict
-        self.db.execute("INSERT INTO dealer_round (table_id, round, stage, event) VALUES (?, ?, ?, ?) "
-                        "ON CONFLICT DO NOTHING", (r.table, r.round, stage, n))
+        self._new_stages.setdefault((r.table, rnd, stage), n)
         if (r.table, stage) in self._stage_top:
             self._stage_top[(r.table, stage)] = max(self._stage_top[(r.table, stage)], rnd)
         # every item in first, then matched (a box's wager before its hit)
@@ -566,10 +612,10 @@ class JackpotController:
             self._dispute(c, problem[0], problem[1])
             return
         self._set_claims_state(c, "booked")         # the two held claims of this item
-        self.db.execute("INSERT INTO booking (table_id, round, box, kind, key, seat_event, dealer_event, effect) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (c.table, c.round, c.box, c.kind, c.key, seat[1],
-                                                           dealer[1], None if effect is None else dumps(effect)))
-        self.db.execute("UPDATE event SET effect = ? WHERE n = ?", (dumps({"booked": effect}), seat[1]))
+        self._new_bookings.append((c.table, c.round, c.box, c.kind, c.key, seat[1], dealer[1],
+                                   None if effect is None else dumps(effect)))
+        self._batch_bookings[(c.table, c.round, c.box, c.kind)] = {} if effect is None else effect
+        self._set_effect(seat[1], {"booked": effect})
         if c.kind == "progressive_wager":        # a hit that waited for its wager
             self._match(Claim(c.table, c.round, c.box, "progressive_hit", "", {}))
 
@@ -579,6 +625,7 @@ class JackpotController:
         the one writer; read from the database once per table and stage)."""
         top = self._stage_top.get((table, stage))
         if top is None:
+            self._flush()               # the batch's dealer records so far, counted too
             top = self._stage_top[(table, stage)] = int(self.db.execute(
                 "SELECT COALESCE(MAX(round), 0) FROM dealer_round WHERE table_id = ? AND stage = ?",
                 (table, stage)).fetchone()[0])
@@ -587,6 +634,8 @@ class JackpotController:
     def _dealer_has_stage(self, c: Claim) -> bool:
         if self._stage_absent(c.table, c.round, c.stage):
             return False
+        if (c.table, c.round, c.stage) in self._new_stages:
+            return True
         return self.db.execute("SELECT 1 FROM dealer_round WHERE table_id = ? AND round = ? AND stage = ?",
                                (c.table, c.round, c.stage)).fetchone() is not None
 
@@ -672,6 +721,8 @@ class JackpotController:
     # -- booking ---------------------------------------------------------------------
 
     def _booked(self, c: Claim, kind: str) -> dict[str, Any] | None:
+        if self._batch_claims is not None and (c.table, c.round) in self._batch_rounds:
+            return self._batch_bookings.get((c.table, c.round, c.box, kind))      # loaded with the claims
         row = self.db.execute("SELECT effect FROM booking WHERE table_id = ? AND round = ? AND box = ? AND kind = ?",
                               (c.table, c.round, c.box, kind)).fetchone()
         return None if row is None else (json.loads(row[0]) if row[0] else {})
@@ -725,9 +776,12 @@ class JackpotController:
         elif c.kind == "round_result":
             void = c.value["void"]
             effect = {"void": void}
-            rows = self.db.execute("SELECT id, amount, share FROM hit WHERE table_id = ? AND round = ? AND box = ? "
-                                   "AND kind = 'meter' AND state = 'pending' ORDER BY id",
-                                   (c.table, c.round, c.box)).fetchall()
+            # a hit is made only by a booked progressive_hit claim: none, no hit to look for
+            batch = None if self._cached(c) is None else self._batch_claims
+            no_hit = batch is not None and "seat" not in batch.get((c.table, c.round, c.box, "progressive_hit", ""), {})
+            rows = [] if no_hit else self.db.execute(
+                "SELECT id, amount, share FROM hit WHERE table_id = ? AND round = ? AND box = ? "
+                "AND kind = 'meter' AND state = 'pending' ORDER BY id", (c.table, c.round, c.box)).fetchall()
             for hit, locked, share in rows:
                 if void:
                     # the round never counted: the hit is released, not paid (see pools.py)
@@ -744,9 +798,7 @@ class JackpotController:
                                     (f"round_result of round {c.round}", hit))
             wager = self._booked(c, "progressive_wager")
             if void and wager is not None and "into" in wager:
-                amount_ = json.loads(self.db.execute(
-                    "SELECT value FROM claim WHERE table_id = ? AND round = ? AND box = ? AND "
-                    "kind = 'progressive_wager' AND source = 'seat'", (c.table, c.round, c.box)).fetchone()[0])["amount"]
+                amount_ = self._claims(Claim(c.table, c.round, c.box, "progressive_wager", "", {}))["seat"][2]["amount"]
                 s = P.void_wager(s, Fraction(amount_), Fraction(wager["into"]), Fraction(wager["over"]))
                 effect["voided_wager"] = amount_
             if rows:

@@ -10,7 +10,10 @@ service then stops acknowledging, steps down and waits for the database again.
 
 Hot standby: the active controller holds a session-level advisory lock on a connection of
 its own (:class:`ActiveLock`); PostgreSQL drops it the moment that session ends (the process
-died, the server restarted), so a waiting controller takes it within its poll interval."""
+died, the server restarted), so a waiting controller takes it within its poll interval. A
+process that hangs alive (SIGSTOP, a stuck host) keeps its sessions: its lease (table
+``lease``, renewed from the lock's session) runs out and a waiting controller ends them
+(``pg_terminate_backend``, allowed between sessions of the same role)."""
 
 from __future__ import annotations
 
@@ -38,6 +41,11 @@ except ImportError:             # the SQLite default needs no driver
 
 #: the advisory lock key of "the active jackpot controller" (one per link id: hashed in)
 LOCK_CLASS = 0x6A61636B         # "jack"
+# seconds an active controller's lease lasts unrenewed (it renews every 0.5 s): then a
+# waiting controller ends its sessions and takes over. A stopped or hung process keeps its
+# TCP connections (its kernel answers keepalives; tcp_user_timeout needs unacknowledged
+# data, and the server sends an idle session none), so PostgreSQL alone would never drop it
+LEASE = 3.0
 CONNECT_TIMEOUT = 5             # seconds for one connection attempt
 # seconds the server lets a controller's transaction sit idle (its process hung between two
 # statements) before it ends the session: the fence's row lock would block a takeover forever
@@ -111,7 +119,13 @@ CREATE TABLE rejected_count (reason TEXT PRIMARY KEY, n BIGINT NOT NULL);
 -- every transaction of an active controller checks it still holds the newest one
 CREATE TABLE active (link TEXT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT NOT NULL,
                      since DOUBLE PRECISION NOT NULL);
-""",)
+""", """
+-- the hot standby's lease: the active controller renews it from its lock's session; one
+-- that stops renewing (a hung process keeps its sessions, so its advisory lock) has its
+-- sessions (pids) ended by a waiting controller (ActiveLock.end_stale)
+CREATE TABLE lease (link TEXT PRIMARY KEY, epoch BIGINT NOT NULL, renewed TIMESTAMPTZ NOT NULL,
+                    pids INTEGER[] NOT NULL);
+""")
 
 _URL = re.compile(r"^postgres(ql)?://")
 
@@ -186,6 +200,11 @@ class PgDatabase:
         this for the epoch row its fence holds)."""
         self.target = target
         self.conn = _connect(target, application, idle_in_transaction)
+        # no server-side prepared statements: after a batch that failed in pipeline mode
+        # psycopg's cache names statements the server never prepared ("prepared statement
+        # _pg3_3 does not exist" on every later report); a batch is a few set-based
+        # statements, so preparing saves little
+        self.conn.prepare_threshold = None
         self._sql: dict[str, str] = {}
         self._migrate()
 
@@ -300,6 +319,43 @@ class ActiveLock:
         except (psycopg.OperationalError, psycopg.InterfaceError):
             self._drop()
             return False
+
+    def renew(self, link_id: str, epoch: int, pids: Sequence[int] = ()) -> bool:
+        """Write or renew this controller's lease (epoch ``epoch``; ``pids``: its other
+        sessions, ended with the lock's should it stop renewing). False when the lease is
+        a newer epoch's (superseded) or the lock's session is gone."""
+        if self.conn is None or self.conn.closed:
+            return False
+        try:
+            return self.conn.execute(
+                "INSERT INTO lease VALUES (%s, %s, clock_timestamp(), %s) ON CONFLICT (link) DO UPDATE "
+                "SET epoch = excluded.epoch, renewed = excluded.renewed, pids = excluded.pids "
+                "WHERE lease.epoch <= excluded.epoch",
+                (link_id, epoch, [self.conn.info.backend_pid, *pids])).rowcount == 1
+        except (psycopg.OperationalError, psycopg.InterfaceError):
+            self._drop()
+            return False
+
+    def end_stale(self, link_id: str, lease: float = LEASE) -> list[int]:
+        """A waiting controller: when the active one's lease has not been renewed for
+        ``lease`` seconds (by the server's clock), end its sessions (its advisory lock and
+        any transaction go with them). Only sessions of a jackpot controller that began
+        before its last renewal (a pid is not someone else's by reuse). Returns the pids ended."""
+        try:
+            if self.conn is None or self.conn.closed:
+                self.conn = _connect(self.target, "betbox-jackpot-lock")
+            rows = self.conn.execute(
+                "SELECT a.pid, pg_terminate_backend(a.pid) FROM lease l JOIN pg_stat_activity a "
+                "ON a.pid = ANY(l.pids) WHERE l.link = %s "
+                "AND l.renewed < clock_timestamp() - make_interval(secs => %s) "
+                "AND a.application_name LIKE 'betbox-jackpot%%' AND a.backend_start < l.renewed "
+                "AND a.pid <> pg_backend_pid()", (link_id, lease)).fetchall()
+        except (StoreUnavailable, psycopg.errors.UndefinedTable):     # no lease written yet (older schema)
+            return []
+        except (psycopg.OperationalError, psycopg.InterfaceError):
+            self._drop()
+            return []
+        return [pid for pid, ended in rows if ended]
 
     def release(self) -> None:
         self._drop()

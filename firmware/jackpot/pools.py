@@ -38,7 +38,27 @@ ZERO = Fraction(0)
 
 
 def money(value: Fraction) -> str:
-    """Exact decimal text (``"37.5"``), or ``"n/d"`` when the value has no finite decimal."""
+    """Exact decimal text (``"37.5"``), or ``"n/d"`` when the value has no finite decimal.
+    In integers (the ingest's hot path: every amount of every report); Decimal's 28 digits
+    decide beyond them, as before."""
+    n, d = value.numerator, value.denominator
+    if d == 1:
+        return str(n) if len(str(abs(n))) <= 28 else _money_decimal(value)
+    twos = (d & -d).bit_length() - 1            # d = 2**twos * 5**fives when it has a finite decimal
+    rest, fives = d >> twos, 0
+    while rest % 5 == 0:
+        rest, fives = rest // 5, fives + 1
+    if rest != 1:
+        return f"{n}/{d}"
+    places = max(twos, fives)
+    digits = str(abs(n) * 10 ** places // d)
+    if len(digits) > 28:
+        return _money_decimal(value)
+    digits = digits.rjust(places + 1, "0")
+    return f"{'-' if n < 0 else ''}{digits[:-places]}.{digits[-places:]}"
+
+
+def _money_decimal(value: Fraction) -> str:
     d = Decimal(value.numerator) / Decimal(value.denominator)
     if Fraction(d) == value:
         return format(d.normalize(), "f") if d != d.to_integral() else str(int(d))

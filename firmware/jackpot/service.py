@@ -301,6 +301,7 @@ def run_controller(cfg: JackpotConfig, stop: threading.Event | None = None) -> i
 
 STANDBY_POLL = 0.25         # seconds between a waiting controller's tries for the lock
 LEASE_CHECK = 0.5           # seconds between the active controller's checks that it still holds it
+                            # (and renewals of its lease: pg.LEASE)
 
 
 def run_standby(cfg: JackpotConfig, stop: threading.Event) -> int:
@@ -312,7 +313,7 @@ def run_standby(cfg: JackpotConfig, stop: threading.Event) -> int:
     controller's presence (its will says ``offline`` the moment it dies), and the one taking
     over says ``online`` on the same topic with the same persistent session, so the reports
     the dead one had not acknowledged come to it."""
-    from .pg import ActiveLock, redact
+    from .pg import LEASE, ActiveLock, redact
 
     store = cfg.store
     assert store is not None                    # run_controller: only with [store] url
@@ -321,6 +322,13 @@ def run_standby(cfg: JackpotConfig, stop: threading.Event) -> int:
     waiting_logged = False
     while not stop.is_set():
         if not lock.try_take():
+            ended = lock.end_stale(cfg.link_id, LEASE)
+            if ended:
+                log.warning("jackpot controller %s: the active controller has not renewed its lease for %gs "
+                            "(hung or stopped): ended its database sessions %s; taking over", cfg.link_id,
+                            LEASE, ended)
+                stop.wait(0.05)             # the ended sessions' lock goes as their backends exit
+                continue
             if not waiting_logged:
                 log.info("jackpot controller %s: standby (another controller is active, or the database "
                          "is unreachable)", cfg.link_id)
@@ -333,6 +341,9 @@ def run_standby(cfg: JackpotConfig, stop: threading.Event) -> int:
             epoch = db.become_active(cfg.link_id, holder)
             controller = JackpotController(db, cfg.pools, cfg.link_id)
             controller.epoch = epoch
+            sessions = [db.conn.info.backend_pid]       # ended with the lock's, should the lease run out
+            if not lock.renew(cfg.link_id, epoch, sessions):
+                raise StoreUnavailable("could not write the lease")
         except StoreUnavailable as exc:
             log.error("jackpot controller %s: cannot open the database: %s", cfg.link_id, exc)
             lock.release()
@@ -344,8 +355,9 @@ def run_standby(cfg: JackpotConfig, stop: threading.Event) -> int:
                  cfg.link.url, redact(store.url))
         try:
             while not stop.wait(LEASE_CHECK) and not service.store_lost.is_set():
-                if not lock.held():
-                    log.error("jackpot controller %s: lost the active lock; stepping down", cfg.link_id)
+                if not lock.held() or not lock.renew(cfg.link_id, epoch, sessions):
+                    log.error("jackpot controller %s: lost the active lock or its lease; stepping down",
+                              cfg.link_id)
                     service.store_lost.set()
         finally:
             service.stop()

@@ -210,5 +210,10 @@ def rejected_counts(db: sqlite3.Connection) -> dict[str, int]:
         return dict(db.execute("SELECT reason, COUNT(*) FROM rejected GROUP BY reason ORDER BY reason"))
 
 
+# one encoder for every row (json.dumps with options builds a new one each call: the
+# ingest writes three a report)
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return _ENCODER.encode(value)
