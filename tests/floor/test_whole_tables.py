@@ -170,7 +170,9 @@ def test_a_full_hit_pending_when_its_tables_bridge_goes_down_is_paid_once_the_qu
         tables.wait_meters(data)
         assert (books.meter_hits, books.meter_won) == (1, POOL.seed)
         assert data["pools"]["main"]["meters"]["reseeds"] == 1
-        assert not any(s.controller.pending for s in t1.seats.values())
+        # the seats hear the confirmation on the controller's status, after the books
+        wait_until(lambda: t1.settle() >= 0 and not any(s.controller.pending for s in t1.seats.values()), 30,
+                   "PENDING gone from table-1's seats")
     finally:
         tables.close()
         svc.stop()
