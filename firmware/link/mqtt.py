@@ -118,6 +118,8 @@ class MqttBus:
         self._lock = threading.RLock()
         self._connected = threading.Event()
         self._wake = threading.Event()
+        if outbox is not None:              # reports committed (with a step, or on their own)
+            outbox.add_listener(self._wake.set)
         self._closing = False
         self._gen = 0
         self._conn = 0                           # connections so far: a PUBACK is for this one
