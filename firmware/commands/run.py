@@ -7,7 +7,7 @@ dispatch queue until SIGTERM/SIGINT.
 With ``[link]`` the unit's bus is MQTT (:func:`firmware.link.connect_bus`): a seat reports
 its box's results to the jackpot controller through a durable outbox in its state
 directory (:class:`~firmware.link.reporter.SeatReporter`), the dealer its alarms through its
-own (:class:`~firmware.link.reporter.DealerReporter`, ``state_dir/outbox.db``), and a
+own (:class:`~firmware.link.reporter.DealerReporter`; both outboxes in ``journal.db``), and a
 :class:`~firmware.link.presence.ControllerWatch` gives seat and dealer the controller's
 link state and meter as journalled ``("controller", ...)`` inputs. Without ``[link]`` the
 unit runs on the in-process bus, alone. A seat with ``[display]`` serves its dispatch queue

@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from firmware.runtime.journal import Journal
 from firmware.runtime.storage import (
+    OPEN_MARK,
     StorageError,
     StorageFull,
     bound_wal,
@@ -111,7 +112,11 @@ class Outbox:
         self._listeners: list[Callable[[], None]] = []
         if journal is not None:
             self._db = self._connect_journal()
-            self._take_in(Path(path))
+            try:
+                self._take_in(Path(path))
+            except BaseException:
+                self._db.close()
+                raise
             self._closer = weakref.finalize(self, _close_quietly, self._db)
             journal.companion = self
             return
@@ -193,7 +198,7 @@ class Outbox:
                 rows = source._db.execute("SELECT seq, id, key, topic, payload, acked FROM outbox").fetchall()
                 keys = source._db.execute("SELECT key, seq FROM reported").fetchall()
                 marks = [(k, v) for k, v in source._db.execute("SELECT key, value FROM meta")
-                         if k not in ("open", "unit")]
+                         if k not in (OPEN_MARK, "unit")]
             finally:
                 source.close()
 
@@ -203,9 +208,9 @@ class Outbox:
                 d.executemany(f"INSERT INTO {JOURNAL_META} VALUES (?, ?)",
                               [("unit", self.unit_id), *marks, ("migrated_from", old.name)])
             self._write(move)
-        for suffix in ("-wal", "-shm"):           # closed cleanly above: folded into the file
-            Path(str(old) + suffix).unlink(missing_ok=True)
-        os.replace(old, old.with_name(old.name + MIGRATED_SUFFIX))
+        for suffix in ("-wal", "-shm", ""):       # (closed cleanly above: no WAL left beside it)
+            if Path(str(old) + suffix).exists():
+                os.replace(str(old) + suffix, str(old) + MIGRATED_SUFFIX + suffix)
         _fsync_dir(old.parent)
 
     def pause(self) -> None:

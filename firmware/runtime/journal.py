@@ -282,10 +282,13 @@ class Journal:
         finally:
             self._step_thread = None
 
-    def write_step(self, records: list[Record], within: Callable[[], None] | None = None) -> int:
+    def write_step(self, records: list[Record], within: Callable[[], None] | None = None,
+                   notify: bool = True) -> int:
         """Write one step (an input and what it emits) atomically; returns the step number.
         ``within`` runs inside the step's transaction, after its records: what it writes
-        through :meth:`step_db` (the step's reports) commits with the step, or nothing does."""
+        through :meth:`step_db` (the step's reports) commits with the step, or nothing does.
+        ``notify=False``: the :meth:`after_commit` callbacks wait for :meth:`notify_committed`
+        (the unit first publishes its messages, which are on the table's critical path)."""
         step = self.last_step + 1
         utc, mono = _utc_now(), time.monotonic()
         self._tx([("INSERT INTO record (step, dir, kind, seq, round, body, utc, mono) "
@@ -293,10 +296,9 @@ class Journal:
                    (step, r.dir, r.kind, r.seq, r.round, json.dumps(r.body, sort_keys=True,
                                                                       separators=(",", ":")), utc, mono))
                   for r in records], within)
-        done, self._after_commit = self._after_commit, []
-        for callback in done:              # e.g. wake the outbox's sender: its reports are visible now
-            callback()
         self.last_step = step
+        if notify:
+            self.notify_committed()
         for r in records:
             if r.seq is not None:
                 self.last_seq = max(self.last_seq, r.seq)
@@ -309,6 +311,13 @@ class Journal:
         """The connection whose transaction is the step being written on this thread (inside
         :meth:`write_step`'s ``within``), else None."""
         return self._db if self._step_thread == threading.get_ident() else None
+
+    def notify_committed(self) -> None:
+        """Call what waited for the steps written so far (e.g. send their reports: they are
+        visible to the outbox's own connection now)."""
+        done, self._after_commit = self._after_commit, []
+        for callback in done:
+            callback()
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` once the step being written has committed (never if it fails)."""

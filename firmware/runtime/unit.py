@@ -337,15 +337,18 @@ class Unit(UnitState, ABC):
         records += [Record("out", m.kind, m.to_dict(), seq=m.seq, round=self.current_round())
                     for m in self._outs]
         try:
-            self.journal.write_step(records, within=self._report)     # journal first, one commit ...
+            self.journal.write_step(records, within=self._report, notify=False)   # journal first, one commit ...
         except StorageFull as exc:
             # not written, so never acted on: the restarted unit replays up to the step before
             self._outs = []
             self._halt(str(exc))
             return False
         outs, self._outs = self._outs, []
-        for message in outs:                     # ... then act
-            self.bus.publish(message)
+        try:
+            for message in outs:                 # ... then act
+                self.bus.publish(message)
+        finally:
+            self.journal.notify_committed()      # then its reports go (the table's messages first)
         try:
             self.journal.mark_delivered([m.seq for m in outs])
             if self.at_round_boundary() and self.journal.wants_rotation(self.current_round()):
@@ -609,7 +612,7 @@ class Unit(UnitState, ABC):
                     f"it (messages {n + 1}-{m} are not in this unit's state")
         self.alarm(BEHIND, f"{self.unit_id} is behind its confirmed mark: {what}: it was restarted from an "
                    "older copy). Bets are refused here. Restore this unit's newest state directory "
-                   "(journal.db and outbox.db) and restart it; if there is none, a supervisor reconciles its "
+                   "(journal.db, with its outbox; an outbox.db of older firmware too) and restart it; if there is none, a supervisor reconciles its "
                    "rounds from the dealer's journal and `betbox jackpot report` before the unit plays again",
                    **behind)
         return True
