@@ -18,7 +18,10 @@ as min / median / max, beside its baseline from the same runs:
   thread (as under ``betbox run``), the jackpot controller on the same broker: from a card at
   the dealer's shoe port to the broker's PUBACK of the seat's report it causes. The next card
   is dealt only once the dealer's step for the previous one is in its journal (durable), as a
-  dealer waits for the table to show the card before dealing the next.
+  dealer waits for the table to show the card before dealing the next (the bench waits on a
+  condition, not a poll). Each unit's outbox is in its journal, both with their reporters, as
+  ``betbox run`` wires them. Printed beside a bare paho round trip and a bare fsynced commit
+  of the same run, with a stage-by-stage trace (:data:`TRACE`). ``--only c2r``: only this.
 """
 
 from __future__ import annotations
@@ -120,6 +123,27 @@ def retain(url: str, n: int) -> None:
         info.wait_for_publish(30)
     c.disconnect()
     c.loop_stop()
+
+
+def bare_commits(n: int, tmp: Path) -> list[float]:
+    """A bare SQLite commit as the journal makes one (WAL, synchronous=FULL: one fsync), one
+    row of a step's size: what one durable commit costs on this disk."""
+    import sqlite3
+
+    db = sqlite3.connect(tmp / "bare-commit.db", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, body TEXT)")
+    body = "x" * 300
+    out = []
+    for _i in range(n):
+        t0 = time.perf_counter()
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("INSERT INTO t (body) VALUES (?)", (body,))
+        db.execute("COMMIT")
+        out.append(time.perf_counter() - t0)
+    db.close()
+    return out
 
 
 def outbox_round_trips(url: str, n: int, tmp: Path) -> list[float]:
@@ -322,8 +346,132 @@ class BareSubscriber:
         self.c.loop_stop()
 
 
-def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
-    """Latencies (s) from shoe.deal(card) to the broker's PUBACK of the report it causes."""
+#: the stages of the card-to-report trace, in order (each the first after the one before); a
+#: step is "written" once its commit's callbacks run (after the unit handed its messages to
+#: paho; firmware before #17.5: when write_step returned, before that)
+STAGES = ("dealer_begin", "dealer_commit", "seat_in", "seat_begin", "seat_commit", "report_sent")
+TRACE = ("card -> dealer step starts writing", "dealer step written (+ messages out)",
+         "-> seat input queued", "seat input -> seat step starts writing",
+         "seat step + reports written (+ msgs out)", "-> report handed to paho",
+         "report handed to paho -> its PUBACK arrives")
+
+
+class _Inbox:
+    """A unit's inbox whose ``put`` is timed (the seat's input queued)."""
+
+    def __init__(self, put, inner) -> None:
+        self.put, self._inner = put, inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+class _Timing:
+    """The bench's hooks: reports put and acknowledged, each unit's step written, the seat's
+    input queued."""
+
+    def __init__(self, dealer, seat, sbus) -> None:
+        self.puts: dict[int, tuple[float, str]] = {}
+        self.acked: dict[int, float] = {}
+        self.marks: dict[str, list[float]] = {k: [] for k in STAGES}
+        self.steps = [0]                            # dealer steps in its journal (committed)
+        self.durable = threading.Condition()        # told at each: the bench waits without polling
+        self._put, self._mark = sbus.outbox.put, sbus.outbox.mark_acked_many
+        sbus.outbox.put, sbus.outbox.mark_acked_many = self.put, self.mark
+        self._timed_step(dealer.journal, "dealer", True)
+        self._timed_step(seat.journal, "seat", False)
+        self._post = seat.inbox.put
+        seat.inbox = _Inbox(self.seat_in, seat.inbox)
+        self._mids: dict[int, int] = {}
+        self._puback_at: dict[int, float] = {}
+        self._publish, self._reports = sbus._client.publish, topics.report_topic(seat.unit_id)
+        self._on_publish = sbus._client.on_publish
+        sbus._client.publish, sbus._client.on_publish = self.publish, self.on_publish
+
+    def publish(self, topic, payload=None, *args, **kwargs):
+        info = self._publish(topic, payload, *args, **kwargs)
+        if topic == self._reports:
+            self.marks["report_sent"].append(time.perf_counter())
+            self._mids[info.mid] = json.loads(payload)["seq"]
+        return info
+
+    def on_publish(self, client, userdata, mid, *args) -> None:
+        self._puback_at.setdefault(mid, time.perf_counter())
+        self._on_publish(client, userdata, mid, *args)
+
+    def pubacks(self) -> dict[int, float]:
+        """seq -> when the broker's PUBACK of that report arrived."""
+        return {seq: self._puback_at[mid] for mid, seq in self._mids.items() if mid in self._puback_at}
+
+    def put(self, topic, kind, body, key=None, extra=None):
+        seq = self._put(topic, kind, body, key=key, extra=extra)
+        if seq is not None:
+            self.puts[seq] = (time.perf_counter(), kind)
+        return seq
+
+    def mark(self, seqs):
+        self._mark(seqs)
+        now = time.perf_counter()
+        for q in seqs:
+            self.acked.setdefault(q, now)
+
+    def seat_in(self, item) -> None:
+        self.marks["seat_in"].append(time.perf_counter())
+        self._post(item)
+
+    def _timed_step(self, journal, name: str, count: bool) -> None:
+        write_step = journal.write_step
+
+        def step_hook(records, *args, **kwargs):
+            self.marks[f"{name}_begin"].append(time.perf_counter())
+            committed = self.marks[f"{name}_commit"]
+            if hasattr(journal, "after_commit"):    # first of what runs once it committed
+                journal.after_commit(lambda: committed.append(time.perf_counter()))
+            out = write_step(records, *args, **kwargs)
+            if not hasattr(journal, "after_commit"):
+                committed.append(time.perf_counter())
+            if count:
+                with self.durable:
+                    self.steps[0] += 1
+                    self.durable.notify_all()
+            return out
+        journal.write_step = step_hook
+
+
+def unit_bus(url: str, tmp: Path, unit_id: str, journal, role: str):
+    """A unit's bus with its outbox as ``betbox run`` makes it: in its journal's file
+    (firmware before #17.5: a file of its own beside it)."""
+    from firmware.link.outbox import Outbox
+
+    old = tmp / f"{unit_id.replace('/', '-')}-outbox.db"
+    try:
+        outbox = Outbox(old, unit_id, journal=journal)
+    except TypeError:
+        return connect_bus(url, unit_id, role=role, outbox_path=old)
+    return connect_bus(url, unit_id, role=role, outbox=outbox)
+
+
+def trace(card: float, marks: dict[str, list[float]], acked: float) -> list[float] | None:
+    """The stage durations (s) of one card's path: each stage's first mark after the last."""
+    import bisect
+
+    at, out = card, []
+    for stage in STAGES:
+        xs = marks[stage]
+        i = bisect.bisect_left(xs, at)
+        if i == len(xs):
+            return None
+        out.append(xs[i] - at)
+        at = xs[i]
+    out.append(acked - at)
+    return out
+
+
+def card_to_report(url: str, rounds: int, tmp: Path, traces: list[list[float]] | None = None
+                   ) -> tuple[list[float], list[float]]:
+    """Latencies (s) from shoe.deal(card) to the broker's PUBACK of the report it causes
+    arriving at the seat, and to the seat's outbox marking it acknowledged (bookkeeping
+    after the PUBACK); ``traces`` gets each one's stage durations (:data:`TRACE`)."""
     import random
     from fractions import Fraction
 
@@ -332,7 +480,7 @@ def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
     from firmware.engine.profile import load_profile
     from firmware.jackpot.service import JackpotService
     from firmware.link.presence import ControllerWatch
-    from firmware.link.reporter import SeatReporter
+    from firmware.link.reporter import DealerReporter, SeatReporter
     from firmware.runtime.dealer import DealerUnit
     from firmware.runtime.journal import Journal
     from firmware.runtime.seat import SeatUnit
@@ -343,46 +491,29 @@ def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
 
     profile = load_profile("rws-blackjack-switch")
     spots = list(seat_spots(profile))
+    switch = sys.getswitchinterval()
+    try:                                            # as a unit's process under betbox run
+        from firmware.commands.run import quick_handoffs
+        quick_handoffs()
+    except ImportError:                             # firmware before #17.5: Python's default
+        pass
     fresh_controller_session(url)
     ctl = controller(tmp / "c2r-jackpot.db")
     svc = JackpotService(ctl, config_from_url(url), tick=0.02).start()
-    dbus = connect_bus(url, "c2r/dealer", role="dealer")
-    sbus = connect_bus(url, "c2r/seat-1", outbox_path=tmp / "c2r-outbox.db")
-    dealer = DealerUnit("c2r/dealer", "c2r", dbus, Journal(tmp / "c2r-dealer.db", "c2r/dealer", "dealer"), profile,
-                        decks=6, close_wait=None)
+    djournal = Journal(tmp / "c2r-dealer.db", "c2r/dealer", "dealer")
+    sjournal = Journal(tmp / "c2r-seat.db", "c2r/seat-1", "seat")
+    dbus = unit_bus(url, tmp, "c2r/dealer", djournal, "dealer")
+    sbus = unit_bus(url, tmp, "c2r/seat-1", sjournal, "seat")
+    dealer = DealerUnit("c2r/dealer", "c2r", dbus, djournal, profile, decks=6, close_wait=None)
     lamps = MockLamps("lamps", ["progressive", "bets_locked"])
     lamps.start(lambda e: None)
-    seat = SeatUnit("c2r/seat-1", "c2r", 1, sbus, Journal(tmp / "c2r-seat.db", "c2r/seat-1", "seat"),
-                    chipset.registry(1, len(spots)), spots, lamps)
+    seat = SeatUnit("c2r/seat-1", "c2r", 1, sbus, sjournal, chipset.registry(1, len(spots)), spots, lamps)
     shoe, console, reader = MockCardShoe("shoe"), MockConsole("console"), MockChipReader("reader", spots)
     inputs: list[tuple[float, str]] = []            # (time, "card"|"button")
-    puts: dict[int, tuple[float, str]] = {}
-    acked: dict[int, float] = {}
-    put, mark = sbus.outbox.put, sbus.outbox.mark_acked_many
-
-    def put_hook(topic, kind, body, key=None, extra=None):
-        seq = put(topic, kind, body, key=key, extra=extra)
-        if seq is not None:
-            puts[seq] = (time.perf_counter(), kind)
-        return seq
-
-    def mark_hook(seqs):
-        mark(seqs)
-        now = time.perf_counter()
-        for q in seqs:
-            acked.setdefault(q, now)
-
-    sbus.outbox.put, sbus.outbox.mark_acked_many = put_hook, mark_hook
-    steps = [0]                                     # dealer steps in its journal (committed)
-    write_step = dealer.journal.write_step
-
-    def step_hook(records):
-        out = write_step(records)
-        steps[0] += 1
-        return out
-
-    dealer.journal.write_step = step_hook
+    timing = _Timing(dealer, seat, sbus)
+    puts, acked, marks, steps = timing.puts, timing.acked, timing.marks, timing.steps
     SeatReporter(seat, sbus)
+    DealerReporter(dealer, dbus)                    # as under betbox run: the dealer reports too
     for unit, bus in ((dealer, dbus), (seat, sbus)):
         ControllerWatch(bus, "main", "c2r").feed(unit)
     shoe.start(dealer.post)
@@ -425,17 +556,22 @@ def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
                 if expect.kind == "card":
                     inputs.append((time.perf_counter(), "card"))
                     shoe.deal(str(sim.draw()))
-                else:
+                elif expect.kind == "decision":
                     legal = [a for a in (Action.STAND, Action.SWITCH, Action.HIT, *Action)
                              if state.why_not(Decision(expect.box, a, None)) is None]
                     if not legal:
                         raise RuntimeError(f"no action to press for {expect}")
                     inputs.append((time.perf_counter(), "button"))
                     console.press(str(legal[0]))
+                else:                               # the dealer's own step (bets closing) comes first
+                    wait_until(lambda n=n: len(dealer.round.history) > n or dealer.phase != "play", 10,
+                               f"the dealer's {expect.kind}", step=0.0005)
+                    continue
                 # as a dealer: the next card once this one's step is durable (journalled)
-                wait_until(lambda n=n, written=written: (len(dealer.round.history) > n or dealer.phase != "play")
-                           and steps[0] > written,
-                           10, "the dealer's step in its journal", step=0.0002)
+                with timing.durable:
+                    if not timing.durable.wait_for(lambda n=n, written=written: steps[0] > written and (
+                            len(dealer.round.history) > n or dealer.phase != "play"), 10):
+                        raise RuntimeError("the dealer's step was not in its journal within 10 s")
             wait_until(lambda: seat.phase in ("over", "void"), 10, "the seat's result", step=0.0005)
             reader.remove_chips("main")
             reader.remove_chips("progressive")
@@ -450,16 +586,22 @@ def card_to_report(url: str, rounds: int, tmp: Path) -> list[float]:
             bus.close()
         svc.stop()
         ctl.close()
-    out = []
+        sys.setswitchinterval(switch)
+    pubacked = timing.pubacks()
+    out: tuple[list[float], list[float]] = ([], [])
     for q, (t_put, kind) in puts.items():
         if kind not in ("progressive_wager", "round_result"):
             continue
         cause = [x for x in inputs if x[0] < t_put]
         if cause and cause[-1][1] == "card":
-            if q not in acked:
+            if q not in acked or q not in pubacked:
                 print(f"  (report {q} {kind} was put after the run's last wait and not timed)")
                 continue
-            out.append(acked[q] - cause[-1][0])
+            out[0].append(pubacked[q] - cause[-1][0])
+            out[1].append(acked[q] - cause[-1][0])
+            staged = trace(cause[-1][0], marks, pubacked[q])
+            if traces is not None and staged is not None:
+                traces.append(staged)
     return out
 
 
@@ -476,7 +618,11 @@ def main() -> None:
     ap.add_argument("--burst", type=int, default=5000, help="reports in the throughput runs (default 5000)")
     ap.add_argument("--rounds", type=int, default=60, help="rounds in the card-to-report run (default 60)")
     ap.add_argument("--retained", type=int, default=2000, help="retained messages on the broker (default 2000)")
+    ap.add_argument("--only", choices=("all", "c2r"), default="all",
+                    help="c2r: only the card-to-report figures and their baselines (default all)")
     args = ap.parse_args()
+    everything = args.only == "all"
+    traces: list[list[float]] = []
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.2f} at the start")
     fig: dict[str, list[float]] = {}
 
@@ -498,47 +644,58 @@ def main() -> None:
             bare_round_trips(broker.url, 50)                          # warm up
             for run in range(args.runs):
                 (tmp / f"r{run}").mkdir()
-                add("bare_p50", pct(bare_round_trips(broker.url, args.n), 50))
-                add("outbox_p50", pct(outbox_round_trips(broker.url, args.n, tmp / f"r{run}"), 50))
-                put_rate, all_rate = outbox_burst(broker.url, args.burst, tmp / f"r{run}")
-                add("put", put_rate)
-                add("put_acked", all_rate)
-                add("direct_1", ingest_direct(args.burst, tmp, 1))
-                add("direct_64", ingest_direct(args.burst, tmp, 64))
-                add("broker_bare", ingest_via_broker(broker.url, args.burst, 4, tmp, bare=True)[0])
-                rate, gaps = ingest_via_broker(broker.url, args.burst, 4, tmp)
-                add("broker_ctl", rate)
-                add("gaps", gaps)
-                add("old_broker_ctl", ingest_via_broker(old.url, min(args.burst, 2000), 4, tmp)[0])
-                c2r = card_to_report(broker.url, args.rounds, tmp / f"r{run}")
+                if everything:
+                    add("bare_p50", pct(bare_round_trips(broker.url, args.n), 50))
+                    add("outbox_p50", pct(outbox_round_trips(broker.url, args.n, tmp / f"r{run}"), 50))
+                    put_rate, all_rate = outbox_burst(broker.url, args.burst, tmp / f"r{run}")
+                    add("put", put_rate)
+                    add("put_acked", all_rate)
+                    add("direct_1", ingest_direct(args.burst, tmp, 1))
+                    add("direct_64", ingest_direct(args.burst, tmp, 64))
+                    add("broker_bare", ingest_via_broker(broker.url, args.burst, 4, tmp, bare=True)[0])
+                    rate, gaps = ingest_via_broker(broker.url, args.burst, 4, tmp)
+                    add("broker_ctl", rate)
+                    add("gaps", gaps)
+                    add("old_broker_ctl", ingest_via_broker(old.url, min(args.burst, 2000), 4, tmp)[0])
+                c2r, c2r_marked = card_to_report(broker.url, args.rounds, tmp / f"r{run}", traces)
                 add("c2r_p50", pct(c2r, 50))
                 add("c2r_p99", pct(c2r, 99))
+                add("c2r_mark_p50", pct(c2r_marked, 50))
+                add("c2r_mark_p99", pct(c2r_marked, 99))
                 add("c2r_bare_p50", pct(bare_round_trips(broker.url, args.n), 50))
+                add("commit_p50", pct(bare_commits(args.n, tmp / f"r{run}"), 50))
                 print(f"  run {run + 1} done (load average {os.getloadavg()[0]:.2f})", flush=True)
         finally:
             broker.stop()
             old.stop()
     print(f"{args.runs} runs, min / median / max; broker as shipped (persistence every 30 s), "
           f"{args.retained} retained messages; load average {os.getloadavg()[0]:.2f} at the end")
-    print(f"publish -> PUBACK, one at a time, p50 (n={args.n} per run):")
-    print(f"  bare paho QoS 1, a subscriber    {spread(fig['bare_p50'], 'ms', 1000, 7, 3)}")
-    print(f"  report via outbox                {spread(fig['outbox_p50'], 'ms', 1000, 7, 3)}")
-    print(f"outbox burst of {args.burst}: put {spread(fig['put'], 'reports/s')}")
-    print(f"                     put-to-all-acknowledged {spread(fig['put_acked'], 'reports/s')}")
-    print("controller ingest, direct:")
-    print(f"  one transaction per report       {spread(fig['direct_1'], 'reports/s')}")
-    print(f"  group commit, 64 per transaction {spread(fig['direct_64'], 'reports/s')}")
-    print(f"ingest through the broker, 4 seats' publishers + a dealer's in another process, "
-          f"{args.burst // 4 * 5} reports:")
-    print(f"  bare paho subscriber (broker)    {spread(fig['broker_bare'], 'reports/s')}")
-    print(f"  jackpot controller               {spread(fig['broker_ctl'], 'reports/s')}"
-          + (f"  ({int(sum(fig['gaps']))} gap(s) recorded: out of order)" if sum(fig["gaps"]) else ""))
-    print(f"  the same, broker saving per change (before #18; {min(args.burst, 2000) // 4 * 5} reports) "
-          f"{spread(fig['old_broker_ctl'], 'reports/s')}")
+    if everything:
+        print(f"publish -> PUBACK, one at a time, p50 (n={args.n} per run):")
+        print(f"  bare paho QoS 1, a subscriber    {spread(fig['bare_p50'], 'ms', 1000, 7, 3)}")
+        print(f"  report via outbox                {spread(fig['outbox_p50'], 'ms', 1000, 7, 3)}")
+        print(f"outbox burst of {args.burst}: put {spread(fig['put'], 'reports/s')}")
+        print(f"                     put-to-all-acknowledged {spread(fig['put_acked'], 'reports/s')}")
+        print("controller ingest, direct:")
+        print(f"  one transaction per report       {spread(fig['direct_1'], 'reports/s')}")
+        print(f"  group commit, 64 per transaction {spread(fig['direct_64'], 'reports/s')}")
+        print(f"ingest through the broker, 4 seats' publishers + a dealer's in another process, "
+              f"{args.burst // 4 * 5} reports:")
+        print(f"  bare paho subscriber (broker)    {spread(fig['broker_bare'], 'reports/s')}")
+        print(f"  jackpot controller               {spread(fig['broker_ctl'], 'reports/s')}"
+              + (f"  ({int(sum(fig['gaps']))} gap(s) recorded: out of order)" if sum(fig["gaps"]) else ""))
+        print(f"  the same, broker saving per change (before #18; {min(args.burst, 2000) // 4 * 5} reports) "
+              f"{spread(fig['old_broker_ctl'], 'reports/s')}")
     print(f"card at the dealer's shoe -> seat's report acknowledged ({args.rounds} rounds per run):")
     print(f"  bare paho QoS 1 p50, a subscriber {spread(fig['c2r_bare_p50'], 'ms', 1000, 7, 3)}")
     print(f"  card -> report PUBACK p50        {spread(fig['c2r_p50'], 'ms', 1000, 7, 3)}")
     print(f"  card -> report PUBACK p99        {spread(fig['c2r_p99'], 'ms', 1000, 7, 3)}")
+    print(f"  card -> PUBACK marked in the outbox p50 {spread(fig['c2r_mark_p50'], 'ms', 1000, 7, 3)}")
+    print(f"  card -> PUBACK marked in the outbox p99 {spread(fig['c2r_mark_p99'], 'ms', 1000, 7, 3)}")
+    print(f"  bare fsynced commit p50 (WAL, FULL) {spread(fig['commit_p50'], 'ms', 1000, 7, 3)}")
+    print(f"  stage by stage, median over every timed report of the runs (n={len(traces)}):")
+    for i, name in enumerate(TRACE):
+        print(f"    {name:42s} {statistics.median(t[i] for t in traces) * 1000:7.3f} ms")
 
 
 if __name__ == "__main__":

@@ -371,7 +371,10 @@ def _unit(config: UnitConfig, journal: Any) -> Any:
 
 
 def check_outbox(config: UnitConfig) -> Check:
-    path = config.state_dir / "outbox.db"
+    # the outbox lives in the journal's file (issue #17.5); an outbox.db beside it is one of
+    # firmware before, not yet moved in
+    old = config.state_dir / "outbox.db"
+    path = old if old.exists() else config.state_dir / "journal.db"
     if config.link is None:
         return Check("outbox", SKIP, "no [link]: no reports to send")
     if not path.exists():
@@ -379,6 +382,8 @@ def check_outbox(config: UnitConfig) -> Check:
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
+            if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outbox'").fetchone() is None:
+                return Check("outbox", OK, "empty (no outbox yet)")
             total, acked = db.execute("SELECT COUNT(*), COALESCE(SUM(acked), 0) FROM outbox").fetchone()
         finally:
             db.close()

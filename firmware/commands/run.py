@@ -7,7 +7,7 @@ dispatch queue until SIGTERM/SIGINT.
 With ``[link]`` the unit's bus is MQTT (:func:`firmware.link.connect_bus`): a seat reports
 its box's results to the jackpot controller through a durable outbox in its state
 directory (:class:`~firmware.link.reporter.SeatReporter`), the dealer its alarms through its
-own (:class:`~firmware.link.reporter.DealerReporter`, ``state_dir/outbox.db``), and a
+own (:class:`~firmware.link.reporter.DealerReporter`; both outboxes in ``journal.db``), and a
 :class:`~firmware.link.presence.ControllerWatch` gives seat and dealer the controller's
 link state and meter as journalled ``("controller", ...)`` inputs. Without ``[link]`` the
 unit runs on the in-process bus, alone. A seat with ``[display]`` serves its dispatch queue
@@ -61,14 +61,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def build(config: UnitConfig, bus: Any = None):
+def open_journal(config: UnitConfig):
+    """The unit's journal (``state_dir/journal.db``), as configured."""
+    from firmware.runtime.journal import JOURNAL_NAME, Journal
+
+    return Journal(config.state_dir / JOURNAL_NAME, config.bus_id, config.role, config.synchronous,
+                   rotate_rounds=config.rotate_rounds, keep_segments=config.keep_segments)
+
+
+def build(config: UnitConfig, bus: Any = None, journal: Any = None):
     """The unit and its started ports, from a validated configuration; ``bus`` (default: a
-    new in-process bus) is the unit's bus."""
+    new in-process bus) is the unit's bus, ``journal`` (default: opened here) its journal."""
     from firmware.chips import ChipRegistry
     from firmware.engine.profile import load_profile
     from firmware.runtime.bus import InProcessBus
     from firmware.runtime.dealer import DealerUnit
-    from firmware.runtime.journal import JOURNAL_NAME, Journal
     from firmware.runtime.seat import SeatUnit
     from hal.backends import open_backend
     from hal.ports import Lamps
@@ -76,8 +83,7 @@ def build(config: UnitConfig, bus: Any = None):
     bus = bus if bus is not None else InProcessBus()
     # the unit's id is its broker identity <table>/<id>: the sender of its messages, which
     # the dealer and the seats check (a seat speaks for its own box only)
-    journal = Journal(config.state_dir / JOURNAL_NAME, config.bus_id, config.role, config.synchronous,
-                      rotate_rounds=config.rotate_rounds, keep_segments=config.keep_segments)
+    journal = journal if journal is not None else open_journal(config)
     ports = {name: open_backend(name, hw["backend"], hw["options"]) for name, hw in config.hardware.items()}
     unit: DealerUnit | SeatUnit
     inputs: tuple[str, ...]
@@ -106,6 +112,16 @@ def build(config: UnitConfig, bus: Any = None):
 
 
 TICK = 0.25                  # seconds between the dealer's clock readings
+#: The interpreter's thread switch interval in a unit's process (Python's default: 5 ms). A
+#: thread woken by an input (the dispatch loop by a card, the outbox's sender by a committed
+#: report, paho's by a PUBACK) waits up to this long while another computes: on a card's
+#: way to the seat's report that was several ms of hand-offs (issue #17.5, docs/runtime.md).
+HANDOFF = 0.0005
+
+
+def quick_handoffs() -> None:
+    """Threads of a unit's process take turns every :data:`HANDOFF` seconds."""
+    sys.setswitchinterval(HANDOFF)
 
 
 def serve(unit, stop: Callable[[], bool], clock: Callable[[], float] = time.monotonic,
@@ -136,12 +152,17 @@ def serve(unit, stop: Callable[[], bool], clock: Callable[[], float] = time.mono
 class Link:
     """A unit's MQTT side: the bus, the controller watch, a seat's or the dealer's reporter."""
 
-    def __init__(self, config: UnitConfig) -> None:
-        from firmware.link import connect_bus
+    def __init__(self, config: UnitConfig, journal: Any = None) -> None:
+        from firmware.link import Outbox, connect_bus
 
-        outbox = config.state_dir / "outbox.db" if config.role in ("seat", "dealer") else None
+        # a seat's or the dealer's reports: in its journal's file, committed with the step
+        # that makes them (issue #17.5); an outbox.db of firmware before is moved in
+        outbox = None
+        if config.role in ("seat", "dealer"):
+            outbox = (Outbox(config.state_dir / "outbox.db", config.bus_id, journal=journal) if journal is not None
+                      else Outbox(config.state_dir / "outbox.db", config.bus_id))
         self.config = config
-        self.bus = connect_bus(None, config.bus_id, link=config.link, outbox_path=outbox, role=config.role,
+        self.bus = connect_bus(None, config.bus_id, link=config.link, outbox=outbox, role=config.role,
                                link_id=config.jackpot_link, config=config.raw, wait=5.0)
         self.watch: ControllerWatch | None = None
         self.reporter: SeatReporter | DealerReporter | None = None
@@ -352,15 +373,17 @@ def run(args: argparse.Namespace) -> int:
         except (ValueError, OSError, RuntimeError, sqlite3.Error) as exc:   # RuntimeError: StoreError
             print(f"betbox run: {exc}", file=sys.stderr)
             return 2
+    quick_handoffs()
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())
     link = None
     ports: dict[str, Any] = {}
     try:
+        journal = open_journal(config)
         if config.link is not None:
-            link = Link(config)
-        unit, ports = build(config, link.bus if link else None)
+            link = Link(config, journal)
+        unit, ports = build(config, link.bus if link else None, journal)
         if link is not None:
             link.attach(unit)
         if config.verify.at_start:

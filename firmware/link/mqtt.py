@@ -118,6 +118,9 @@ class MqttBus:
         self._lock = threading.RLock()
         self._connected = threading.Event()
         self._wake = threading.Event()
+        if outbox is not None:              # reports committed (with a step, or on their own)
+            outbox.add_listener(self._committed)
+        self._handed: list[tuple[mqtt.MQTTMessageInfo, int]] = []   # sent by _committed, for the sender
         self._closing = False
         self._gen = 0
         self._conn = 0                           # connections so far: a PUBACK is for this one
@@ -519,6 +522,8 @@ class MqttBus:
         assert self.outbox is not None               # the sender runs only with an outbox
         self._wake.wait(0.5)
         self._wake.clear()
+        with self._lock:
+            inflight, self._handed = inflight + self._handed, []
         if inflight:
             done, still = [], []
             for info, seq in inflight:          # is_published() read once per report
@@ -543,6 +548,8 @@ class MqttBus:
             with self._lock:
                 if gen != self._gen:
                     break
+                if row.seq <= self._sent_through:      # _committed handed it over meanwhile
+                    continue
                 info = self._client.publish(row.topic, row.payload, qos=1)
                 if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):
                     log.error("%s: cannot publish report %d: %s", self.unit_id, row.seq,
@@ -557,6 +564,30 @@ class MqttBus:
             if len(rows) == 256:
                 self._wake.set()
         return inflight
+
+    def _committed(self) -> None:
+        """Reports were committed (a step's, on the thread that wrote it): hand them to paho
+        at once, in order after what was sent, instead of waking the sender thread for it (a
+        thread hand-off on a card's way to its report, issue #17.5). The sender still marks
+        their PUBACKs and does everything else (resends, a full window, a link down)."""
+        assert self.outbox is not None
+        with self._lock:
+            if self._closing or not self._connected.is_set() or len(self._handed) >= MAX_INFLIGHT // 2:
+                self._wake.set()
+                return
+            gen = self._gen
+            for row in self.outbox.pending(after=self._sent_through, limit=8):
+                if row.seq != self._sent_through + 1 or gen != self._gen:
+                    break                             # a gap (not yet committed): the sender's
+                info = self._client.publish(row.topic, row.payload, qos=1)
+                if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):
+                    break                             # the sender tries it again (and logs it)
+                self._handed.append((info, row.seq))
+                self._sent_through = row.seq
+                self._handed_through = max(self._handed_through, row.seq)
+                if info.rc != mqtt.MQTT_ERR_SUCCESS:
+                    break                             # link went down: the next connect resends
+        self._wake.set()
 
     def drained(self) -> bool:
         """Every report has been acknowledged by the broker."""

@@ -8,11 +8,23 @@ retained high-water mark (:func:`firmware.link.topics.confirmed_topic`) covers i
 number, and only then deleted. After a reconnect everything not yet confirmed is sent again,
 because a broker killed between its PUBACK and its next save loses what it acknowledged;
 the controller drops the duplicates by (unit, seq).
+
+**In the unit's journal** (``Outbox(path, unit, journal=j)``, what ``betbox run`` uses; issue
+#17.5): the outbox's tables live in the journal's file, and a report put while the unit writes
+a step (:meth:`firmware.runtime.journal.Journal.write_step`'s ``within``) goes into that step's
+transaction: the step, its delivered marks and its reports are one commit, one fsync. A
+report put outside a step commits on its own. The broker's PUBACK mark and the controller's
+confirmation are safe to lose (the report is sent again, the controller drops the duplicate)
+and commit without an fsync of their own, off the step's path. On its first start this way,
+an ``outbox.db`` of firmware before (``path``) is moved in: every row, key and number, in one
+transaction, then the file is renamed ``outbox.db.migrated``. The journal carries the tables
+into its new active file when it rotates.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import threading
@@ -20,9 +32,11 @@ import uuid
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from firmware.runtime.journal import Journal
 from firmware.runtime.storage import (
+    OPEN_MARK,
     StorageError,
     StorageFull,
     bound_wal,
@@ -44,8 +58,14 @@ SCHEMA = 1
 KEEP_KEYS = 2000
 NUMBERED_KEY = re.compile(r"^([a-z_]+)/(\d+)$")
 
+#: The outbox's meta table in a file of its own; in a journal's file (whose ``meta`` is the
+#: journal's) it is ``outbox_meta``.
+META, JOURNAL_META = "meta", "outbox_meta"
+#: What an outbox file of firmware before becomes once moved into the journal.
+MIGRATED_SUFFIX = ".migrated"
+
 _DDL = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY,           -- the unit's report sequence number, from 1, gap-free
     id TEXT NOT NULL UNIQUE,           -- unique report id (uuid4)
@@ -78,11 +98,28 @@ class Pending:
 
 
 class Outbox:
-    def __init__(self, path: str | Path, unit_id: str, keep_keys: int = KEEP_KEYS) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | Path, unit_id: str, keep_keys: int = KEEP_KEYS, *,
+                 journal: Journal | None = None) -> None:
+        """An outbox in a file of its own at ``path``; or, with ``journal``, in the journal's
+        file (``path``: this unit's outbox file of firmware before, moved in if it is there)."""
+        self.path = Path(path) if journal is None else journal.path
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self.keep_keys = keep_keys
+        self.unit_id = unit_id
+        self.journal = journal
+        self._m = META if journal is None else JOURNAL_META
+        self._listeners: list[Callable[[], None]] = []
+        if journal is not None:
+            self._db = self._connect_journal()
+            try:
+                self._take_in(Path(path))
+            except BaseException:
+                self._db.close()
+                raise
+            self._closer = weakref.finalize(self, _close_quietly, self._db)
+            journal.companion = self
+            return
         had_wal = Path(str(self.path) + "-wal").exists()
         db: sqlite3.Connection | None = None
         try:
@@ -92,7 +129,7 @@ class Outbox:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             bound_wal(db)
-            db.executescript(_DDL)
+            db.executescript(_DDL.format(meta=META))
             meta = dict(db.execute("SELECT key, value FROM meta"))
             if meta:
                 check_open_mark(self.path, db, had_wal, "outbox")
@@ -108,15 +145,109 @@ class Outbox:
         except (sqlite3.DatabaseError, StorageError) as exc:
             if db is not None:
                 db.close()
-            if isinstance(exc, OutboxError):
-                raise
-            if is_full(exc):
-                raise OutboxFull(f"{full_error(self.path)}: cannot open the outbox") from None
-            if isinstance(exc, StorageError):
-                raise OutboxError(str(exc)) from None
-            raise OutboxError(f"{self.path}: cannot open the outbox: {exc}") from None
+            raise self._open_error(exc) from None
         self._closer = weakref.finalize(self, _close_clean, db)
-        self.unit_id = unit_id
+
+    def _open_error(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, OutboxError):
+            return exc
+        if is_full(exc):
+            return OutboxFull(f"{full_error(self.path)}: cannot open the outbox")
+        if isinstance(exc, StorageError):
+            return OutboxError(str(exc))
+        return OutboxError(f"{self.path}: cannot open the outbox: {exc}")
+
+    # -- in the journal's file -------------------------------------------------------------
+
+    def _connect_journal(self) -> sqlite3.Connection:
+        """This outbox's own connection to the journal's file (the journal opened and checked
+        it): the sender's reads and marks, and reports put outside a step."""
+        db: sqlite3.Connection | None = None
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA synchronous=FULL")
+            bound_wal(db)
+            db.executescript(_DDL.format(meta=JOURNAL_META))
+        except sqlite3.DatabaseError as exc:
+            if db is not None:
+                db.close()
+            raise self._open_error(exc) from None
+        return db
+
+    def _take_in(self, old: Path) -> None:
+        """Start the outbox tables in the journal's file, moving this unit's outbox file of
+        firmware before in (every report not yet confirmed, the keys reported, the numbers):
+        one transaction, so a cut leaves it moved or not at all; then the old file is renamed.
+        A file already moved (a cut before the rename) is only renamed."""
+        db = self._db
+        meta = dict(db.execute(f"SELECT key, value FROM {JOURNAL_META}"))
+        if meta and meta.get("unit") != self.unit_id:
+            raise OutboxError(f"{self.path} holds the outbox of {meta.get('unit')!r}, not {self.unit_id!r}")
+        if not old.exists():
+            if not meta:
+                self._write(lambda d: d.executemany(f"INSERT INTO {JOURNAL_META} VALUES (?, ?)", [
+                    ("unit", self.unit_id), ("next_seq", "1"), ("confirmed", "0")]))
+            return
+        if meta and meta.get("migrated_from") != old.name:
+            raise OutboxError(f"{old} is an outbox file beside {self.path}, whose outbox was not moved from it: "
+                              f"its reports may be unsent; set it aside only once the jackpot controller "
+                              f"has confirmed them (betbox jackpot report)")
+        if not meta:
+            source = Outbox(old, self.unit_id, self.keep_keys)      # checks it, moves its oldest keys
+            try:
+                rows = source._db.execute("SELECT seq, id, key, topic, payload, acked FROM outbox").fetchall()
+                keys = source._db.execute("SELECT key, seq FROM reported").fetchall()
+                marks = [(k, v) for k, v in source._db.execute("SELECT key, value FROM meta")
+                         if k not in (OPEN_MARK, "unit")]
+            finally:
+                source.close()
+
+            def move(d: sqlite3.Connection) -> None:
+                d.executemany("INSERT INTO outbox VALUES (?, ?, ?, ?, ?, ?)", rows)
+                d.executemany("INSERT INTO reported VALUES (?, ?)", keys)
+                d.executemany(f"INSERT INTO {JOURNAL_META} VALUES (?, ?)",
+                              [("unit", self.unit_id), *marks, ("migrated_from", old.name)])
+            self._write(move)
+        for suffix in ("-wal", "-shm", ""):       # (closed cleanly above: no WAL left beside it)
+            if Path(str(old) + suffix).exists():
+                os.replace(str(old) + suffix, str(old) + MIGRATED_SUFFIX + suffix)
+        _fsync_dir(old.parent)
+
+    def pause(self) -> None:
+        """The journal rotates: hold every write, let go of the file (see :meth:`resume`)."""
+        self._lock.acquire()
+        self._closer.detach()
+        self._db.close()
+
+    def carry(self, old: sqlite3.Connection, new: sqlite3.Connection) -> None:
+        """The outbox's tables, as committed in the old active file, into the new one."""
+        for statement in _statements(_DDL.format(meta=JOURNAL_META)):    # inside its transaction
+            new.execute(statement)
+        for table in ("outbox", JOURNAL_META, "reported"):
+            rows = old.execute(f"SELECT * FROM {table}").fetchall()
+            if rows:
+                marks = ", ".join("?" * len(rows[0]))
+                new.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+
+    def resume(self) -> None:
+        """Open the journal's (new) active file again; writes go on."""
+        try:
+            assert self.journal is not None
+            self.path = self.journal.path
+            self._db = self._connect_journal()
+            self._closer = weakref.finalize(self, _close_quietly, self._db)
+        finally:
+            self._lock.release()
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """``listener()`` whenever reports were committed (the sender may send them)."""
+        self._listeners.append(listener)
+
+    def _committed(self) -> None:
+        for listener in self._listeners:
+            listener()
+
+    # -- a file of its own ---------------------------------------------------------------------
 
     @staticmethod
     def _move_old_keys(db: sqlite3.Connection) -> None:
@@ -130,9 +261,19 @@ class Outbox:
         db.execute("DELETE FROM meta WHERE key LIKE 'k:%'")
         db.execute("COMMIT")
 
-    def _write(self, work) -> Any:
-        """One transaction (under the lock); SQLITE_FULL named, never masked by the rollback."""
+    def _write(self, work: Callable[[sqlite3.Connection], Any], durable: bool = True) -> Any:
+        """One transaction on this outbox's connection (the caller holds the lock); SQLITE_FULL
+        named, never masked by the rollback. ``durable=False``: a mark that is safe to lose,
+        committed without an fsync of its own (WAL, ``synchronous=NORMAL``)."""
+        if self.journal is None:
+            return self._write_locked(work, durable)
+        with self.journal.write_lock:            # the journal's steps write the same file
+            return self._write_locked(work, durable)
+
+    def _write_locked(self, work: Callable[[sqlite3.Connection], Any], durable: bool) -> Any:
         db = self._db
+        if not durable:
+            db.execute("PRAGMA synchronous=NORMAL")
         try:
             db.execute("BEGIN IMMEDIATE")
             result = work(db)
@@ -142,32 +283,62 @@ class Outbox:
         except BaseException as exc:
             self._failed(exc)
             raise
+        finally:
+            if not durable:
+                db.execute("PRAGMA synchronous=FULL")
 
-    def _meta(self, key: str) -> int:
-        return int(self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0])
+    def _read(self, query: Callable[[sqlite3.Connection], Any]) -> Any:
+        """A read: inside the journal's step on this thread through the step's transaction
+        (it sees the step's reports; and never waits for the lock, which a writer may hold
+        while it waits for this very transaction), else on this outbox's connection."""
+        step = self.journal.step_db() if self.journal is not None else None
+        if step is not None:
+            return query(step)
+        with self._lock:
+            return query(self._db)
+
+    def _meta(self, key: str, db: sqlite3.Connection | None = None) -> int:
+        row = (db or self._db).execute(f"SELECT value FROM {self._m} WHERE key = ?", (key,)).fetchone()
+        return int(row[0])
 
     def put(self, topic: str, kind: str, body: dict[str, Any], key: str | None = None,
             extra: dict[str, Any] | None = None) -> int | None:
-        """Store a report; its seq, or None when ``key`` was already reported (idempotent)."""
+        """Store a report; its seq, or None when ``key`` was already reported (idempotent).
+        Inside the journal's step (on its thread) it is part of the step's transaction."""
         def store(db: sqlite3.Connection) -> int | None:
             if key is not None and self._reported(db, key):
-                db.execute("ROLLBACK")
                 return None
-            seq = self._meta("next_seq")
+            seq = self._meta("next_seq", db)
             rid = str(uuid.uuid4())
             payload = json.dumps({"schema": SCHEMA, "id": rid, "unit": self.unit_id, "seq": seq,
                                   "kind": kind, **(extra or {}), "body": body},
                                  sort_keys=True, separators=(",", ":"))
             db.execute("INSERT INTO outbox (seq, id, key, topic, payload) VALUES (?, ?, ?, ?, ?)",
                        (seq, rid, key, topic, payload))
-            db.execute("UPDATE meta SET value = ? WHERE key = 'next_seq'", (str(seq + 1),))
+            db.execute(f"UPDATE {self._m} SET value = ? WHERE key = 'next_seq'", (str(seq + 1),))
             return seq
 
+        step = self.journal.step_db() if self.journal is not None else None
+        if step is not None:
+            # the step's own transaction (no lock: the sender may be waiting for this very
+            # transaction to end while holding it); visible, and sent, once the step commits
+            try:
+                seq = store(step)
+            except sqlite3.OperationalError as exc:
+                if is_full(exc):
+                    raise OutboxFull(f"{full_error(self.path)}: the report was not stored") from None
+                raise
+            if seq is not None:
+                assert self.journal is not None
+                self.journal.after_commit(self._committed)
+            return seq
         with self._lock:
-            return self._write(store)
+            seq = self._write(store)
+        if seq is not None:
+            self._committed()
+        return seq
 
-    @staticmethod
-    def _reported(db: sqlite3.Connection, key: str) -> bool:
+    def _reported(self, db: sqlite3.Connection, key: str) -> bool:
         """Was ``key`` reported: waiting here, confirmed and kept, or under its name's mark."""
         if db.execute("SELECT 1 FROM outbox WHERE key = ?", (key,)).fetchone():
             return True
@@ -175,7 +346,7 @@ class Outbox:
             return True
         numbered = NUMBERED_KEY.match(key)
         if numbered:
-            row = db.execute("SELECT value FROM meta WHERE key = ?", ("n:" + numbered.group(1),)).fetchone()
+            row = db.execute(f"SELECT value FROM {self._m} WHERE key = ?", ("n:" + numbered.group(1),)).fetchone()
             return row is not None and int(numbered.group(2)) <= int(row[0])
         return False
 
@@ -183,75 +354,62 @@ class Outbox:
         self.mark_acked_many([seq])
 
     def mark_acked_many(self, seqs: list[int]) -> None:
-        """The broker acknowledged these reports (one transaction for the batch)."""
+        """The broker acknowledged these reports (one transaction for the batch). Safe to
+        lose (the report goes again, the controller drops it): no fsync of its own."""
         with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.executemany("UPDATE outbox SET acked = 1 WHERE seq = ?", [(s,) for s in seqs])
-                db.execute("COMMIT")
-            except BaseException as exc:
-                self._failed(exc)
-                raise
+            self._write(lambda db: db.executemany("UPDATE outbox SET acked = 1 WHERE seq = ?",
+                                                  [(s,) for s in seqs]), durable=False)
 
     @property
     def behind(self) -> dict[str, int] | None:
         """Set once the controller confirmed seqs this outbox never numbered (the unit was
         restarted from an older copy): ``{"outbox_seq": n, "confirmed": m}``."""
-        with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'behind'").fetchone()
+        row = self._read(lambda db: db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone())
         return None if row is None else json.loads(row[0])
 
     @property
     def numbered(self) -> bool:
         """Has this outbox ever numbered a report (not a new unit's)?"""
-        with self._lock:
-            return self._meta("next_seq") > 1 or self._meta("confirmed") > 0
+        return bool(self._read(lambda db: self._meta("next_seq", db) > 1 or self._meta("confirmed", db) > 0))
 
     def mark_behind(self, through: int) -> dict[str, int] | None:
         """The controller confirmed through ``through``, past everything numbered here: keep
         every report held (the reports up to ``outbox_seq`` are never deleted as confirmed:
         the controller's reports under those seqs may be others) and number the next report
         after ``through``, so no seq is reused. Returns the mark (the first one stands)."""
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                last = self._meta("next_seq") - 1
-                row = db.execute("SELECT value FROM meta WHERE key = 'behind'").fetchone()
-                if through <= last:
-                    db.execute("ROLLBACK")
-                    return None if row is None else json.loads(row[0])
-                behind = json.loads(row[0]) if row is not None else {"outbox_seq": last, "confirmed": through}
-                behind["confirmed"] = max(behind["confirmed"], through)
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('behind', ?)", (json.dumps(behind),))
-                db.execute("UPDATE meta SET value = ? WHERE key = 'next_seq'", (str(through + 1),))
-                db.execute("COMMIT")
-            except BaseException as exc:
-                self._failed(exc)
-                raise
+        def mark(db: sqlite3.Connection) -> dict[str, int] | None:
+            last = self._meta("next_seq") - 1
+            row = db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone()
+            if through <= last:
+                return None if row is None else json.loads(row[0])
+            behind = json.loads(row[0]) if row is not None else {"outbox_seq": last, "confirmed": through}
+            behind["confirmed"] = max(behind["confirmed"], through)
+            db.execute(f"INSERT OR REPLACE INTO {self._m} VALUES ('behind', ?)", (json.dumps(behind),))
+            db.execute(f"UPDATE {self._m} SET value = ? WHERE key = 'next_seq'", (str(through + 1),))
             return behind
+
+        with self._lock:                # durable: the numbers after it must never be reused
+            result: dict[str, int] | None = self._write(mark)
+            return result
 
     def confirm_through(self, seq: int) -> int:
         """The controller holds every report up to ``seq``: delete them. Returns how many.
-        (Not those of an outbox that was behind, up to where it was: see ``mark_behind``.)"""
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                if seq <= self._meta("confirmed"):
-                    db.execute("ROLLBACK")
-                    return 0
-                row = db.execute("SELECT value FROM meta WHERE key = 'behind'").fetchone()
-                floor = json.loads(row[0])["outbox_seq"] if row is not None else 0
-                self._keep_keys(db, seq, floor)
-                n = db.execute("DELETE FROM outbox WHERE seq <= ? AND seq > ?", (seq, floor)).rowcount
-                db.execute("UPDATE meta SET value = ? WHERE key = 'confirmed'", (str(seq),))
-                db.execute("COMMIT")
-            except BaseException as exc:
-                self._failed(exc)
-                raise
+        (Not those of an outbox that was behind, up to where it was: see ``mark_behind``.)
+        Safe to lose (the reports stay, go again, and are dropped as duplicates; their keys
+        stay with them): no fsync of its own."""
+        def confirm(db: sqlite3.Connection) -> int:
+            if seq <= self._meta("confirmed"):
+                return 0
+            row = db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone()
+            floor = json.loads(row[0])["outbox_seq"] if row is not None else 0
+            self._keep_keys(db, seq, floor)
+            n: int = db.execute("DELETE FROM outbox WHERE seq <= ? AND seq > ?", (seq, floor)).rowcount
+            db.execute(f"UPDATE {self._m} SET value = ? WHERE key = 'confirmed'", (str(seq),))
             return n
+
+        with self._lock:
+            result: int = self._write(confirm, durable=False)
+            return result
 
     def _keep_keys(self, db: sqlite3.Connection, seq: int, floor: int = 0) -> None:
         """The keys of the reports up to ``seq`` (about to be deleted) are remembered, so a
@@ -261,7 +419,7 @@ class Outbox:
                                   (seq, floor)).fetchall():
             numbered = NUMBERED_KEY.match(key)
             if numbered:
-                db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
+                db.execute(f"INSERT INTO {self._m} VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
                            "MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
                            ("n:" + numbered.group(1), numbered.group(2)))
             else:
@@ -278,33 +436,60 @@ class Outbox:
 
     def pending(self, after: int = 0, limit: int = 500) -> list[Pending]:
         """Reports not yet confirmed, in sequence order, with seq > ``after``."""
-        with self._lock:
-            rows = self._db.execute("SELECT seq, id, topic, payload, acked FROM outbox WHERE seq > ? "
-                                    "ORDER BY seq LIMIT ?", (after, limit)).fetchall()
+        rows = self._read(lambda db: db.execute("SELECT seq, id, topic, payload, acked FROM outbox WHERE seq > ? "
+                                                "ORDER BY seq LIMIT ?", (after, limit)).fetchall())
         return [Pending(s, i, t, p, bool(a)) for s, i, t, p, a in rows]
 
     def stats(self) -> dict[str, int]:
-        with self._lock:
-            total, acked = self._db.execute("SELECT COUNT(*), COALESCE(SUM(acked), 0) FROM outbox").fetchone()
+        def read(db: sqlite3.Connection) -> dict[str, int]:
+            total, acked = db.execute("SELECT COUNT(*), COALESCE(SUM(acked), 0) FROM outbox").fetchone()
             return {"waiting": total - acked, "acked_unconfirmed": acked,
-                    "next_seq": self._meta("next_seq"), "confirmed": self._meta("confirmed")}
+                    "next_seq": self._meta("next_seq", db), "confirmed": self._meta("confirmed", db)}
+        result: dict[str, int] = self._read(read)
+        return result
 
     def sent_through(self) -> int:
         """The highest sequence number the broker acknowledged (or already confirmed): a
         controller's mark beyond it covers reports the controller cannot hold."""
-        with self._lock:
-            acked = self._db.execute("SELECT MAX(seq) FROM outbox WHERE acked = 1").fetchone()[0]
-            return max(acked or 0, self._meta("confirmed"))
+        def read(db: sqlite3.Connection) -> int:
+            acked = db.execute("SELECT MAX(seq) FROM outbox WHERE acked = 1").fetchone()[0]
+            return max(acked or 0, self._meta("confirmed", db))
+        result: int = self._read(read)
+        return result
 
     @property
     def last_seq(self) -> int:
-        with self._lock:
-            return self._meta("next_seq") - 1
+        result: int = self._read(lambda db: self._meta("next_seq", db) - 1)
+        return result
 
     def close(self) -> None:
-        """Close cleanly: the file says so (see :func:`check_open_mark`)."""
+        """Close cleanly: the file says so (see :func:`check_open_mark`); in the journal's
+        file the journal keeps that mark, and this outbox leaves it."""
         with self._lock:
             self._closer()
+            if self.journal is not None and self.journal.companion is self:
+                self.journal.companion = None
+
+
+def _statements(script: str) -> list[str]:
+    """A DDL script's statements (no comments), to run one by one inside a transaction."""
+    text = "\n".join(line.split("--", 1)[0] for line in script.splitlines())
+    return [part.strip() for part in text.split(";") if part.strip()]
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _close_quietly(db: sqlite3.Connection) -> None:
+    try:
+        db.close()
+    except sqlite3.Error:
+        pass
 
 
 def _close_clean(db: sqlite3.Connection) -> None:

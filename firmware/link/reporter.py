@@ -94,7 +94,7 @@ class SeatReporter(_AlarmCounts):
         self.reported = 0
         self.alarms = AlarmReporter(bus, {"table": seat.table, "box": seat.box})
         self.missed_done: set[int] = set()     # missed rounds reported since this start
-        seat.observe(self._after_step)
+        seat.observe(self._after_step, in_step=True)   # its reports commit with the step
 
     def _report(self, round_no: int, kind: str, body: dict[str, Any], key: str | None = None) -> None:
         seq = self.bus.report(kind, body, key=f"{round_no}/{key or kind}", table=self.seat.table,
@@ -242,7 +242,7 @@ class DealerReporter(_AlarmCounts):
         self.bus = bus
         self.reported = 0
         self.alarms = AlarmReporter(bus, {"table": dealer.table})
-        dealer.observe(self._after_step)
+        dealer.observe(self._after_step, in_step=True)
 
     def sync(self) -> None:
         """Report what the dealer's state holds now (after its journal was replayed)."""

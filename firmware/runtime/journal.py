@@ -6,6 +6,15 @@ journal holds either the whole step or none of it; SQLite's WAL checksums discar
 last write. ``delivered`` marks messages the transport has taken; the rest are sent again
 on restart (receivers drop duplicates by sender and sequence number).
 
+**One durable commit per step** (issue #17.5): the reports a step makes go into the unit's
+outbox tables in this same file and the same transaction (:meth:`Journal.write_step`'s
+``within``; :class:`firmware.link.outbox.Outbox` with ``journal=``), so a step costs one
+fsync whatever it emits. SQLite makes a transaction over several files atomic per file only
+(WAL mode), hence one file. Marks that are safe to lose (``delivered`` here, the outbox's
+``acked`` and confirmed) commit without an fsync of their own (``synchronous=NORMAL`` on
+that commit: consistent after a power cut, durable with the next step's fsync); lost, they
+only make a message or report go again, and its receiver drops the duplicate.
+
 Rotation keeps a table that runs for months from growing one file without bound: at a round
 boundary, once the active journal holds ``rotate_rounds`` rounds and everything in it is
 delivered, the unit hands the journal a **checkpoint** (its state after the last step, as
@@ -24,12 +33,13 @@ import json
 import os
 import re
 import sqlite3
+import threading
 import time
 import weakref
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Protocol
 
 from firmware import __version__
 from firmware.runtime.storage import (
@@ -109,6 +119,20 @@ class Record:
     mono: float | None = None
 
 
+class Companion(Protocol):
+    """Tables another part of the unit keeps in the journal's file (the outbox): carried
+    into the new active file when the journal rotates."""
+
+    def pause(self) -> None:
+        """Stop writing and let go of the file (until :meth:`resume`)."""
+
+    def carry(self, old: sqlite3.Connection, new: sqlite3.Connection) -> None:
+        """Copy its tables from ``old`` into ``new`` (inside ``new``'s open transaction)."""
+
+    def resume(self) -> None:
+        """Open the (new or unchanged) active file again and go on."""
+
+
 def _finish_rotation(path: Path) -> None:
     """A rotation cut short: the new active file is written completely before the old one
     is renamed to its segment, so a missing active file with a ``.new`` beside it means the
@@ -156,6 +180,12 @@ class Journal:
         if keep_segments is not None and not 0 <= keep_segments <= 1_000_000:
             raise JournalError(f"journal keep_segments={keep_segments!r}: 0 to 1000000, or None (all)")
         self.synchronous = synchronous
+        self.companion: Companion | None = None      # the outbox, when it lives in this file
+        self._step_thread: int | None = None         # the thread whose step is being written
+        self._after_commit: list[Callable[[], None]] = []
+        # every writer of this file in this process takes it (the outbox's connection too):
+        # waiting on it wakes at once, where SQLite's busy handler sleeps in steps of ms
+        self.write_lock = threading.Lock()
         self.rotate_rounds = rotate_rounds       # rounds per segment (None: never rotate)
         self.keep_segments = keep_segments       # segments kept for recall (None: all)
         _finish_rotation(self.path)              # only the unit itself ever finishes its rotation
@@ -224,33 +254,51 @@ class Journal:
         if self.readonly:
             raise JournalError(f"{self.path}: opened for recall only; recall never writes")
 
-    def _tx(self, statements: list[tuple[str, tuple]]) -> None:
+    def _tx(self, statements: list[tuple[str, tuple]], within: Callable[[], None] | None = None) -> None:
         self._writable()
+        with self.write_lock:
+            self._tx_locked(statements, within)
+
+    def _tx_locked(self, statements: list[tuple[str, tuple]], within: Callable[[], None] | None) -> None:
         db = self._db
         try:
             db.execute("BEGIN IMMEDIATE")
             for sql, params in statements:
                 db.execute(sql, params)
+            if within is not None:
+                self._step_thread = threading.get_ident()
+                within()
             db.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             rollback(db)
+            self._after_commit.clear()
             if is_full(exc):
                 raise JournalFull(f"{full_error(self.path)}: the step was not written") from None
             raise
         except BaseException:
             rollback(db)
+            self._after_commit.clear()
             raise
+        finally:
+            self._step_thread = None
 
-    def write_step(self, records: list[Record]) -> int:
-        """Write one step (an input and what it emits) atomically; returns the step number."""
+    def write_step(self, records: list[Record], within: Callable[[], None] | None = None,
+                   notify: bool = True) -> int:
+        """Write one step (an input and what it emits) atomically; returns the step number.
+        ``within`` runs inside the step's transaction, after its records: what it writes
+        through :meth:`step_db` (the step's reports) commits with the step, or nothing does.
+        ``notify=False``: the :meth:`after_commit` callbacks wait for :meth:`notify_committed`
+        (the unit first publishes its messages, which are on the table's critical path)."""
         step = self.last_step + 1
         utc, mono = _utc_now(), time.monotonic()
         self._tx([("INSERT INTO record (step, dir, kind, seq, round, body, utc, mono) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                    (step, r.dir, r.kind, r.seq, r.round, json.dumps(r.body, sort_keys=True,
                                                                       separators=(",", ":")), utc, mono))
-                  for r in records])
+                  for r in records], within)
         self.last_step = step
+        if notify:
+            self.notify_committed()
         for r in records:
             if r.seq is not None:
                 self.last_seq = max(self.last_seq, r.seq)
@@ -259,10 +307,34 @@ class Journal:
         self.writes += 1
         return step
 
+    def step_db(self) -> sqlite3.Connection | None:
+        """The connection whose transaction is the step being written on this thread (inside
+        :meth:`write_step`'s ``within``), else None."""
+        return self._db if self._step_thread == threading.get_ident() else None
+
+    def notify_committed(self) -> None:
+        """Call what waited for the steps written so far (e.g. send their reports: they are
+        visible to the outbox's own connection now)."""
+        done, self._after_commit = self._after_commit, []
+        for callback in done:
+            callback()
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the step being written has committed (never if it fails)."""
+        self._after_commit.append(callback)
+
     def mark_delivered(self, seqs: list[int]) -> None:
+        """The transport took these messages. Safe to lose (a message not marked goes again
+        after a restart; its receivers drop it by sequence number): committed without an
+        fsync of its own, the next step's makes it durable."""
         if seqs:
-            self._tx([(f"UPDATE record SET delivered = 1 WHERE seq IN ({','.join('?' * len(seqs))})",
-                       tuple(seqs))])
+            self._writable()
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            try:
+                self._tx([(f"UPDATE record SET delivered = 1 WHERE seq IN ({','.join('?' * len(seqs))})",
+                           tuple(seqs))])
+            finally:
+                self._db.execute(f"PRAGMA synchronous={self.synchronous}")
 
     def free_bytes(self) -> int:
         """Bytes still free on the partition holding the journal."""
@@ -342,6 +414,16 @@ class Journal:
         segment = self.path.with_name(f"journal-{first:06d}-{last:06d}.db")
         if segment.exists():
             raise JournalError(f"{segment} exists already: rounds {first}-{last} were archived before")
+        companion = self.companion
+        if companion is None:
+            return self._rotate(text, str(checkpoint.get("format")), segment, last)
+        companion.pause()               # its connection closed: the old file can leave WAL mode
+        try:
+            return self._rotate(text, str(checkpoint.get("format")), segment, last)
+        finally:
+            companion.resume()          # on the new active file (or the old one, not rotated)
+
+    def _rotate(self, text: str, fmt: str, segment: Path, last: int) -> Path:
         new = self.path.with_name(self.path.name + NEW_SUFFIX)
         for suffix in ("", "-wal", "-shm"):
             Path(str(new) + suffix).unlink(missing_ok=True)
@@ -356,8 +438,10 @@ class Journal:
                 db.executemany("INSERT INTO meta VALUES (?, ?)", [
                     ("unit", self.unit_id), ("role", self.role), ("schema", str(SCHEMA_VERSION)),
                     ("base_step", str(self.last_step)), ("base_seq", str(self.last_seq)),
-                    ("checkpoint", text), ("checkpoint_format", str(checkpoint.get("format"))),
+                    ("checkpoint", text), ("checkpoint_format", fmt),
                     ("follows", segment.name), ("after_round", str(last))])
+                if self.companion is not None:      # the outbox's tables go on in the new file
+                    self.companion.carry(self._db, db)
                 db.execute("COMMIT")
             finally:
                 db.close()

@@ -272,6 +272,7 @@ class Unit(UnitState, ABC):
         self._outs: list[Message] = []
         self._replaying = False
         self._observers: list[Callable[["Unit"], None]] = []
+        self._step_observers: list[Callable[["Unit"], None]] = []
         self.replayed_steps = 0
         # the state partition (see docs/runtime.md "Disk"): below storage_low bytes free the
         # pit is alarmed (a journalled "storage" input); below storage_reserve, or when a step
@@ -304,8 +305,12 @@ class Unit(UnitState, ABC):
             done += 1
         return done
 
-    def observe(self, callback: Callable[["Unit"], None]) -> None:
-        self._observers.append(callback)
+    def observe(self, callback: Callable[["Unit"], None], in_step: bool = False) -> None:
+        """``callback(unit)`` after every step (and a halt). ``in_step``: inside the step's
+        journal transaction, before it commits (the reporters: the reports a step makes
+        commit with it, issue #17.5); it sees the state the step made and must not act on
+        the world, only queue reports."""
+        (self._step_observers if in_step else self._observers).append(callback)
 
     # -- the step ----------------------------------------------------------------------
 
@@ -332,15 +337,18 @@ class Unit(UnitState, ABC):
         records += [Record("out", m.kind, m.to_dict(), seq=m.seq, round=self.current_round())
                     for m in self._outs]
         try:
-            self.journal.write_step(records)      # journal first ...
+            self.journal.write_step(records, within=self._report, notify=False)   # journal first, one commit ...
         except StorageFull as exc:
             # not written, so never acted on: the restarted unit replays up to the step before
             self._outs = []
             self._halt(str(exc))
             return False
         outs, self._outs = self._outs, []
-        for message in outs:                     # ... then act
-            self.bus.publish(message)
+        try:
+            for message in outs:                 # ... then act
+                self.bus.publish(message)
+        finally:
+            self.journal.notify_committed()      # then its reports go (the table's messages first)
         try:
             self.journal.mark_delivered([m.seq for m in outs])
             if self.at_round_boundary() and self.journal.wants_rotation(self.current_round()):
@@ -353,8 +361,14 @@ class Unit(UnitState, ABC):
         self._notify()
         return True
 
-    def _notify(self) -> None:
-        for callback in self._observers:
+    def _report(self) -> None:
+        """Inside the step's transaction: the reports it makes (a full partition fails the
+        whole step: not written, so never acted on)."""
+        for callback in self._step_observers:
+            callback(self)
+
+    def _notify(self, everyone: bool = False) -> None:
+        for callback in [*(self._step_observers if everyone else ()), *self._observers]:
             try:
                 callback(self)
             except StorageFull as exc:         # a report that did not fit the outbox: the
@@ -412,7 +426,7 @@ class Unit(UnitState, ABC):
             self.storage_low = True
             log.error("%s: halted, takes no input until restarted: %s", self.unit_id, reason)
             self.after_step()
-            self._notify()
+            self._notify(everyone=True)
 
     def emit(self, topic: str, kind: str, body: dict[str, Any]) -> Message:
         self.seq += 1
@@ -598,7 +612,7 @@ class Unit(UnitState, ABC):
                     f"it (messages {n + 1}-{m} are not in this unit's state")
         self.alarm(BEHIND, f"{self.unit_id} is behind its confirmed mark: {what}: it was restarted from an "
                    "older copy). Bets are refused here. Restore this unit's newest state directory "
-                   "(journal.db and outbox.db) and restart it; if there is none, a supervisor reconciles its "
+                   "(journal.db, with its outbox; an outbox.db of older firmware too) and restart it; if there is none, a supervisor reconciles its "
                    "rounds from the dealer's journal and `betbox jackpot report` before the unit plays again",
                    **behind)
         return True

@@ -180,3 +180,9 @@ class Sniffer:
     def close(self) -> None:
         self.client.disconnect()
         self.client.loop_stop()
+
+
+def unit_outbox(state_dir: Path) -> tuple[Path, str]:
+    """Where a ``betbox run`` seat or dealer keeps its outbox: in its journal's file (issue
+    #17.5), the outbox's meta table there named ``outbox_meta``."""
+    return Path(state_dir) / "journal.db", "outbox_meta"

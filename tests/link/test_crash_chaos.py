@@ -32,7 +32,7 @@ from hal.sim.rfid import RfidSimulator
 from hal.sim.shoe import ShoeSimulator
 from hal.sim.transport import PtyTransport
 
-from .helpers import wait_until
+from .helpers import unit_outbox, wait_until
 from .units import UnitProcess, dealer_config, jackpot_config, seat_config, stand_or_next
 
 SEED = 20261123
@@ -238,12 +238,23 @@ def controller_books(db_path: Path) -> tuple[dict, dict]:
         db.close()
 
 
-def outbox_last(path: Path) -> int:
+def outbox_last(state_dir: Path) -> int:
+    path, meta = unit_outbox(state_dir)
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return int(db.execute("SELECT value FROM meta WHERE key = 'next_seq'").fetchone()[0]) - 1
+        row = db.execute(f"SELECT value FROM {meta} WHERE key = 'next_seq'").fetchone()
+        return int(row[0]) - 1
     finally:
         db.close()
+
+
+def outbox_ready(state_dir: Path) -> bool:
+    """The seat has started with its outbox (in its journal's file)."""
+    try:
+        outbox_last(state_dir)
+    except (sqlite3.Error, TypeError):             # no file, no table, no row yet
+        return False
+    return True
 
 
 def controller_contiguous(db_path: Path) -> dict[str, int]:
@@ -263,7 +274,7 @@ def test_crash_chaos_ends_with_the_controllers_books_equal_to_the_dealers_journa
         for name in ("jackpot", "dealer", *(f"seat-{b}" for b in BOXES)):
             chaos.start(name)
         for box in BOXES:
-            wait_until(lambda box=box: (tmp_path / f"seat-{box}" / "outbox.db").exists(), 30, f"seat {box}'s outbox")
+            wait_until(lambda box=box: outbox_ready(tmp_path / f"seat-{box}"), 30, f"seat {box}'s outbox")
         time.sleep(1.0)                               # the seats' hellos and catch-ups
         for rnd in range(1, ROUNDS + 1):
             kind = rng.choice(KINDS)
@@ -305,7 +316,7 @@ def test_crash_chaos_ends_with_the_controllers_books_equal_to_the_dealers_journa
         for box in BOXES:
             unit = f"{TABLE}/seat-{box}"
             wait_until(lambda unit=unit, box=box: controller_contiguous(db_path).get(unit, 0)
-                       >= outbox_last(tmp_path / f"seat-{box}" / "outbox.db"), 60, f"{unit}'s reports booked")
+                       >= outbox_last(tmp_path / f"seat-{box}"), 60, f"{unit}'s reports booked")
         results, wagers = controller_books(db_path)
         assert results == expected_results
         assert {k: v for k, v in wagers.items() if k not in void} == expected_wagers

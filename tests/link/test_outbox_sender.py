@@ -7,6 +7,8 @@ The report must instead stay in the outbox and go out again after the reconnect.
 
 from __future__ import annotations
 
+import threading
+
 import paho.mqtt.client as mqtt
 
 from firmware.link import connect_bus
@@ -70,6 +72,31 @@ def test_table_messages_published_while_the_link_is_down_do_not_break_the_next_p
             bus.publish(Message(stream, "event", "table-1/dealer", seq, {"n": seq}))
         assert bus.published == 2 and calls == [stream]
         assert bus.wait_published(10)          # the lost one is not waited for in vain
+    finally:
+        bus.close()
+        b.stop()
+
+
+def test_a_committed_report_is_handed_to_paho_by_the_thread_that_committed_it(tmp_path):
+    """No hand-off to the sender thread on a report's way out (issue #17.5): the thread
+    that committed it publishes it; the sender marks its PUBACK."""
+    b = Broker(tmp_path / "mosquitto").start()
+    bus = connect_bus(b.url, "table-1/seat-1", outbox_path=tmp_path / "outbox.db")
+    try:
+        real_publish = bus._client.publish
+        by: list[str] = []
+
+        def publish(topic, payload=None, qos=0, retain=False, properties=None):
+            if topic.endswith("/report"):
+                by.append(threading.current_thread().name)
+            return real_publish(topic, payload, qos=qos, retain=retain, properties=properties)
+
+        bus._client.publish = publish
+        for rnd in (1, 2):
+            bus.report("round_result", {"void": False, "net": "-5"}, key=f"{rnd}/round_result", table="table-1",
+                       box=1, round=rnd)
+        wait_until(bus.drained, 30, "both reports acknowledged")
+        assert by == [threading.current_thread().name] * 2
     finally:
         bus.close()
         b.stop()

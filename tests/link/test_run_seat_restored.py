@@ -20,7 +20,7 @@ from firmware.link.topics import confirmed_topic
 from firmware.runtime.spots import seat_spots
 from firmware.sim.shoe import SimShoe
 
-from .helpers import Sniffer, wait_until
+from .helpers import Sniffer, unit_outbox, wait_until
 from .test_run_seat_missed_round import finish_round
 from .test_run_units import TABLE, status
 from .units import Devices, TableWatch, UnitProcess, dealer_config, jackpot_config, play_round, seat_config
@@ -38,11 +38,12 @@ def booked_ids(db_path) -> set[str]:
         db.close()
 
 
-def outbox_rows(path) -> tuple[set[str], dict | None]:
+def outbox_rows(state_dir) -> tuple[set[str], dict | None]:
+    path, meta = unit_outbox(state_dir)
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         ids = {i for (i,) in db.execute("SELECT id FROM outbox")}
-        row = db.execute("SELECT value FROM meta WHERE key = 'behind'").fetchone()
+        row = db.execute(f"SELECT value FROM {meta} WHERE key = 'behind'").fetchone()
         return ids, None if row is None else json.loads(row[0])
     finally:
         db.close()
@@ -135,7 +136,7 @@ def test_a_seat_restored_from_an_older_copy_alarms_refuses_bets_and_loses_no_rep
         sent = {r["id"] for r in sniffer.json("/report") if r["unit"] == UNIT}
         assert seat.terminate() == 0
         booked = booked_ids(db_path)
-        kept, behind = outbox_rows(state / "outbox.db")
+        kept, behind = outbox_rows(state)
         assert before <= booked
         assert sent <= booked | kept, sent - booked - kept
         assert behind is not None and behind["confirmed"] == confirmed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import sqlite3
 import subprocess
 import sys
 from fractions import Fraction
@@ -18,11 +19,10 @@ from firmware.cli import main
 from firmware.engine.profile import load_profile
 from firmware.jackpot.controller import report
 from firmware.jackpot.store import connect
-from firmware.link.outbox import Outbox
 from firmware.runtime.spots import seat_spots
 from firmware.sim.shoe import SimShoe
 
-from .helpers import Sniffer, wait_until
+from .helpers import Sniffer, unit_outbox, wait_until
 from .schema import validate_all
 from .units import (
     ROOT,
@@ -102,9 +102,10 @@ def test_dealer_seat_and_controller_processes_play_rounds_on_a_broker(broker, tm
         assert codes == {"seat-1": 0, "dealer": 0, "jackpot": 0}, [p.output() for p in procs]
         wait_until(lambda: all(status(sniffer, t) == "offline" for t in topics.values()), 20,
                    "every unit offline")
-        outbox = Outbox(tmp_path / "seat-1" / "outbox.db", f"{TABLE}/seat-1")
-        assert outbox.stats()["waiting"] == 0
-        outbox.close()
+        path, _ = unit_outbox(tmp_path / "seat-1")
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        assert db.execute("SELECT COUNT(*) FROM outbox WHERE acked = 0").fetchone()[0] == 0   # none waiting
+        db.close()
         # the report on the command line names the seat with its events
         out = subprocess.run([sys.executable, "-m", "firmware", "jackpot", "report", "--db", str(db_path)],
                              cwd=ROOT, capture_output=True, text=True, check=True).stdout

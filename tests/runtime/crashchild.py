@@ -22,11 +22,11 @@ def main() -> None:
         original = journal_mod.Journal.write_step
         count = {"n": 0}
 
-        def write_step(self, records):
+        def write_step(self, records, *args, **kwargs):
             count["n"] += 1
             if count["n"] == kill_at and mode == "before":
                 os.kill(os.getpid(), signal.SIGKILL)
-            step = original(self, records)
+            step = original(self, records, *args, **kwargs)
             if count["n"] == kill_at and mode == "after":
                 os.kill(os.getpid(), signal.SIGKILL)
             return step

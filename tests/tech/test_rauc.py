@@ -22,6 +22,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from firmware.link import topics
 from firmware.link.outbox import Outbox
+from firmware.runtime.journal import Journal
 
 from ..link.broker import Broker
 from .configs import seat_config, verify_section
@@ -218,10 +219,13 @@ def test_update_marked_good_then_a_broken_update_rolls_back(unit, bundles, capsy
     assert unit.boot() == "A" and unit.version() == "0.1.0"
     assert unit.health(), unit.last_health                       # N runs: its journal and outbox exist
     # a report version N could not send (the broker took none of it before the update)
-    ob = Outbox(unit.d / "state" / "outbox.db", "t/seat-1")
+    # (the unit is stopped; its outbox lives in its journal's file, issue #17.5)
+    journal = Journal(unit.d / "state" / "journal.db", "t/seat-1", "seat")
+    ob = Outbox(unit.d / "state" / "outbox.db", "t/seat-1", journal=journal)
     ob.put(topics.report_topic("t/seat-1"), "progressive_wager", {"amount": "5"}, key="1/w",
            extra={"table": "t", "box": 1, "round": 1})
     ob.close()
+    journal.close()
     heard: list[dict] = []
     sniffer = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="sniffer")
     sniffer.on_message = lambda c, u, m: heard.append(json.loads(m.payload))
