@@ -21,18 +21,18 @@ from .cards import Card, ShoeComposition
 from .errors import BettingOpen, IllegalDecision, IllegalWager, NotYourTurn, RoundOver, RuleError, UnexpectedCard
 from .events import TURN_ACTIONS, Action, BetsClosed, CardDrawn, Decision, Event, VoidRound, WalkedAway
 from .hand import describe, hand_total
-from .money import is_whole_cents
+from .money import is_whole_cents, whole_amount
 from .outcomes import (
     BetReturned,
     EnvyBonus,
-    HandSettled,
     InsuranceSettled,
     Outcome,
     ProgressiveHit,
     RoundComplete,
     RoundVoided,
-    SideBetSettled,
     WagerFlagged,
+    hand_settled,
+    side_bet_settled,
 )
 from .profile import Profile
 from .progressive import PROGRESSIVE_HANDS
@@ -121,7 +121,7 @@ class Hand:
 
     @property
     def at_risk(self) -> Fraction:
-        return self.stake + self.doubled if self.doubled else self.stake
+        return _plus(self.stake, self.doubled) if self.doubled else self.stake
 
 
 @dataclass(slots=True)
@@ -180,9 +180,10 @@ class Box:
 
     def book(self, bet: str, amount: Fraction) -> None:
         # a new dict: the old one may be shared with an earlier round
+        if type(amount) is not Fraction:
+            amount = Fraction(amount)
         old = self.ledger.get(bet)
-        total = amount if old is None and type(amount) is Fraction else (old or ZERO) + amount
-        self.ledger = {**self.ledger, bet: total}
+        self.ledger = {**self.ledger, bet: amount if old is None else _plus(old, amount)}
 
     def initial_cards(self) -> list[Card]:
         """The box's initial cards: two, or four in Blackjack Switch (before any switch)."""
@@ -291,7 +292,9 @@ class Round:
         new = self._clone()
         outcomes: list[Outcome] = []
         new._fresh = set()          # ids of the boxes and hands this apply made (writable)
-        new._apply(event, outcomes)
+        # a decision that why_not has just found legal on this very round is not checked again
+        checked = _last_legal[0] is self and _last_legal[1] is event
+        new._apply(event, outcomes, checked)
         new._fresh = None          # from here on the new round is as unchangeable as this one
         new._events = (event, self._events)
         new._n_events = self._n_events + 1
@@ -306,7 +309,7 @@ class Round:
         new.meter = self.meter
         new.phase = self.phase
         new.boxes = list(self.boxes)
-        new.dealer = list(self.dealer)
+        new.dealer = self.dealer                # replaced on a dealer card, never changed in place
         new.deal_order = self.deal_order       # replaced, never changed in place
         new.deal_pos = self.deal_pos
         new.cursor = self.cursor
@@ -403,10 +406,14 @@ class Round:
 
     def why_not(self, decision: Decision) -> str | None:
         """None when ``decision`` is legal now, else the reason (with its clause)."""
+        global _last_legal
         try:
             self._check(decision)
         except RuleError as exc:
             return str(exc)
+        # remembered, so that apply(decision) on this round right after does not check it
+        # twice: both are immutable, so the answer cannot have changed
+        _last_legal = (self, decision)
         return None
 
     def legal_decisions(self, box: int, hand: int | None = None) -> dict[Action, str | None]:
@@ -472,7 +479,7 @@ class Round:
 
     # --- the state machine ------------------------------------------------------------
 
-    def _apply(self, event: Event, out: list[Outcome]) -> None:
+    def _apply(self, event: Event, out: list[Outcome], checked: bool = False) -> None:
         phase = self.phase
         if phase is _COMPLETE or phase is _VOID:
             raise RoundOver(f"the round is {phase.value}; it takes no more events")
@@ -480,7 +487,8 @@ class Round:
         if isinstance(event, CardDrawn) and phase is not _BETTING:
             self._card(event.card, out)
         elif isinstance(event, Decision) and phase is not _BETTING:
-            self._check(event)
+            if not checked:
+                self._check(event)
             self._decide(event, out)
         elif isinstance(event, VoidRound):
             if event.reason == "interruption" and self.outcome_established():
@@ -625,7 +633,7 @@ class Round:
             target = self.deal_order[self.deal_pos]
             self.deal_pos += 1
             if target == DEALER:
-                self.dealer.append(card)
+                self.dealer = [*self.dealer, card]
             else:
                 self._whand(*target).cards.append(card)
         elif phase is _PLAY:
@@ -641,7 +649,7 @@ class Round:
             hand.wants_card = False
             self.subsequent_deal = True
         elif phase is _DEALER:
-            self.dealer.append(card)
+            self.dealer = [*self.dealer, card]
             self.subsequent_deal = True
         self.shoe = shoe
 
@@ -695,7 +703,7 @@ class Round:
             hand.status = "bust"
             hand.done = True
             # §3.18: a Player who Busts loses his Bets
-            self._settle(self.boxes[bi], hand, "bust", -hand.at_risk, "bust", out)
+            self._settle(self.boxes[bi], hand, "bust", _minus(hand.at_risk), "bust", out)
             return True
         if total == 21:
             # §3.17: no drawing on a Blackjack or 21
@@ -735,6 +743,7 @@ class Round:
         before any further card; Switch §3.7 progressive hands likewise (100% at the end)."""
         p = self.profile
         up = self.dealer[0]
+        side_plan = _side_plan(p)
         for bi in range(len(self.boxes)):
             box = self.boxes[bi]
             if not box.dealt:
@@ -746,18 +755,21 @@ class Round:
                 ledger = dict(box.ledger)
                 results = dict(box.side_results)
                 for name, stake in box.stakes.items():
-                    if name == "main" or name == "progressive":
+                    plan = side_plan.get(name)
+                    if plan is None:            # main, progressive
                         continue
-                    category = SIDE_BETS[name].evaluate(first_two, up)
-                    odds = p.side_bets[name].pays.get(category) if category else None
+                    evaluate, pays, clause = plan
+                    category = evaluate(first_two, up)
+                    odds = pays.get(category) if category else None
                     if odds is None:
                         category = None
-                    net = _times(stake, odds) if odds is not None else -stake
+                        net = _minus(stake)
+                    else:
+                        net = _times(stake, odds)
                     results[name] = category
                     old = ledger.get(name)
-                    ledger[name] = net if old is None and type(net) is Fraction else (old or ZERO) + net
-                    out.append(SideBetSettled(box.number, name, category, odds, stake, net,
-                                              p.clause(name) if name in p.clauses else p.clause("side_bets")))
+                    ledger[name] = net if old is None else _plus(old, net)
+                    out.append(side_bet_settled(box.number, name, category, odds, stake, net, clause))
                 box.ledger = ledger
                 box.side_results = results
             for hi, hand in enumerate(box.hands):
@@ -1138,7 +1150,7 @@ class Round:
                 hand = self._whand(bi, hi)
                 box = self.boxes[bi]
                 if dealer_bj:
-                    self._settle(box, hand, "lose", -hand.at_risk, "dealer_blackjack", out)
+                    self._settle(box, hand, "lose", _minus(hand.at_risk), "dealer_blackjack", out)
                 elif r.dealer_push_total and dealer_total == r.dealer_push_total:
                     self._settle(box, hand, "stand_off", ZERO, "dealer_push", out)   # Switch §3.19.2
                 elif dealer_total > 21:
@@ -1146,7 +1158,7 @@ class Round:
                 elif (total := hand.total) > dealer_total:
                     self._settle(box, hand, "win", hand.at_risk, "dealer", out)
                 elif total < dealer_total:
-                    self._settle(box, hand, "lose", -hand.at_risk, "dealer", out)
+                    self._settle(box, hand, "lose", _minus(hand.at_risk), "dealer", out)
                 else:
                     self._settle(box, hand, "stand_off", ZERO, "dealer", out)
             self._settle_progressive_end(bi, out)
@@ -1172,8 +1184,7 @@ class Round:
         hand.result = result
         hand.net = net
         box.book("main", net)
-        out.append(HandSettled(box.number, hand.id, result, net,
-                               self.profile.clause(clause_key)))
+        out.append(hand_settled(box.number, hand.id, result, net, self.profile.clause(clause_key)))
 
     def _void(self, reason: str, out: list[Outcome], detail: str | None = None) -> None:
         """§5.5, §5.17: a voided round has no result and every bet is returned."""
@@ -1200,8 +1211,44 @@ def _times(amount: Fraction, odds: Fraction) -> Fraction:
     """``amount * odds``, exact; whole numbers (most stakes and odds) without Fraction's
     Python-level arithmetic."""
     if amount.denominator == 1 and odds.denominator == 1:
-        return Fraction(amount.numerator * odds.numerator)
+        return whole_amount(amount.numerator * odds.numerator)
     return amount * odds
+
+
+def _plus(a: Fraction, b: Fraction) -> Fraction:
+    """``a + b``, exact; whole numbers on integers."""
+    if a.denominator == 1 and b.denominator == 1:
+        return whole_amount(a.numerator + b.numerator)
+    return a + b
+
+
+def _minus(a: Fraction) -> Fraction:
+    """``-a``, exact; a whole number from the shared table."""
+    return whole_amount(-a.numerator) if a.denominator == 1 else -a
+
+
+#: per profile (by identity; the profile is held so its id is not reused): each side bet's
+#: judge, pay table and clause, looked up once instead of per box and bet
+_SIDE_PLANS: dict[int, tuple[Profile, dict[str, tuple[Any, Mapping[str, Fraction], str]]]] = {}
+
+
+def _side_plan(p: Profile) -> dict[str, tuple[Any, Mapping[str, Fraction], str]]:
+    found = _SIDE_PLANS.get(id(p))
+    if found is not None and found[0] is p:
+        return found[1]
+    plan = {name: (SIDE_BETS[name].evaluate, table.pays,
+                   p.clause(name) if name in p.clauses else p.clause("side_bets"))
+            for name, table in p.side_bets.items()}
+    if len(_SIDE_PLANS) >= 64:          # profiles are few; a test may make many
+        _SIDE_PLANS.clear()
+    _SIDE_PLANS[id(p)] = (p, plan)
+    return plan
+
+
+#: (round, decision) that :meth:`Round.why_not` last found legal: ``apply`` of that very
+#: decision object on that very round skips the second check. Both are immutable, so this
+#: memo cannot change an answer; it holds one round alive at most.
+_last_legal: tuple[object, object] = (None, None)
 
 
 def _above(amount: Fraction, factor: Fraction, base: Fraction) -> bool:
