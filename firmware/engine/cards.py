@@ -156,4 +156,8 @@ def _index(card: Card) -> int:
     return _SUIT_BASE[card.suit] + _RANK_POS[card.rank]
 
 
+#: a card's place in ALL_CARDS and ShoeComposition.counts
+card_index = _index
+
+
 assert all(_index(c) == i for i, c in enumerate(ALL_CARDS))

@@ -110,18 +110,17 @@ def _setters(cls: Any, *names: str) -> tuple[Any, ...]:
 
 def record_maker(cls: type[T]) -> Callable[..., T]:
     """A maker of ``cls`` records from every field's value, in field order, positionally
-    (for the other frozen records made per round: the settlement projection)."""
+    (for the other frozen records made per round: the settlement projection). The maker is
+    written out per class (a loop over the fields costs about what it saves)."""
     record: Any = cls
-    setters = _setters(record, *(f.name for f in fields(record)))
-    n = len(setters)
-
-    def make(*values: Any) -> T:
-        if len(values) != n:
-            raise TypeError(f"{cls.__name__} takes {n} values, not {len(values)}")
-        o: T = _new(cls)
-        for put, value in zip(setters, values, strict=True):
-            put(o, value)
-        return o
+    names = tuple(f.name for f in fields(record))
+    setters = _setters(record, *names)
+    args = ", ".join(f"v{i}" for i in range(len(names)))
+    body = "".join(f"    s{i}(o, v{i})\n" for i in range(len(names)))
+    source = f"def make({args}):\n    o = new(cls)\n{body}    return o\n"
+    scope: dict[str, Any] = {"new": _new, "cls": cls, **{f"s{i}": put for i, put in enumerate(setters)}}
+    exec(compile(source, f"<record_maker {cls.__name__}>", "exec"), scope)   # only the text above
+    make: Callable[..., T] = scope["make"]
     return make
 
 

@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import Any, Iterable
 
 from .hand import hand_total
-from .money import to_json_number
+from .money import to_json_number, whole_amount
 from .outcomes import BetReturned, WagerFlagged, record_maker
 from .round import Box, Phase, Round
 
@@ -153,7 +153,7 @@ def _total(amounts: Iterable[Fraction]) -> Fraction:
             whole += amount.numerator
         else:
             rest += amount
-    return Fraction(whole) + rest if rest else Fraction(whole)
+    return whole_amount(whole) + rest if rest else whole_amount(whole)
 
 
 def _wagered(box: Box) -> tuple[tuple[str, Fraction], ...]:

@@ -79,7 +79,7 @@ def test_fast_records_equal_the_dataclass_ones_with_every_field_set():
     make = record_maker(HandSettlement)
     values = (1, ("AS", "KD"), 21, True, "blackjack", Fraction(10), Fraction(0), None)
     assert make(*values) == HandSettlement(*values)
-    with pytest.raises(TypeError, match="takes 14 values"):
+    with pytest.raises(TypeError, match="positional argument"):
         record_maker(BoxSettlement)(1, False)
 
 
