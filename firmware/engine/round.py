@@ -858,7 +858,7 @@ class Round:
         if phase is _INITIAL_DEAL:
             raise IllegalDecision("the initial deal is not complete: decisions come after the second card "
                                   "to each box", p.clause("deal"))
-        box = self.box(d.box)
+        box = self._box_asked(d.box)
         if not box.dealt:
             raise IllegalDecision(f"box {d.box} has no initial bet and is not dealt", p.clause("no_initial_bet"))
         if box.walked_away:
@@ -948,6 +948,15 @@ class Round:
             return
         raise IllegalDecision(f"unknown decision {d.action!r}")
 
+    def _box_asked(self, number: int) -> Box:
+        """The box a decision names: mostly the box in play, found without a search."""
+        cursor = self.cursor
+        if cursor is not None:
+            box = self.boxes[cursor[0]]
+            if box.number == number:
+                return box
+        return self.box(number)
+
     def _family(self, box: Box, d: Decision) -> int:
         n = 1 if d.hand is None else d.hand
         if not 1 <= n <= self.profile.hands_per_box:
@@ -1033,6 +1042,9 @@ class Round:
             raise IllegalDecision("the switch must be decided before hit, stand, split or double", clause)
 
     def _decide(self, d: Decision, out: list[Outcome]) -> None:
+        if d.action in TURN_ACTIONS:
+            self._turn(d)
+            return
         bi = self._box_index(d.box)
         box = self._wbox(bi)
         if d.action == _INSURANCE:
@@ -1054,8 +1066,13 @@ class Round:
             # §3.16, §1.17: half the initial bet is given up at the interim settlement
             self._settle(box, hand, "surrender", -hand.stake / 2, "surrender", out)
             return
+        raise IllegalDecision(f"unknown decision {d.action!r}")     # (_check refused it already)
+
+    def _turn(self, d: Decision) -> None:
+        """A decision on the hand in play (_check: the box decided on is the box in play)."""
         assert self.cursor is not None
-        bi, hi = self.cursor       # _check: the box decided on is the box in play
+        bi, hi = self.cursor
+        box = self._wbox(bi)
         box.acted = True
         if d.action == _SWITCH:
             first, second = self._whand(bi, 0), self._whand(bi, 1)
