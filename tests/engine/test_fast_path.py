@@ -98,3 +98,22 @@ def test_whole_amounts_are_exact_fractions():
         assert whole_amount(n) == Fraction(n) and type(whole_amount(n)) is Fraction
     assert parse_amount(25) is whole_amount(25)
     assert parse_amount("12.5") == Fraction(25, 2)
+
+
+def test_the_round_reads_its_shoe_from_the_cards_drawn():
+    """The round keeps the shoe it started from and the cards drawn; ``shoe`` is what is left,
+    and a card the shoe no longer holds is the foreign card of §5.5.1 (not drawn)."""
+    from firmware.engine.events import BetsClosed, CardDrawn
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round
+
+    start = ShoeComposition.of_decks(4).without([parse_card("AS")] * 3)    # one AS left
+    state = Round.new(load_profile("rws-blackjack"), decks=4, shoe=start)
+    assert state.shoe == start
+    state, _ = state.apply(BetsClosed.of({1: {"main": 10}}))
+    state, _ = state.apply(CardDrawn(parse_card("AS")))
+    assert state.shoe == start.without([parse_card("AS")]) and state.shoe.count(parse_card("AS")) == 0
+    before = state.shoe
+    state, _ = state.apply(CardDrawn(parse_card("AS")))                   # a fifth AS: foreign
+    assert state.void_reason is not None and state.void_reason.startswith("foreign_card")
+    assert state.shoe == before
