@@ -3,7 +3,11 @@
 machines.
 
     python3 bench/bench_engine.py [--rounds N] [--seed S] [--vs-rounds N] [--runs K]
-                                  [--cardsharp-python PATH | --no-cardsharp]
+                                  [--cardsharp-python PATH | --no-cardsharp] [--wall]
+
+Times are each process's own CPU time (``time.process_time``), betbox's and cardsharp's
+alike, so a loaded shared machine does not skew the ratio; ``--wall`` measures wall-clock
+time instead.
 
 Seeded shuffled shoe, fixed simple strategy (hit below 17, stand otherwise; a decision the
 engine reports illegal is replaced by the first legal one). No assertions: it prints.
@@ -36,12 +40,15 @@ import time
 from pathlib import Path
 
 CARDSHARP = "cardsharp"        # the newest release the venv's Python can install
+# the clocks of the betbox figures: the process's own CPU time unless --wall (on a shared,
+# loaded machine wall-clock time measures the other processes as much as this one)
+CLOCK, CLOCK_NS = time.process_time, time.process_time_ns
 CARDSHARP_VENV = Path.home() / ".cache" / "betbox-bench" / "cardsharp"
 
 
 # --- cardsharp's side: runs in its own interpreter (no betbox import) ----------------------
 
-def cardsharp_worker(boxes: int, rounds: int, seed: int, side: int) -> dict:
+def cardsharp_worker(boxes: int, rounds: int, seed: int, side: int, cpu: int = 1) -> dict:
     """Plays ``rounds`` cardsharp rounds with ``boxes`` basic-strategy players on 6 decks.
     cardsharp >= 0.2 (Python >= 3.12): its own 6-deck shoe (75% penetration), S17, DAS,
     late surrender, and with ``side`` its bonus payouts (suited 6-7-8, 7-7-7, five-card 21).
@@ -56,6 +63,7 @@ def cardsharp_worker(boxes: int, rounds: int, seed: int, side: int) -> dict:
     from cardsharp.common.io_interface import DummyIOInterface
 
     random.seed(seed)
+    clock = time.process_time if cpu else time.perf_counter
     io = DummyIOInterface()
     out = {"version": version("cardsharp"), "side": False}
     try:
@@ -74,13 +82,13 @@ def cardsharp_worker(boxes: int, rounds: int, seed: int, side: int) -> dict:
         for i in range(boxes):
             game.add_player(Player(f"p{i}", io, BasicStrategy(), initial_money=10**15))
         hands = 0
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(rounds):
             game.set_state(PlacingBetsState())
             game.play_round()
             hands += sum(len(p.hands) for p in game.players)
             game.reset()
-        dt = time.perf_counter() - t0
+        dt = clock() - t0
         return {**out, "rounds_s": rounds / dt, "hands_s": hands / dt}
 
     from cardsharp.common.deck import Deck
@@ -97,20 +105,20 @@ def cardsharp_worker(boxes: int, rounds: int, seed: int, side: int) -> dict:
             await game.add_player(Player(f"p{i}", io, BasicStrategy(), initial_money=10**15))
         await game.set_state(PlacingBetsState())
         hands = 0
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(rounds):
             await game.play_round()
             hands += sum(len(p.hands) for p in game.players)
             game.reset()
             game.deck = SixDecks()
-        dt = time.perf_counter() - t0
+        dt = clock() - t0
         return {**out, "rounds_s": rounds / dt, "hands_s": hands / dt}
 
     return asyncio.run(run())
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--cardsharp-worker"]:
-    print(json.dumps(cardsharp_worker(*map(int, sys.argv[2:6]))))
+    print(json.dumps(cardsharp_worker(*map(int, sys.argv[2:7]))))
     sys.exit(0)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -157,7 +165,7 @@ class Shoe:
 def play_round(profile, wagers, shoe, timings=None, meter=100000):
     """One round: returns (state, events applied)."""
     state = Round.new(profile, meter=meter if profile.progressive else None)
-    clock = time.perf_counter_ns
+    clock = CLOCK_NS
     n = 0
 
     def apply(event):
@@ -233,20 +241,26 @@ def basic_action(hand, up, first_two: bool) -> Action:
     col = (up.value if up.value > 1 else 11) - 2
     if first_two and len(hand.cards) == 2 and hand.cards[0].value == hand.cards[1].value:
         if PAIRS.get(hand.cards[0].value, "H" * 10)[col] == "P":
-            return Action.SPLIT
+            return _SPLIT
     total, soft = hand.total, hand.soft
     if soft:
         code = SOFT[min(max(total, 13), 19)][col]
     else:
         code = HARD[min(max(total, 8), 17)][col]
-    return {"H": Action.HIT, "S": Action.STAND, "D": Action.DOUBLE, "R": Action.SURRENDER}[code]
+    return _CODES[code]
+
+
+#: made once: an Enum member read from its class costs ~0.3 us, which the bench would
+#: otherwise count against the engine on every decision
+_CODES = {"H": Action.HIT, "S": Action.STAND, "D": Action.DOUBLE, "R": Action.SURRENDER}
+_SPLIT, _SURRENDER, _HIT, _STAND = Action.SPLIT, Action.SURRENDER, Action.HIT, Action.STAND
+_FALLBACK = {Action.DOUBLE: Action.HIT, Action.SURRENDER: Action.HIT, Action.SPLIT: Action.HIT}
 
 
 def play_basic(profile, wagers, boxes, shoe):
     """One round of basic strategy through ``Round.apply``: (state, hands played)."""
     state = Round.new(profile)
     state, _ = state.apply(BetsClosed.of({box: wagers for box in range(1, boxes + 1)}))
-    fallback = {Action.DOUBLE: Action.HIT, Action.SURRENDER: Action.HIT, Action.SPLIT: Action.HIT}
     while not state.is_over:
         expect = state.expecting()
         if expect.kind == "card":
@@ -254,30 +268,31 @@ def play_basic(profile, wagers, boxes, shoe):
             continue
         _, hand = state.hand_in_play()
         want = basic_action(hand, state.dealer[0], not hand.decided)
-        if want == Action.SURRENDER:
+        if want is _SURRENDER:
             d = Decision(expect.box, want, None, 1)
         else:
             d = Decision(expect.box, want)
         while state.why_not(d) is not None:
-            want = fallback.get(want, Action.STAND)
-            if want == Action.HIT and hand.total >= 17:
-                want = Action.STAND
+            want = _FALLBACK.get(want, _STAND)
+            if want is _HIT and hand.total >= 17:
+                want = _STAND
             d = Decision(expect.box, want)
         state, _ = state.apply(d)
     return state, sum(len(b.hands) for b in state.boxes)
 
 
-def betbox_vs(boxes, side_bets, rounds, seed) -> dict:
+def betbox_vs(boxes, side_bets, rounds, seed, cpu=True) -> dict:
     profile = load_profile("rws-blackjack")
     wagers = TABLES["rws-blackjack"] if side_bets else {"main": 10}
     shoe = Shoe(6, random.Random(seed))
     hands = 0
-    t0 = time.perf_counter()
+    clock = time.process_time if cpu else time.perf_counter
+    t0 = clock()
     for _ in range(rounds):
         state, n = play_basic(profile, wagers, boxes, shoe)
         settlement(state)
         hands += n
-    dt = time.perf_counter() - t0
+    dt = clock() - t0
     return {"rounds_s": rounds / dt, "hands_s": hands / dt}
 
 
@@ -304,10 +319,10 @@ def cardsharp_python(given: str | None) -> str | None:
     return str(python)
 
 
-def run_cardsharp(python: str, boxes: int, rounds: int, seed: int, side: bool) -> dict | None:
+def run_cardsharp(python: str, boxes: int, rounds: int, seed: int, side: bool, cpu: bool) -> dict | None:
     try:
         done = subprocess.run([python, __file__, "--cardsharp-worker", str(boxes), str(rounds), str(seed),
-                               str(int(side))],
+                               str(int(side)), str(int(cpu))],
                               capture_output=True, text=True, timeout=1200, check=True)
         return json.loads(done.stdout)
     except (subprocess.SubprocessError, OSError, ValueError) as exc:
@@ -323,18 +338,20 @@ def spread(runs: list[dict], key: str) -> str:
     return f"{values[0]:.0f}/{statistics.median(values):.0f}/{values[-1]:.0f}"
 
 
-def side_by_side(python: str | None, rounds: int, runs: int, seed: int) -> None:
+def side_by_side(python: str | None, rounds: int, runs: int, seed: int, cpu: bool = True) -> None:
     print(f"side by side, rws-blackjack vs cardsharp: 6 decks, basic strategy, {rounds} rounds "
-          f"a run, {runs} alternating runs; min/median/max, ratio of the medians")
+          f"a run, {runs} alternating runs; min/median/max, ratio of the medians; per "
+          + ("second of the process's own CPU time (a shared machine's load does not count)" if cpu
+             else "second of wall-clock time"))
     print(f"  {'spots':5s} {'bets':10s} {'betbox rounds/s':>18s} {'hands/s':>18s}   "
           f"{'cardsharp rounds/s':>18s} {'hands/s':>18s}   ratio")
     for boxes in (1, 7):
         for side in (False, True):
             ours, theirs = [], []
             for run in range(runs):
-                ours.append(betbox_vs(boxes, side, rounds, seed + run))
+                ours.append(betbox_vs(boxes, side, rounds, seed + run, cpu))
                 if python:
-                    got = run_cardsharp(python, boxes, rounds, seed + run, side)
+                    got = run_cardsharp(python, boxes, rounds, seed + run, side, cpu)
                     if got:
                         theirs.append(got)
             med = lambda rs, k: statistics.median(r[k] for r in rs) if rs else float("nan")   # noqa: E731
@@ -351,12 +368,12 @@ def bench_rounds(name, wagers, rounds, seed):
     profile = load_profile(name)
     shoe = Shoe(profile.default_decks, random.Random(seed))
     events = 0
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     for _ in range(rounds):
         state, n = play_round(profile, wagers, shoe)
         settlement(state)
         events += n
-    dt = time.perf_counter() - t0
+    dt = CLOCK() - t0
     return rounds / dt, events / rounds, dt
 
 
@@ -403,11 +420,16 @@ def main(argv=None) -> None:
     ap.add_argument("--runs", type=int, default=3, help="alternating side-by-side runs per figure")
     ap.add_argument("--cardsharp-python", help="python of a venv that has cardsharp installed")
     ap.add_argument("--no-cardsharp", action="store_true", help="skip the side-by-side run")
+    ap.add_argument("--wall", action="store_true",
+                    help="side by side in wall-clock time (default: each process's own CPU time)")
     args = ap.parse_args(argv)
+    global CLOCK, CLOCK_NS
+    if args.wall:
+        CLOCK, CLOCK_NS = time.perf_counter, time.perf_counter_ns
     print(f"machine: {machine()}")
     print("load average (1, 5, 15 min) at the start: " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
     print(f"rounds per profile: {args.rounds}, seed {args.seed}, 7 boxes, "
-          "strategy: hit below 17 else stand")
+          "strategy: hit below 17 else stand; times: " + ("wall clock" if args.wall else "process CPU"))
     print()
     print("full 7-box rounds with side bets:")
     for name, wagers in TABLES.items():
@@ -426,7 +448,7 @@ def main(argv=None) -> None:
     print(f"  => one apply p50 = {p50 / deepcopy_us:.2f} deepcopies = {p50 / total_us:.0f} hand_total calls")
     if not args.no_cardsharp:
         print()
-        side_by_side(cardsharp_python(args.cardsharp_python), args.vs_rounds, args.runs, args.seed)
+        side_by_side(cardsharp_python(args.cardsharp_python), args.vs_rounds, args.runs, args.seed, not args.wall)
     print("load average (1, 5, 15 min) at the end:   " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 

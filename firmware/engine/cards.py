@@ -126,7 +126,10 @@ class ShoeComposition:
         n = counts[i]
         if n <= 0:
             return None
-        return ShoeComposition(counts[:i] + (n - 1,) + counts[i + 1:])
+        # made without the frozen dataclass __init__ (its by-name setattr is most of the cost)
+        shoe: ShoeComposition = _new(ShoeComposition)
+        _set_counts(shoe, counts[:i] + (n - 1,) + counts[i + 1:])
+        return shoe
 
     def without(self, cards: Iterable[Card]) -> "ShoeComposition":
         left = Counter(cards)
@@ -145,8 +148,16 @@ _SUIT_BASE = {s: i * len(RANKS) for i, s in enumerate(SUITS)}
 _RANK_POS = {r: i for i, r in enumerate(RANKS)}
 
 
+_new = object.__new__
+_set_counts = ShoeComposition.__dict__["counts"].__set__
+
+
 def _index(card: Card) -> int:
     return _SUIT_BASE[card.suit] + _RANK_POS[card.rank]
+
+
+#: a card's place in ALL_CARDS and ShoeComposition.counts
+card_index = _index
 
 
 assert all(_index(c) == i for i, c in enumerate(ALL_CARDS))

@@ -17,22 +17,22 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence
 
-from .cards import Card, ShoeComposition
+from .cards import Card, ShoeComposition, card_index
 from .errors import BettingOpen, IllegalDecision, IllegalWager, NotYourTurn, RoundOver, RuleError, UnexpectedCard
 from .events import TURN_ACTIONS, Action, BetsClosed, CardDrawn, Decision, Event, VoidRound, WalkedAway
 from .hand import describe, hand_total
-from .money import is_whole_cents
+from .money import is_whole_cents, whole_amount
 from .outcomes import (
     BetReturned,
     EnvyBonus,
-    HandSettled,
     InsuranceSettled,
     Outcome,
     ProgressiveHit,
     RoundComplete,
     RoundVoided,
-    SideBetSettled,
     WagerFlagged,
+    hand_settled,
+    side_bet_settled,
 )
 from .profile import Profile
 from .progressive import PROGRESSIVE_HANDS
@@ -56,6 +56,9 @@ class Phase(StrEnum):
 # module names for the phases: an Enum member looked up on its class costs more than a global
 _BETTING, _INITIAL_DEAL, _PLAY, _DEALER = Phase.BETTING, Phase.INITIAL_DEAL, Phase.PLAY, Phase.DEALER
 _COMPLETE, _VOID = Phase.COMPLETE, Phase.VOID
+# likewise the actions (``Action.HIT`` costs ~0.3 us, a global ~0.02 us)
+_HIT, _STAND, _DOUBLE, _SPLIT = Action.HIT, Action.STAND, Action.DOUBLE, Action.SPLIT
+_SURRENDER, _SWITCH, _INSURANCE, _EVEN_MONEY = Action.SURRENDER, Action.SWITCH, Action.INSURANCE, Action.EVEN_MONEY
 
 
 _new_hand = _new_box = object.__new__
@@ -121,7 +124,7 @@ class Hand:
 
     @property
     def at_risk(self) -> Fraction:
-        return self.stake + self.doubled if self.doubled else self.stake
+        return _plus(self.stake, self.doubled) if self.doubled else self.stake
 
 
 @dataclass(slots=True)
@@ -180,9 +183,10 @@ class Box:
 
     def book(self, bet: str, amount: Fraction) -> None:
         # a new dict: the old one may be shared with an earlier round
+        if type(amount) is not Fraction:
+            amount = Fraction(amount)
         old = self.ledger.get(bet)
-        total = amount if old is None and type(amount) is Fraction else (old or ZERO) + amount
-        self.ledger = {**self.ledger, bet: total}
+        self.ledger = {**self.ledger, bet: amount if old is None else _plus(old, amount)}
 
     def initial_cards(self) -> list[Card]:
         """The box's initial cards: two, or four in Blackjack Switch (before any switch)."""
@@ -236,7 +240,7 @@ class Round:
     in place afterwards."""
 
     __slots__ = ("profile", "decks", "limits", "meter", "phase", "boxes", "dealer", "deal_order",
-                 "deal_pos", "cursor", "subsequent_deal", "second_card_seen", "shoe", "_events",
+                 "deal_pos", "cursor", "subsequent_deal", "second_card_seen", "_shoe_start", "_drawn", "_events",
                  "_n_events", "void_reason", "void_clause", "_fresh")
 
     profile: Profile
@@ -253,7 +257,11 @@ class Round:
         self.cursor: tuple[int, int] | None = None
         self.subsequent_deal = False    # a card has been dealt after the initial deal
         self.second_card_seen = False   # the dealer's second card has settled insurance & waiting Blackjacks
-        self.shoe: ShoeComposition
+        # the shoe as the round found it and the index (in ALL_CARDS) of each card drawn from
+        # it: the shoe after a card is read from these (:attr:`shoe`) instead of a new
+        # 52-count composition made per card
+        self._shoe_start: ShoeComposition
+        self._drawn: tuple[int, ...] = ()
         # the events so far as a persistent list, newest first: (event, earlier) | None;
         # appending shares every earlier cell, so no apply copies the history
         self._events: EventCell | None = None
@@ -282,7 +290,7 @@ class Round:
         r.meter = None if meter is None else Fraction(meter)
         if r.meter is not None and r.meter < 0:
             raise ValueError(f"the meter cannot be negative ({meter})")
-        r.shoe = shoe if shoe is not None else ShoeComposition.of_decks(decks)
+        r._shoe_start = shoe if shoe is not None else ShoeComposition.of_decks(decks)
         return r
 
     def apply(self, event: Event) -> tuple["Round", list[Outcome]]:
@@ -291,7 +299,9 @@ class Round:
         new = self._clone()
         outcomes: list[Outcome] = []
         new._fresh = set()          # ids of the boxes and hands this apply made (writable)
-        new._apply(event, outcomes)
+        # a decision that why_not has just found legal on this very round is not checked again
+        checked = _last_legal[0] is self and _last_legal[1] is event
+        new._apply(event, outcomes, checked)
         new._fresh = None          # from here on the new round is as unchangeable as this one
         new._events = (event, self._events)
         new._n_events = self._n_events + 1
@@ -306,13 +316,14 @@ class Round:
         new.meter = self.meter
         new.phase = self.phase
         new.boxes = list(self.boxes)
-        new.dealer = list(self.dealer)
+        new.dealer = self.dealer                # replaced on a dealer card, never changed in place
         new.deal_order = self.deal_order       # replaced, never changed in place
         new.deal_pos = self.deal_pos
         new.cursor = self.cursor
         new.subsequent_deal = self.subsequent_deal
         new.second_card_seen = self.second_card_seen
-        new.shoe = self.shoe
+        new._shoe_start = self._shoe_start
+        new._drawn = self._drawn
         new._events = self._events
         new._n_events = self._n_events
         new.void_reason = self.void_reason
@@ -347,6 +358,16 @@ class Round:
             if b.number == number:
                 return bi
         raise IllegalDecision(f"box {number} has no bets in this round")
+
+    @property
+    def shoe(self) -> ShoeComposition:
+        """What is left in the shoe (a card the shoe could not hold never left it, §5.5.1)."""
+        if not self._drawn:
+            return self._shoe_start
+        counts = list(self._shoe_start.counts)
+        for i in self._drawn:
+            counts[i] -= 1
+        return ShoeComposition(tuple(counts))
 
     @property
     def history(self) -> list[Event]:
@@ -403,10 +424,14 @@ class Round:
 
     def why_not(self, decision: Decision) -> str | None:
         """None when ``decision`` is legal now, else the reason (with its clause)."""
+        global _last_legal
         try:
             self._check(decision)
         except RuleError as exc:
             return str(exc)
+        # remembered, so that apply(decision) on this round right after does not check it
+        # twice: both are immutable, so the answer cannot have changed
+        _last_legal = (self, decision)
         return None
 
     def legal_decisions(self, box: int, hand: int | None = None) -> dict[Action, str | None]:
@@ -418,8 +443,8 @@ class Round:
         result: dict[Action, str | None] = {}
         for action in Action:
             amount = None
-            which = hand if action in (Action.INSURANCE, Action.SURRENDER) else None
-            if action == Action.INSURANCE:
+            which = hand if action in (_INSURANCE, _SURRENDER) else None
+            if action == _INSURANCE:
                 b = next((b for b in self.boxes if b.number == box and b.dealt), None)
                 family = (hand or 1) - 1
                 if b is not None and any(h.family == family for h in b.hands):
@@ -431,7 +456,7 @@ class Round:
     def offers_open(self) -> bool:
         """Insurance, even money and (table-wide window) surrender may still be asked for:
         the initial deal is complete and no further card has been dealt (§3.14, §3.16)."""
-        return self.phase in (Phase.PLAY, Phase.DEALER) and not self.subsequent_deal
+        return self.phase in (_PLAY, _DEALER) and not self.subsequent_deal
 
     def wagered(self, number: int) -> dict[str, Fraction]:
         """What a box put at risk per bet: stakes as counted, with every double and split
@@ -472,7 +497,7 @@ class Round:
 
     # --- the state machine ------------------------------------------------------------
 
-    def _apply(self, event: Event, out: list[Outcome]) -> None:
+    def _apply(self, event: Event, out: list[Outcome], checked: bool = False) -> None:
         phase = self.phase
         if phase is _COMPLETE or phase is _VOID:
             raise RoundOver(f"the round is {phase.value}; it takes no more events")
@@ -480,7 +505,8 @@ class Round:
         if isinstance(event, CardDrawn) and phase is not _BETTING:
             self._card(event.card, out)
         elif isinstance(event, Decision) and phase is not _BETTING:
-            self._check(event)
+            if not checked:
+                self._check(event)
             self._decide(event, out)
         elif isinstance(event, VoidRound):
             if event.reason == "interruption" and self.outcome_established():
@@ -615,8 +641,12 @@ class Round:
     # cards -----------------------------------------------------------------------------
 
     def _card(self, card: Card, out: list[Outcome]) -> None:
-        shoe = self.shoe.take(card)
-        if shoe is None:
+        i = card_index(card)
+        drawn = self._drawn
+        left = self._shoe_start.counts[i]
+        if left <= len(drawn):                  # (else more are left than cards drawn)
+            left -= drawn.count(i)
+        if left <= 0:
             # §5.5.1 / §5.5.2: a card that does not form part of the set of cards
             self._void("foreign_card", out, detail=f"{card} cannot be in this {self.decks}-deck shoe")
             return
@@ -625,7 +655,7 @@ class Round:
             target = self.deal_order[self.deal_pos]
             self.deal_pos += 1
             if target == DEALER:
-                self.dealer.append(card)
+                self.dealer = [*self.dealer, card]
             else:
                 self._whand(*target).cards.append(card)
         elif phase is _PLAY:
@@ -641,9 +671,9 @@ class Round:
             hand.wants_card = False
             self.subsequent_deal = True
         elif phase is _DEALER:
-            self.dealer.append(card)
+            self.dealer = [*self.dealer, card]
             self.subsequent_deal = True
-        self.shoe = shoe
+        self._drawn = (*drawn, i)
 
     def _advance(self, out: list[Outcome]) -> None:
         """Move the round on until it needs an event from outside."""
@@ -695,7 +725,7 @@ class Round:
             hand.status = "bust"
             hand.done = True
             # §3.18: a Player who Busts loses his Bets
-            self._settle(self.boxes[bi], hand, "bust", -hand.at_risk, "bust", out)
+            self._settle(self.boxes[bi], hand, "bust", _minus(hand.at_risk), "bust", out)
             return True
         if total == 21:
             # §3.17: no drawing on a Blackjack or 21
@@ -735,6 +765,7 @@ class Round:
         before any further card; Switch §3.7 progressive hands likewise (100% at the end)."""
         p = self.profile
         up = self.dealer[0]
+        side_plan = _side_plan(p)
         for bi in range(len(self.boxes)):
             box = self.boxes[bi]
             if not box.dealt:
@@ -746,18 +777,21 @@ class Round:
                 ledger = dict(box.ledger)
                 results = dict(box.side_results)
                 for name, stake in box.stakes.items():
-                    if name == "main" or name == "progressive":
+                    plan = side_plan.get(name)
+                    if plan is None:            # main, progressive
                         continue
-                    category = SIDE_BETS[name].evaluate(first_two, up)
-                    odds = p.side_bets[name].pays.get(category) if category else None
+                    evaluate, pays, clause = plan
+                    category = evaluate(first_two, up)
+                    odds = pays.get(category) if category else None
                     if odds is None:
                         category = None
-                    net = _times(stake, odds) if odds is not None else -stake
+                        net = _minus(stake)
+                    else:
+                        net = _times(stake, odds)
                     results[name] = category
                     old = ledger.get(name)
-                    ledger[name] = net if old is None and type(net) is Fraction else (old or ZERO) + net
-                    out.append(SideBetSettled(box.number, name, category, odds, stake, net,
-                                              p.clause(name) if name in p.clauses else p.clause("side_bets")))
+                    ledger[name] = net if old is None else _plus(old, net)
+                    out.append(side_bet_settled(box.number, name, category, odds, stake, net, clause))
                 box.ledger = ledger
                 box.side_results = results
             for hi, hand in enumerate(box.hands):
@@ -824,13 +858,13 @@ class Round:
         if phase is _INITIAL_DEAL:
             raise IllegalDecision("the initial deal is not complete: decisions come after the second card "
                                   "to each box", p.clause("deal"))
-        box = self.box(d.box)
+        box = self._box_asked(d.box)
         if not box.dealt:
             raise IllegalDecision(f"box {d.box} has no initial bet and is not dealt", p.clause("no_initial_bet"))
         if box.walked_away:
             raise IllegalDecision(f"the player at box {d.box} walked away: the House draws for the hand",
                                   p.clause("walked_away"))
-        if d.amount is not None and d.action not in (Action.DOUBLE, Action.INSURANCE):
+        if d.amount is not None and d.action not in (_DOUBLE, _INSURANCE):
             raise IllegalDecision(f"{d.action} takes no amount")
         if d.amount is not None and not is_whole_cents(d.amount):
             raise IllegalDecision(f"{d.action} amount {d.amount} is not a whole number of cents")
@@ -850,7 +884,7 @@ class Round:
                                       p.clause("deal"))
             _TURN_CHECKS[d.action](self, box, chand, d)
             return
-        if d.action == Action.INSURANCE:
+        if d.action == _INSURANCE:
             if not r.insurance:
                 raise IllegalDecision(f"insurance is not offered at {p.name}", p.document)
             if not up.is_ace:
@@ -871,7 +905,7 @@ class Round:
                 raise IllegalDecision(f"insurance {d.amount} is more than half the initial bet {hand.stake}",
                                       p.clause("insurance"))
             return
-        if d.action == Action.EVEN_MONEY:
+        if d.action == _EVEN_MONEY:
             if not r.even_money:
                 raise IllegalDecision(f"even money is not offered at {p.name}", p.document)
             if not up.is_ace:
@@ -888,7 +922,7 @@ class Round:
                 raise IllegalDecision(f"box {d.box} is insured; even money is instead of insurance",
                                       p.clause("even_money"))
             return
-        if d.action == Action.SURRENDER:
+        if d.action == _SURRENDER:
             if not r.surrender:
                 raise IllegalDecision(f"surrender is not offered at {p.name}", p.document)
             if up.is_ace:
@@ -913,6 +947,15 @@ class Round:
                 raise IllegalDecision("a Blackjack takes no further decisions", p.clause("no_draw_on_21"))
             return
         raise IllegalDecision(f"unknown decision {d.action!r}")
+
+    def _box_asked(self, number: int) -> Box:
+        """The box a decision names: mostly the box in play, found without a search."""
+        cursor = self.cursor
+        if cursor is not None:
+            box = self.boxes[cursor[0]]
+            if box.number == number:
+                return box
+        return self.box(number)
 
     def _family(self, box: Box, d: Decision) -> int:
         n = 1 if d.hand is None else d.hand
@@ -999,19 +1042,22 @@ class Round:
             raise IllegalDecision("the switch must be decided before hit, stand, split or double", clause)
 
     def _decide(self, d: Decision, out: list[Outcome]) -> None:
+        if d.action in TURN_ACTIONS:
+            self._turn(d)
+            return
         bi = self._box_index(d.box)
         box = self._wbox(bi)
-        if d.action == Action.INSURANCE:
+        if d.action == _INSURANCE:
             assert d.amount is not None             # _check: insurance has an amount above zero
             box.insurance = {**box.insurance, self._family(box, d): d.amount}
             return
-        if d.action == Action.EVEN_MONEY:
+        if d.action == _EVEN_MONEY:
             hand = self._whand(bi, 0)
             hand.status = "even_money"
             # §3.14.1: paid 1 to 1 before the dealer draws on
             self._settle(box, hand, "even_money", hand.stake, "even_money", out)
             return
-        if d.action == Action.SURRENDER:
+        if d.action == _SURRENDER:
             family = self._family(box, d)
             hand = self._whand(bi, next(i for i, h in enumerate(box.hands) if h.family == family))
             hand.status = "surrendered"
@@ -1020,10 +1066,15 @@ class Round:
             # §3.16, §1.17: half the initial bet is given up at the interim settlement
             self._settle(box, hand, "surrender", -hand.stake / 2, "surrender", out)
             return
+        raise IllegalDecision(f"unknown decision {d.action!r}")     # (_check refused it already)
+
+    def _turn(self, d: Decision) -> None:
+        """A decision on the hand in play (_check: the box decided on is the box in play)."""
         assert self.cursor is not None
-        bi, hi = self.cursor       # _check: the box decided on is the box in play
+        bi, hi = self.cursor
+        box = self._wbox(bi)
         box.acted = True
-        if d.action == Action.SWITCH:
+        if d.action == _SWITCH:
             first, second = self._whand(bi, 0), self._whand(bi, 1)
             first.cards[1], second.cards[1] = second.cards[1], first.cards[1]
             first.switched = second.switched = True
@@ -1031,15 +1082,15 @@ class Round:
             return
         hand = self._whand(bi, hi)
         hand.decided = True
-        if d.action == Action.HIT:
+        if d.action == _HIT:
             hand.wants_card = True
-        elif d.action == Action.STAND:
+        elif d.action == _STAND:
             hand.status = "stood"
             hand.done = True
-        elif d.action == Action.DOUBLE:
+        elif d.action == _DOUBLE:
             hand.doubled = hand.stake if d.amount is None else d.amount
             hand.wants_card = True
-        elif d.action == Action.SPLIT:
+        elif d.action == _SPLIT:
             aces = hand.cards[0].is_ace
             moved = hand.cards.pop()
             new = Hand(family=hand.family, stake=hand.stake, id=max(h.id for h in box.hands) + 1,
@@ -1138,7 +1189,7 @@ class Round:
                 hand = self._whand(bi, hi)
                 box = self.boxes[bi]
                 if dealer_bj:
-                    self._settle(box, hand, "lose", -hand.at_risk, "dealer_blackjack", out)
+                    self._settle(box, hand, "lose", _minus(hand.at_risk), "dealer_blackjack", out)
                 elif r.dealer_push_total and dealer_total == r.dealer_push_total:
                     self._settle(box, hand, "stand_off", ZERO, "dealer_push", out)   # Switch §3.19.2
                 elif dealer_total > 21:
@@ -1146,7 +1197,7 @@ class Round:
                 elif (total := hand.total) > dealer_total:
                     self._settle(box, hand, "win", hand.at_risk, "dealer", out)
                 elif total < dealer_total:
-                    self._settle(box, hand, "lose", -hand.at_risk, "dealer", out)
+                    self._settle(box, hand, "lose", _minus(hand.at_risk), "dealer", out)
                 else:
                     self._settle(box, hand, "stand_off", ZERO, "dealer", out)
             self._settle_progressive_end(bi, out)
@@ -1172,8 +1223,7 @@ class Round:
         hand.result = result
         hand.net = net
         box.book("main", net)
-        out.append(HandSettled(box.number, hand.id, result, net,
-                               self.profile.clause(clause_key)))
+        out.append(hand_settled(box.number, hand.id, result, net, self.profile.clause(clause_key)))
 
     def _void(self, reason: str, out: list[Outcome], detail: str | None = None) -> None:
         """§5.5, §5.17: a voided round has no result and every bet is returned."""
@@ -1200,8 +1250,44 @@ def _times(amount: Fraction, odds: Fraction) -> Fraction:
     """``amount * odds``, exact; whole numbers (most stakes and odds) without Fraction's
     Python-level arithmetic."""
     if amount.denominator == 1 and odds.denominator == 1:
-        return Fraction(amount.numerator * odds.numerator)
+        return whole_amount(amount.numerator * odds.numerator)
     return amount * odds
+
+
+def _plus(a: Fraction, b: Fraction) -> Fraction:
+    """``a + b``, exact; whole numbers on integers."""
+    if a.denominator == 1 and b.denominator == 1:
+        return whole_amount(a.numerator + b.numerator)
+    return a + b
+
+
+def _minus(a: Fraction) -> Fraction:
+    """``-a``, exact; a whole number from the shared table."""
+    return whole_amount(-a.numerator) if a.denominator == 1 else -a
+
+
+#: per profile (by identity; the profile is held so its id is not reused): each side bet's
+#: judge, pay table and clause, looked up once instead of per box and bet
+_SIDE_PLANS: dict[int, tuple[Profile, dict[str, tuple[Any, Mapping[str, Fraction], str]]]] = {}
+
+
+def _side_plan(p: Profile) -> dict[str, tuple[Any, Mapping[str, Fraction], str]]:
+    found = _SIDE_PLANS.get(id(p))
+    if found is not None and found[0] is p:
+        return found[1]
+    plan = {name: (SIDE_BETS[name].evaluate, table.pays,
+                   p.clause(name) if name in p.clauses else p.clause("side_bets"))
+            for name, table in p.side_bets.items()}
+    if len(_SIDE_PLANS) >= 64:          # profiles are few; a test may make many
+        _SIDE_PLANS.clear()
+    _SIDE_PLANS[id(p)] = (p, plan)
+    return plan
+
+
+#: (round, decision) that :meth:`Round.why_not` last found legal: ``apply`` of that very
+#: decision object on that very round skips the second check. Both are immutable, so this
+#: memo cannot change an answer; it holds one round alive at most.
+_last_legal: tuple[object, object] = (None, None)
 
 
 def _above(amount: Fraction, factor: Fraction, base: Fraction) -> bool:
