@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from firmware.engine.cards import ALL_CARDS, Card
+from firmware.engine.events import CardDrawn
 
 
 class SimShoe:
@@ -34,3 +35,26 @@ class SimShoe:
         card = self.cards[self.pos]
         self.pos += 1
         return card
+
+
+class EventShoe:
+    """:class:`SimShoe`'s shoe for the simulator: each card already as its ``CardDrawn``
+    event (events are immutable, so one per card serves every round), shuffled from the
+    same ordered shoe with the same ``rng`` calls, hence the same card order as SimShoe."""
+
+    def __init__(self, decks: int, rng: random.Random, penetration: float = 0.75) -> None:
+        self.rng = rng
+        self._ordered = [CardDrawn(c) for c in ALL_CARDS for _ in range(decks)]
+        self.cut = int(len(self._ordered) * penetration)   # the cut card's position
+        self.events: list[CardDrawn] = []
+        self.pos = 0
+        self.shuffle()
+
+    def shuffle(self) -> None:
+        self.events = self._ordered[:]
+        self.rng.shuffle(self.events)
+        self.pos = 0
+
+    @property
+    def cut_card_out(self) -> bool:
+        return self.pos >= self.cut
