@@ -36,14 +36,14 @@ Z95 = 1.96                     # the two-sided 95% normal quantile
 @dataclass
 class Tally:
     """One chunk's results. ``results``: bet -> a box's net on it, exactly as the ledger has
-    it -> [boxes with that net, the net as float]. ``sums``: bet -> [sum over rounds of the
+    it (numerator, denominator) -> [boxes with that net, the net as float]. ``sums``: bet -> [sum over rounds of the
     round's net over all its boxes, sum of its square]: the boxes of a round share the dealer's
     hand, so the round (not the box) is the independent sample of the confidence interval."""
 
     boxes: int
     units: dict[str, int]              # bet -> units of one wager (a Switch main bet: 2 hands)
     rounds: int = 0
-    results: dict[str, dict[Fraction, list[float]]] = field(default_factory=dict)
+    results: dict[str, dict[tuple[int, int], list[float]]] = field(default_factory=dict)
     sums: dict[str, list[float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -56,10 +56,11 @@ class Tally:
         for bet, results in self.results.items():
             total = 0.0
             for box in boxes:
-                net = box.ledger.get(bet, ZERO)
+                # keyed by (numerator, denominator): a Fraction's own hash and == are Python code
+                net = box.ledger.get(bet, ZERO).as_integer_ratio()
                 entry = results.get(net)
                 if entry is None:
-                    entry = results[net] = [0, float(net)]
+                    entry = results[net] = [0, net[0] / net[1]]
                 entry[0] += 1
                 total += entry[1]
             acc = self.sums[bet]
@@ -89,12 +90,13 @@ def summary(tallies: list[Tally]) -> list[BetReturn]:
     for bet, unit in first.units.items():
         counts: dict[Fraction, int] = {}
         for t in tallies:
-            for net, (count, _) in t.results[bet].items():
+            for (num, den), (count, _) in t.results[bet].items():
+                net = Fraction(num, den)
                 counts[net] = counts.get(net, 0) + int(count)
         s1 = sum(t.sums[bet][0] for t in tallies)
         s2 = sum(t.sums[bet][1] for t in tallies)
         n = rounds * first.boxes
-        mean = float(sum((Fraction(net) * c for net, c in counts.items()), ZERO)) / (n * unit)
+        mean = float(sum((net * c for net, c in counts.items()), ZERO)) / (n * unit)
         var_round = max(s2 / rounds - (s1 / rounds) ** 2, 0.0)
         half = Z95 * math.sqrt(var_round / rounds) / (first.boxes * unit)
         shown: dict[str, int] = {}
