@@ -6,8 +6,8 @@ splitting one worker's time between the engine and the simulator around it.
 
 "engine" is the time inside the engine's entry points the simulator calls (``Round.apply``,
 ``Round.new``, ``expecting``, ``hand_in_play``, ``box``, ``is_over``...), counted where the
-simulator calls them; "simulator" is the rest of the run (shoe, chart look-ups, events,
-tallies, loop). The profiler slows both; the split is what it is for.
+simulator calls them; "simulator" is the rest of the run (shoe, strategy look-ups including
+``Chart``'s, events, tallies, loop). The profiler slows both; the split is what it is for.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ def split(name: str, rounds: int, boxes: int, side: tuple[str, ...]) -> tuple[fl
     for (file, _, func), (_, _, _, cum, callers) in stats.items():
         if file.endswith("montecarlo.py") and func == "run_chunks":
             total = cum
-        if "firmware/engine/" not in file:
-            continue
+        if "firmware/engine/" not in file or file.endswith("engine/basic.py"):
+            continue                # the chart's look-ups are the simulator's strategy
         for (caller_file, _, _), (_, _, _, caller_cum) in callers.items():
             if caller_file.endswith(SIM_FILES):
                 engine += caller_cum

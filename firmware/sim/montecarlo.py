@@ -181,8 +181,9 @@ class _Table:
         that will switch surrenders nothing (§3.10: no surrender after a switch, and the
         switch rule already weighed the dealt hands with their surrender)."""
         up = state.dealer[0]
-        for number in range(1, len(state.boxes) + 1):
-            box = state.box(number)
+        for i in range(len(state.boxes)):
+            box = state.boxes[i]         # (the round after a surrender has its own list)
+            number = box.number
             if self.is_switch and self.book.switch(box.hands[0].cards, box.hands[1].cards, up):
                 continue
             for family in range(self.families):
