@@ -30,6 +30,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--side-bets", default="", help="comma-separated side bets to play on every box")
     parser.add_argument("--seed", type=bounded_int("--seed", 0, 2**63), default=1)
     parser.add_argument("--workers", type=bounded_int("--workers", 1, 64), default=1)
+    parser.add_argument("--shuffle", choices=("cut-card", "every-round"), default="cut-card",
+                        help="cut-card (default): reshuffle when the cut card (75%%) is out, as at the "
+                             "table; every-round: a full shoe every round, as betbox edge's exact figures assume")
     parser.set_defaults(func=run)
 
 
@@ -60,14 +63,17 @@ def run(args: argparse.Namespace) -> int:
         eta = (args.rounds - done[0]) / rate if rate else 0.0
         print(f"\r{done[0]}/{args.rounds} rounds  {rate:.0f}/s  ETA {eta:.0f} s ", end="", file=sys.stderr)
 
-    tallies = run_chunks(profile, decks, args.rounds, args.boxes, side, args.seed, args.workers, progress)
+    every_round = args.shuffle == "every-round"
+    tallies = run_chunks(profile, decks, args.rounds, args.boxes, side, args.seed, args.workers, progress,
+                         every_round)
     print(file=sys.stderr)
-    sys.stdout.write(report(profile.name, decks, args.rounds, args.boxes, tallies))
+    shoe = "a full shoe every round" if every_round else "cut card at 75%"
+    sys.stdout.write(report(profile.name, decks, args.rounds, args.boxes, tallies, shoe))
     return 0
 
 
-def report(name: str, decks: int, rounds: int, boxes: int, tallies: list[Tally]) -> str:
-    lines = [f"{name}: {rounds} rounds, {boxes} box(es), {decks} decks, basic strategy"]
+def report(name: str, decks: int, rounds: int, boxes: int, tallies: list[Tally], shoe: str) -> str:
+    lines = [f"{name}: {rounds} rounds, {boxes} box(es), {decks} decks, {shoe}, basic strategy"]
     for r in summary(tallies):
         lines.append(f"{r.bet}: return {r.mean * 100:+.3f}% ± {r.half_width * 100:.3f}% (95%), "
                      f"house edge {-r.mean * 100:.3f}%; results "

@@ -113,10 +113,11 @@ def playbook_for(profile: Profile, decks: int) -> Playbook:
 
 def play(profile: Profile, decks: int, rounds: int, boxes: int, side_bets: tuple[str, ...],
          seed: int, chunk: int, progress: Callable[[int], None] | None = None,
-         playbook: Playbook | None = None) -> Tally:
+         playbook: Playbook | None = None, every_round: bool = False) -> Tally:
     """The tally of ``rounds`` rounds from a fresh shoe shuffled by ``random.Random("seed/chunk")``."""
     tally = Tally(boxes, {"main": profile.hands_per_box, **dict.fromkeys(side_bets, 1)})
-    for i, state in enumerate(play_rounds(profile, decks, rounds, boxes, side_bets, seed, chunk, playbook)):
+    rounds_played = play_rounds(profile, decks, rounds, boxes, side_bets, seed, chunk, playbook, every_round)
+    for i, state in enumerate(rounds_played):
         tally.add(state)
         if progress is not None and (i % 500 == 499 or i == rounds - 1):
             progress(i % 500 + 1)
@@ -124,10 +125,12 @@ def play(profile: Profile, decks: int, rounds: int, boxes: int, side_bets: tuple
 
 
 def play_rounds(profile: Profile, decks: int, rounds: int, boxes: int, side_bets: tuple[str, ...],
-                seed: int, chunk: int, playbook: Playbook | None = None) -> Iterator[Round]:
-    """Each finished round, one unit on every bet of every box."""
+                seed: int, chunk: int, playbook: Playbook | None = None,
+                every_round: bool = False) -> Iterator[Round]:
+    """Each finished round, one unit on every bet of every box; ``every_round``: each from a
+    full shoe (see :class:`EventShoe`), else from what the last left until the cut card."""
     book = playbook or playbook_for(profile, decks)
-    shoe = EventShoe(decks, random.Random(f"{seed}/{chunk}"))
+    shoe = EventShoe(decks, random.Random(f"{seed}/{chunk}"), every_round=every_round)
     full = Round.new(profile, decks=decks).shoe
     closed = BetsClosed.of({n: {"main": ONE, **dict.fromkeys(side_bets, ONE)} for n in range(1, boxes + 1)})
     table = _Table(profile, book, shoe, boxes)
@@ -167,10 +170,10 @@ class _Table:
                 continue
             expect = state.expecting()
             if expect.kind == "card":
-                if shoe.pos == len(shoe.events):
+                card = shoe.draw()
+                if card is None:
                     return state.apply(VoidRound("insufficient_cards"))[0]
-                state = state.apply(shoe.events[shoe.pos])[0]
-                shoe.pos += 1
+                state = state.apply(card)[0]
             else:
                 assert expect.box is not None      # not a card: a box's decision
                 state = self.turn(state, expect.box, asked)
@@ -232,25 +235,26 @@ class _Table:
 
 
 # set by run_chunks before the workers fork: what every chunk shares
-_JOB: tuple[Profile, int, int, tuple[str, ...], int, Playbook] | None = None
+_JOB: tuple[Profile, int, int, tuple[str, ...], int, Playbook, bool] | None = None
 
 
 def _work(job: tuple[int, int]) -> Tally:
     assert _JOB is not None, "a worker started without its job"
-    profile, decks, boxes, side_bets, seed, book = _JOB
+    profile, decks, boxes, side_bets, seed, book, every_round = _JOB
     chunk, rounds = job
-    return play(profile, decks, rounds, boxes, side_bets, seed, chunk, playbook=book)
+    return play(profile, decks, rounds, boxes, side_bets, seed, chunk, playbook=book, every_round=every_round)
 
 
 def run_chunks(profile: Profile, decks: int, rounds: int, boxes: int, side_bets: tuple[str, ...],
-               seed: int, workers: int = 1, progress: Callable[[int], None] | None = None) -> list[Tally]:
+               seed: int, workers: int = 1, progress: Callable[[int], None] | None = None,
+               every_round: bool = False) -> list[Tally]:
     """Every chunk's tally in chunk order (the same for any ``workers``)."""
     global _JOB
     book = playbook_for(profile, decks)
     jobs = [(i, min(CHUNK, rounds - start)) for i, start in enumerate(range(0, rounds, CHUNK))]
     if workers == 1 or len(jobs) == 1:
-        return [play(profile, decks, n, boxes, side_bets, seed, i, progress, book) for i, n in jobs]
-    _JOB = (profile, decks, boxes, side_bets, seed, book)
+        return [play(profile, decks, n, boxes, side_bets, seed, i, progress, book, every_round) for i, n in jobs]
+    _JOB = (profile, decks, boxes, side_bets, seed, book, every_round)
     tallies: list[Tally] = []
     try:
         # fork: the workers start with the engine imported and the chart built
