@@ -99,6 +99,10 @@ def _prepare_kivy(size: tuple[int, int], fullscreen: bool = False, kivy_home: st
     # BETBOX_UI_CLOCK / BETBOX_UI_MAXFPS choose others for a comparison.
     Config.set("kivy", "kivy_clock", os.environ.get("BETBOX_UI_CLOCK", "interrupt"))
     Config.set("graphics", "maxfps", os.environ.get("BETBOX_UI_MAXFPS", "30"))
+    # No multisampling: llvmpipe rasterises every frame 4x with it (bench_ui: swap 53 -> 13
+    # ms, idle CPU 7.5 -> 3.7 %); the round shapes smooth their own edges (Smooth*).
+    # BETBOX_UI_MSAA sets Kivy's multisamples for a comparison.
+    Config.set("graphics", "multisamples", os.environ.get("BETBOX_UI_MSAA", "0"))
     Config.set("input", "mouse", "mouse,disable_multitouch")
     Config.set("kivy", "exit_on_escape", "0")
 
@@ -178,7 +182,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             self.bind(pos=self._draw, size=self._draw, chips=self._draw)
 
         def _draw(self, *_a) -> None:
-            from kivy.graphics import Color, Ellipse, Line
+            from kivy.graphics import Color, Ellipse, Line, SmoothEllipse
 
             from .chips import chip_colours
             c = self.canvas
@@ -189,7 +193,10 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             cx, cy = self.center
             with c:
                 Color(1, 1, 1, 0.55)
-                Line(ellipse=(cx - d / 2, cy - d / 2, d, d), width=max(1.0, d * 0.025))
+                # few segments and no round joints: a thick Line's default (180 segments, a
+                # fan of triangles at each joint) cost llvmpipe ~5 ms a frame per ring
+                Line(ellipse=(cx - d / 2, cy - d / 2, d, d, 0, 360, 72), width=max(1.0, d * 0.025),
+                     joint="none", cap="none")
                 chips = list(self.chips)[: self.SHOWN]
                 if not chips:
                     return
@@ -200,11 +207,12 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
                 for denom in chips:
                     body, edge = chip_colours(denom)
                     Color(0, 0, 0, 0.45)
-                    Ellipse(pos=(cx - w / 2, y - h * 0.12), size=(w, h))
+                    Ellipse(pos=(cx - w / 2, y - h * 0.12), size=(w, h))      # its shadow
                     Color(*body, 1)
-                    Ellipse(pos=(cx - w / 2, y), size=(w, h))
+                    SmoothEllipse(pos=(cx - w / 2, y), size=(w, h))
                     Color(*edge, 1)
-                    Line(ellipse=(cx - w * 0.36, y + h * 0.14, w * 0.72, h * 0.72), width=max(1.0, h * 0.06))
+                    Line(ellipse=(cx - w * 0.36, y + h * 0.14, w * 0.72, h * 0.72, 0, 360, 36),
+                         width=max(1.0, h * 0.06), joint="none", cap="none")
                     y += step
 
     class BetSpot(BoxLayout):
@@ -412,9 +420,13 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             net.text = text
 
         #: the meter's count-up: a few steps, not every frame (each frame is a full-screen
-        #: redraw; software GL pays ~20 ms+ for one, bench/bench_ui.py)
+        #: redraw; software GL pays ~10 ms of CPU for one, bench/bench_ui.py)
         METER_STEPS = 3
         METER_STEP_S = 0.25
+        #: a rise smaller than this share of the meter (a table's steady trickle of
+        #: contributions: 9.25 on 25,000) is shown in one frame, its new digits are the
+        #: motion; a rise the eye would miss as a jump (a big wager, a burst) counts up
+        METER_ROLL_SHARE = Fraction(1, 1000)
 
         def _count_meter(self, text: str, amount: str, lang: str) -> None:
             """The meter counts up to a new amount in a few steps as contributions arrive."""
@@ -427,7 +439,8 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             self._shown["meter_amount"] = amount
             to = _amount(amount)
             frm = _amount(old)
-            if not amount or frm is None or to is None or to <= frm or amount not in text:
+            if (not amount or frm is None or to is None or to <= frm or amount not in text
+                    or to - frm < frm * self.METER_ROLL_SHARE):
                 meter.text = text
                 return
             prefix, suffix = text.split(amount, 1)

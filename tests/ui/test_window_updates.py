@@ -54,3 +54,18 @@ def test_the_console_technician_key_opens_the_pin_pad_then_service(display, tmp_
     assert out["wrong_pin"] == "pin"                        # a wrong PIN opens nothing
     assert out["key_off_again"] == "seat"
     assert "technician_key" in out["dealer_alarms"] and "technician_key_off" in out["dealer_alarms"]
+
+
+def test_the_meter_draws_only_when_it_moves_and_counts_up_only_a_rise_the_eye_needs(display, tmp_path):  # noqa: F811
+    """Idle CPU (issue 14/18): nothing is drawn while the meter stands still; a table's
+    trickle of contributions (9.25 on 25,000) is one frame; a big rise (500) counts up
+    in its few steps, then the screen is still again."""
+    out = probe(display, "meter", tmp_path)
+    (f0, m0), (f1, m1) = out["still_0"], out["still_1"]
+    assert m0 == m1 == "25,000" and f1 == f0                # still: no frame at all
+    f2, m2 = out["trickle"]
+    assert m2 == "25,009.25" and f2 - f1 == 1               # the new digits in one frame
+    f3, m3 = out["big_rise"]
+    assert m3 == "25,509.25" and f3 - f2 >= 3               # counted up in steps
+    f4, m4 = out["still_2"]
+    assert m4 == m3 and f4 == f3                            # and still again
