@@ -116,6 +116,11 @@ def _amount(text: str | None):
         return None
 
 
+def _row(key: str, value: str) -> str:
+    """A service screen's row as one line."""
+    return f"{key}: {value}" if key else value
+
+
 DEMO_PIN = "2468"       # the demo's technician PIN (a real seat's is its configuration's pin_hash)
 
 
@@ -138,10 +143,11 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
     from kivy.uix.screenmanager import NoTransition, Screen, ScreenManager
     from kivy.uix.widget import Widget
 
+    from .antennas import AntennaReads
     from .i18n import LANGUAGES, tr
     from .presenter import SeatPresenter, money
     from .rulesinfo import cached_odds, rules_screen, warm_up
-    from .service import PinLock, hash_pin, lamp_restore, lamp_test, service_sections
+    from .service import ANTENNAS, PinLock, hash_pin, lamp_restore, lamp_test, service_sections
 
     LabelBase.register(name="Seat", fn_regular=str(font))
 
@@ -615,6 +621,9 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             self.first_frame = threading.Event()
             self._pending_snapshot = None
             self._key_on = False
+            self._antennas = None
+            self._antenna_lines: tuple[Any, list] = (None, [])    # the tap, its lines on the service screen
+            self._live: Any = None              # the service screen's 1 s refresh while shown
 
         def build(self):
             self._resize(Window, Window.size)
@@ -648,6 +657,9 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
         def _deliver(self) -> None:
             snap, self._pending_snapshot = self._pending_snapshot, None
             if snap is not None:            # several snapshots in one frame: the last wins
+                if self._antennas is None and getattr(feed, "source", None) is not None:
+                    # the reader's raw reads per antenna from now on, for the service screen
+                    self._antennas = AntennaReads.attach(feed.source.seat)
                 self.presenter.update(snap)
                 if self.sm.current == "history":
                     self.show("history")
@@ -714,6 +726,11 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             if name != "seat":
                 self._screen(name)
             self.sm.current = name
+            if self._live is not None:
+                self._live.cancel()
+                self._live = None
+            if name == "service":           # the antennas' raw reads, live (1 s)
+                self._live = Clock.schedule_interval(self._refresh_antennas, 1.0)
 
         def set_language(self, code: str) -> None:
             self.presenter.set_language(code)
@@ -770,15 +787,21 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
             diag = getattr(feed, "diag", None)
             if diag is not None and diag.results is None:
                 self._run_diag()                # the first time the screen opens
+            antennas = AntennaReads.attach(source.seat)
             result = service_sections(source.seat, feed.service_table(), feed.controller,
                                       getattr(feed, "config_digest", None) or "not available",
-                                      list(self.log_lines.lines) if self.log_lines else [], diag=diag)
-            lines = []
+                                      list(self.log_lines.lines) if self.log_lines else [], diag=diag,
+                                      antennas=antennas)
+            lines: list[tuple[str, str]] = []
+            live = (0, 0)
             for sec in result:
                 lines.append(("h", sec.heading))
-                for k, v in sec.rows:
-                    lines.append(("s", f"{k}: {v}" if k else v))
+                if sec.heading == ANTENNAS:
+                    live = (len(lines), len(sec.rows))
+                lines.extend(("s", _row(k, v)) for k, v in sec.rows)
             scr.fill("Service — technician", lines, "Back")
+            shown = list(reversed(scr.ids.body.children))
+            self._antenna_lines = (antennas, shown[live[0]:live[0] + live[1]])
             lamp = make('BigButton', text="Lamp test", size_hint_y=None, height=self.u * 56)
             lamp.bind(on_release=lambda _b: self.lamp_test())
             scr.ids.body.add_widget(lamp, index=len(scr.ids.body.children))
@@ -786,6 +809,20 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
                 again = make('BigButton', text="Run diagnostics", size_hint_y=None, height=self.u * 56)
                 again.bind(on_release=lambda _b: self._run_diag())
                 scr.ids.body.add_widget(again, index=len(scr.ids.body.children))
+
+        def _refresh_antennas(self, _dt: float) -> None:
+            """The antennas' rows, live while the service screen is shown: the lines' texts
+            set in place (the technician's scroll stays), the screen refilled when their
+            number changes."""
+            antennas, shown = self._antenna_lines
+            if antennas is None or self.sm.current != "service":
+                return
+            rows = antennas.rows()
+            if len(rows) != len(shown):
+                self._fill_service()
+                return
+            for line, (k, v) in zip(shown, rows, strict=True):
+                line.text = _row(k, v)
 
         def _run_diag(self) -> None:
             """betbox diag's checks off the UI thread; the screen is filled again when they end."""

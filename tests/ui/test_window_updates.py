@@ -69,3 +69,15 @@ def test_the_meter_draws_only_when_it_moves_and_counts_up_only_a_rise_the_eye_ne
     assert m3 == "25,509.25" and f3 - f2 >= 3               # counted up in steps
     f4, m4 = out["still_2"]
     assert m4 == m3 and f4 == f3                            # and still again
+
+
+def test_the_service_screen_shows_each_antennas_raw_reads_live(display, tmp_path):  # noqa: F811
+    """Issue 14.6: the service screen's antenna rows follow the reader while it is open
+    (set in place: the same line widgets), a tag under antenna 2 shown without reopening."""
+    out = probe(display, "antennas", tmp_path)
+    before, after = out["before"], out["after"]
+    assert before["screen"] == after["screen"] == "service"
+    assert before["ids"] == after["ids"] and len(before["ids"]) == 4      # last cycle + 3 antennas
+    assert before["texts"][3].startswith("antenna 2 (perfect_pairs): 0 tags")
+    assert after["texts"][3].startswith("antenna 2 (perfect_pairs): 1 tag: 04A1B2C3D4E5F6")
+    assert after["texts"][0] != before["texts"][0]                          # a later cycle

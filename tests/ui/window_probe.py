@@ -2,7 +2,7 @@
 prints what it saw as JSON. Run by tests/ui/test_window_updates.py in its own process
 (Kivy's window is one per process).
 
-    python tests/ui/window_probe.py in_place | technician_key | meter
+    python tests/ui/window_probe.py in_place | technician_key | meter | antennas
 """
 
 from __future__ import annotations
@@ -74,10 +74,9 @@ def main(scenario: str) -> dict[str, Any]:
         later(record("two_cards"))
         later(lambda: table.command(lambda t: t.deal_next()))
         later(record("three_cards"))
-    elif scenario == "technician_key":
-        technician_key_steps(app, table, later, out)
-    elif scenario == "meter":
-        meter_steps(app, table, later, out)
+    elif scenario in ("technician_key", "meter", "antennas"):
+        {"technician_key": technician_key_steps, "meter": meter_steps,
+         "antennas": antenna_steps}[scenario](app, table, later, out)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
     Clock.schedule_once(run_steps, 1.5)
@@ -135,6 +134,29 @@ def meter_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str,
     later(rise(Fraction(500)))
     later(frames("big_rise"))
     later(frames("still_2"))
+
+
+def antenna_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str, Any]) -> None:
+    """The service screen's antenna rows while chips are placed: the same line widgets,
+    their texts following the reader's raw reads (live, without reopening the screen)."""
+    def lines(name: str) -> Callable[[], None]:
+        def look() -> None:
+            shown = app._antenna_lines[1]
+            out[name] = {"screen": app.sm.current, "ids": [id(w) for w in shown], "texts": [w.text for w in shown]}
+        return look
+
+    def chips() -> None:
+        def place(t: Any) -> None:
+            t.table.readers[1].place_chips("perfect_pairs", ["04A1B2C3D4E5F6"])
+            t.table.cycle_readers(1, [1])
+        table.command(place)
+    later(lambda: None, 2.0)                    # the table's first snapshot: the tap is on
+    later(lambda: table.command(lambda t: t.table.cycle_readers(1, [1])))
+    later(lambda: app.show("service"))
+    later(lambda: table.command(lambda t: t.table.cycle_readers(1, [1])), 2.0)
+    later(lines("before"), 2.0)
+    later(chips, 2.0)
+    later(lines("after"))
 
 
 if __name__ == "__main__":
