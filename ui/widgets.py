@@ -74,9 +74,9 @@ class ChipStack(Widget):
             for denom in chips:
                 body, edge = chip_colours(denom)
                 Color(0, 0, 0, 0.45)
-                Ellipse(pos=(cx - w / 2, y - h * 0.12), size=(w, h))      # its shadow
+                Ellipse(pos=(cx - w / 2, y - h * 0.12), size=(w, h), segments=32)      # its shadow
                 Color(*body, 1)
-                SmoothEllipse(pos=(cx - w / 2, y), size=(w, h))
+                SmoothEllipse(pos=(cx - w / 2, y), size=(w, h), segments=48)
                 Color(*edge, 1)
                 Line(ellipse=(cx - w * 0.36, y + h * 0.14, w * 0.72, h * 0.72, 0, 360, 36),
                      width=max(1.0, h * 0.06), joint="none", cap="none")
