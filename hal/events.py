@@ -66,6 +66,7 @@ class SpotRead:
 
     spot: str
     uids: frozenset[str]
+    antenna: int | None = None  # the reader's antenna under the spot (None: not said)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,7 +92,9 @@ class InventoryCycle(HalEvent):
     @classmethod
     def build(cls, device: str, cycle: int, spots: Iterable[str],
               seen: Mapping[str, Iterable[str]]) -> "InventoryCycle":
-        reads = tuple(SpotRead(spot, frozenset(seen.get(spot, ()))) for spot in spots)
+        # ``spots[i]`` is the spot above antenna ``i`` (hal.ports.ChipReader)
+        reads = tuple(SpotRead(spot, frozenset(seen.get(spot, ())), antenna)
+                      for antenna, spot in enumerate(spots))
         return cls(device=device, cycle=cycle, reads=reads)
 
 

@@ -21,6 +21,7 @@ from typing import Any, Iterable
 import firmware
 
 NOT_AVAILABLE = "not available"
+ANTENNAS = "Chip reader antennas (live, raw reads)"     # the section refreshed while shown
 
 
 @dataclass(frozen=True)
@@ -157,10 +158,11 @@ def journal_stats(path) -> dict[str, Any]:
 
 
 def service_sections(seat, table=None, controller=None, config_digest: str = NOT_AVAILABLE,
-                     log_lines: Iterable[str] = (), diag=None) -> tuple[ServiceSection, ...]:
+                     log_lines: Iterable[str] = (), diag=None, antennas=None) -> tuple[ServiceSection, ...]:
     """``table``: an in-process table when there is one (the demo); ``controller``: a
     :class:`ui.source.ControllerFeed` or None; ``diag``: a :class:`firmware.diag.LiveDiag`
-    (a unit's ``betbox run``) whose results make the last section.
+    (a unit's ``betbox run``) whose results make the last section; ``antennas``: the
+    seat's :class:`ui.antennas.AntennaReads` (raw reads per antenna, live).
 
     Safe from the UI thread while the seat steps in its own: it reads the seat's view (a
     frozen value), plain attributes, a copy of the alarm list and the journal through its
@@ -193,6 +195,8 @@ def service_sections(seat, table=None, controller=None, config_digest: str = NOT
                          for ch in spot.chips) or "—"
         reader_rows.append((spot.name, tags))
     reader = ServiceSection("Chip reader (live, debounced)", tuple(reader_rows))
+    antenna_rows = antennas.rows() if antennas is not None else (("antennas", NOT_AVAILABLE),)
+    raw = ServiceSection(ANTENNAS, antenna_rows)
     if table is not None:
         shoe = table.shoe
         shoe_rows: tuple[tuple[str, str], ...] = (("connected", plain(shoe.connected)), ("cards since shuffle", str(table.dealer.shoe_counter)),
@@ -220,7 +224,7 @@ def service_sections(seat, table=None, controller=None, config_digest: str = NOT
     recent = [f"alarm {a.get('alarm')}: {a.get('detail')}" for a in alarms]
     recent += list(log_lines)[-8:]
     logs = ServiceSection("Recent log", tuple(("", line) for line in recent) or (("", "—"),))
-    sections = (ident, links, reader, shoe_section, ServiceSection("Lamps", lamp_rows), journal, logs)
+    sections = (ident, links, reader, raw, shoe_section, ServiceSection("Lamps", lamp_rows), journal, logs)
     return sections + ((diag_section(diag),) if diag is not None else ())
 
 

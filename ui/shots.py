@@ -16,6 +16,21 @@ from fractions import Fraction
 from pathlib import Path
 
 
+def _antennas_shot(app, shot, touch, then):
+    """The service screen scrolled to the reader's antennas (live rows further down), shot
+    after the scroll has been drawn; then back to the seat's screen and ``then``."""
+    from kivy.clock import Clock
+    lines = app._antenna_lines[1]
+    if lines:
+        app.sm.current_screen.ids.body.parent.scroll_to(lines[-1], animate=False)
+
+    def shoot(_dt=None) -> None:
+        shot("service-antennas")
+        touch(app.sm.current_screen.ids.back)
+        Clock.schedule_once(then, 0.1)
+    return lambda _dt=None: Clock.schedule_once(shoot, 0.3)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", default="800x480")
@@ -205,8 +220,7 @@ def main(argv=None) -> int:
                     Clock.schedule_once(service, 0.1)
                     return
                 shot("service")
-                touch(app.sm.current_screen.ids.back)
-                Clock.schedule_once(run_next, 0.1)
+                Clock.schedule_once(_antennas_shot(app, shot, touch, run_next), 0.3)
             Clock.schedule_once(service, 0.3)
         Clock.schedule_once(keys, app.seat_screen.LONG_PRESS + 0.4)
 

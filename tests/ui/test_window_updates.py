@@ -54,3 +54,30 @@ def test_the_console_technician_key_opens_the_pin_pad_then_service(display, tmp_
     assert out["wrong_pin"] == "pin"                        # a wrong PIN opens nothing
     assert out["key_off_again"] == "seat"
     assert "technician_key" in out["dealer_alarms"] and "technician_key_off" in out["dealer_alarms"]
+
+
+def test_the_meter_draws_only_when_it_moves_and_counts_up_only_a_rise_the_eye_needs(display, tmp_path):  # noqa: F811
+    """Idle CPU (issue 14/18): nothing is drawn while the meter stands still; a table's
+    trickle of contributions (9.25 on 25,000) is one frame; a big rise (500) counts up
+    in its few steps, then the screen is still again."""
+    out = probe(display, "meter", tmp_path)
+    (f0, m0), (f1, m1) = out["still_0"], out["still_1"]
+    assert m0 == m1 == "25,000" and f1 == f0                # still: no frame at all
+    f2, m2 = out["trickle"]
+    assert m2 == "25,009.25" and f2 - f1 == 1               # the new digits in one frame
+    f3, m3 = out["big_rise"]
+    assert m3 == "25,509.25" and f3 - f2 >= 3               # counted up in steps
+    f4, m4 = out["still_2"]
+    assert m4 == m3 and f4 == f3                            # and still again
+
+
+def test_the_service_screen_shows_each_antennas_raw_reads_live(display, tmp_path):  # noqa: F811
+    """Issue 14.6: the service screen's antenna rows follow the reader while it is open
+    (set in place: the same line widgets), a tag under antenna 2 shown without reopening."""
+    out = probe(display, "antennas", tmp_path)
+    before, after = out["before"], out["after"]
+    assert before["screen"] == after["screen"] == "service"
+    assert before["ids"] == after["ids"] and len(before["ids"]) == 4      # last cycle + 3 antennas
+    assert before["texts"][3].startswith("antenna 2 (perfect_pairs): 0 tags")
+    assert after["texts"][3].startswith("antenna 2 (perfect_pairs): 1 tag: 04A1B2C3D4E5F6")
+    assert after["texts"][0] != before["texts"][0]                          # a later cycle

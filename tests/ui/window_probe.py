@@ -2,7 +2,7 @@
 prints what it saw as JSON. Run by tests/ui/test_window_updates.py in its own process
 (Kivy's window is one per process).
 
-    python tests/ui/window_probe.py in_place | technician_key
+    python tests/ui/window_probe.py in_place | technician_key | meter | antennas
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ def main(scenario: str) -> dict[str, Any]:
     from ui.app import build_app
     from ui.demo import DemoTable
 
-    table = DemoTable(load_profile("rws-perfect-pairs"), pace=0, auto=False)
+    profile = {"meter": "rws-blackjack-switch"}.get(scenario, "rws-perfect-pairs")     # the meter: a progressive
+    table = DemoTable(load_profile(profile), pace=0, auto=False)
     app = build_app(table)
     from kivy.clock import Clock
     out: dict[str, Any] = {}
@@ -73,37 +74,89 @@ def main(scenario: str) -> dict[str, Any]:
         later(record("two_cards"))
         later(lambda: table.command(lambda t: t.deal_next()))
         later(record("three_cards"))
-    elif scenario == "technician_key":
-        def turn(on: bool) -> Callable[[], None]:
-            return lambda: table.command(lambda t: (t.table.console.turn_key(on), t.table.settle()))
-
-        def screen(name: str) -> Callable[[], None]:
-            return lambda: out.__setitem__(name, app.sm.current)
-
-        def pin(digits: str) -> Callable[[], None]:
-            def press() -> None:
-                for k in [*digits, "OK"]:
-                    app._pin_key(k)
-            return press
-        later(screen("before"))
-        later(turn(True))
-        later(screen("key_on"))
-        later(pin("2468"))
-        later(screen("after_pin"))
-        later(turn(False))
-        later(screen("key_off"))
-        later(turn(True))
-        later(screen("key_on_again"))
-        later(pin("1111"))
-        later(screen("wrong_pin"))
-        later(turn(False))
-        later(screen("key_off_again"))
-        later(lambda: out.__setitem__("dealer_alarms", [a["alarm"] for a in table.table.dealer.alarms]))
+    elif scenario in ("technician_key", "meter", "antennas"):
+        {"technician_key": technician_key_steps, "meter": meter_steps,
+         "antennas": antenna_steps}[scenario](app, table, later, out)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
     Clock.schedule_once(run_steps, 1.5)
     app.run()
     return out
+
+
+def technician_key_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str, Any]) -> None:
+    """The console's key turned on and off, the PIN pad and the service screen between."""
+    def turn(on: bool) -> Callable[[], None]:
+        return lambda: table.command(lambda t: (t.table.console.turn_key(on), t.table.settle()))
+
+    def screen(name: str) -> Callable[[], None]:
+        return lambda: out.__setitem__(name, app.sm.current)
+
+    def pin(digits: str) -> Callable[[], None]:
+        def press() -> None:
+            for k in [*digits, "OK"]:
+                app._pin_key(k)
+        return press
+    later(screen("before"))
+    later(turn(True))
+    later(screen("key_on"))
+    later(pin("2468"))
+    later(screen("after_pin"))
+    later(turn(False))
+    later(screen("key_off"))
+    later(turn(True))
+    later(screen("key_on_again"))
+    later(pin("1111"))
+    later(screen("wrong_pin"))
+    later(turn(False))
+    later(screen("key_off_again"))
+    later(lambda: out.__setitem__("dealer_alarms", [a["alarm"] for a in table.table.dealer.alarms]))
+
+
+def meter_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str, Any]) -> None:
+    """Frames drawn (Window.on_flip, counted by the app) while the meter is still, on a
+    contribution of a table's trickle, on a big rise, and still again afterwards."""
+    meter = [Fraction(25000)]
+
+    def rise(by: Fraction) -> Callable[[], None]:
+        def go() -> None:
+            meter[0] += by
+            table.controller.set(link="up", meter=meter[0])
+        return go
+
+    def frames(name: str) -> Callable[[], None]:
+        return lambda: out.__setitem__(name, (app.frames, app.seat_screen.ids.meter.text))
+    later(rise(Fraction(0)), 3.0)
+    later(frames("still_0"))
+    later(frames("still_1"))
+    later(rise(Fraction(37, 4)))
+    later(frames("trickle"))
+    later(rise(Fraction(500)))
+    later(frames("big_rise"))
+    later(frames("still_2"))
+
+
+def antenna_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str, Any]) -> None:
+    """The service screen's antenna rows while chips are placed: the same line widgets,
+    their texts following the reader's raw reads (live, without reopening the screen)."""
+    def lines(name: str) -> Callable[[], None]:
+        def look() -> None:
+            shown = app._antenna_lines[1]
+            out[name] = {"screen": app.sm.current, "ids": [id(w) for w in shown], "texts": [w.text for w in shown]}
+        return look
+
+    def chips() -> None:
+        def place(t: Any) -> None:
+            t.table.readers[1].place_chips("perfect_pairs", ["04A1B2C3D4E5F6"])
+            t.table.cycle_readers(1, [1])
+        table.command(place)
+    later(lambda: None, 2.0)                    # the table's first snapshot: the tap is on
+    later(lambda: table.command(lambda t: t.table.cycle_readers(1, [1])))
+    later(lambda: app.show("service"))
+    later(lambda: table.command(lambda t: t.table.cycle_readers(1, [1])), 2.0)
+    later(lines("before"), 2.0)
+    later(chips, 2.0)
+    later(lines("after"))
 
 
 if __name__ == "__main__":
