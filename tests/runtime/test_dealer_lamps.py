@@ -197,6 +197,33 @@ def test_the_dealer_takes_an_optional_lamps_port(tmp_path):
         unit.journal.close()
 
 
+def test_betbox_runs_dealer_lights_pit_call_for_a_seats_alarm_and_again_after_a_restart(tmp_path):
+    """The wiring `betbox run` uses (run.build: ports from [hardware], recover, start): a
+    seat's past-posting alarm on the bus flashes pit_call; a new process on the same state
+    lights it again before any input."""
+    from firmware.commands.run import build
+    from firmware.runtime.bus import InProcessBus, Message, up_topic
+
+    config = parse_config(dealer_config(tmp_path, {"backend": "gpio", "pin_factory": "mock", "lamps": PINS}))
+    for start in range(2):
+        bus = InProcessBus()
+        unit, ports = build(config, bus=bus)
+        try:
+            if start == 0:
+                assert shown(ports["lamps"], "pit_call") == "off"
+                unit.step("button", {"button": "open_bets"})
+                bus.publish(Message(up_topic("t", 1), "alarm", "t/seat-1", 1, {
+                    "box": 1, "round": 1, "unit": "t/seat-1", "alarm": "past_posting",
+                    "detail": "5 added to player_pair after no more bets (§3.10)"}))
+                unit.pump()
+            assert shown(ports["lamps"], "pit_call") == "blink", start
+            assert unit.pit_calls == {"past_posting": 1}
+        finally:
+            for port in ports.values():
+                port.close()
+            unit.journal.close()
+
+
 @pytest.mark.parametrize("lamps, words", [
     ({"backend": "mock", "lamps": ["pit_call", "pitcall"]}, ["pitcall", "pit_call", "round_open"]),
     ({"backend": "gpio", "lamps": {"service": 4}}, ["service"]),
