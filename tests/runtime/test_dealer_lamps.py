@@ -248,3 +248,17 @@ def test_the_lamp_test_covers_the_dealers_lamps(tmp_path):
     checks = [c for c in check_ports(config, 0.0) if "lamp" in c.name]
     assert [(c.status, c.name) for c in checks] == [(OK, "lamps lamp test")], checks
     assert all(lamp in checks[0].detail for lamp in PINS)
+
+
+@pytest.mark.parametrize("path", ["image/config/dealer.toml", "docs/examples/dealer.toml"])
+def test_the_shipped_dealer_configurations_fit_the_lamps_and_survive_provisioning(path):
+    """The image's template (what `betbox provision` merges a unit's identity into, written
+    back with its own TOML writer) and the example both carry the dealer's lamps."""
+    import tomllib
+
+    from firmware.commands.provision import dump_toml
+
+    data = tomllib.loads((Path(__file__).parents[2] / path).read_text(encoding="utf-8"))
+    data.pop("link", None)                        # the example's TLS files are the site's
+    config = parse_config(tomllib.loads(dump_toml(data)), path)
+    assert set(config.hardware["lamps"]["options"]["lamps"]) == set(DEALER_LAMPS)
