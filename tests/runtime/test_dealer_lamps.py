@@ -57,10 +57,11 @@ def shown(lamps: Lamps, lamp: str) -> str:
 class Table:
     """Table ``t`` at ``state_dir`` with the dealer's console lamps on ``backend``."""
 
-    def __init__(self, state_dir: Path, backend: str, rotate_rounds: int | None = None) -> None:
+    def __init__(self, state_dir: Path, backend: str, rotate_rounds: int | None = None,
+                 decks: int | None = None) -> None:
         fresh = not (state_dir / "dealer").exists()
         p = load_profile("rws-blackjack")
-        spec = TableSpec("t", p, 0, state_dir, boxes=2, rotate_rounds=rotate_rounds)
+        spec = TableSpec("t", p, 0, state_dir, boxes=2, rotate_rounds=rotate_rounds, decks=decks)
         self.t = InProcessTable(spec, chipset.registry(2, 5))
         self.lamps = make_lamps(backend)
         self.t.dealer.lamps = self.lamps
@@ -262,3 +263,20 @@ def test_the_shipped_dealer_configurations_fit_the_lamps_and_survive_provisionin
     data.pop("link", None)                        # the example's TLS files are the site's
     config = parse_config(tomllib.loads(dump_toml(data)), path)
     assert set(config.hardware["lamps"]["options"]["lamps"]) == set(DEALER_LAMPS)
+
+
+def test_a_foreign_card_voiding_the_round_calls_the_pit(tmp_path, tables):
+    """§5.5.1: a card this shoe cannot hold (a fifth ace of spades in four decks) voids the
+    round; the dealer raises no alarm of its own for it, the lamp still calls the pit."""
+    tables.append(table := Table(tmp_path, "mock", decks=4))
+    for _ in range(4):
+        table.t.shoe.deal("AS")                                  # burn cards: out of the shoe
+    table.t.settle()
+    assert table.lamp("pit_call") == "off"
+    table.press("open_bets")
+    place_bet(table.t, 1, 25)
+    table.press("no_more_bets")
+    table.t.shoe.deal("AS")
+    table.t.settle()
+    assert table.t.dealer.past_rounds[table.t.dealer.round_no].void_reason.startswith("foreign_card")
+    assert table.t.dealer.pit_calls == {"foreign_card": 1} and table.lamp("pit_call") == "blink"
