@@ -19,7 +19,8 @@ start-up with a message naming the section and the key.
     [seat]      box, spots, chips (CSV registry), confirm_cycles, release_cycles
     [display]   lang, size, fullscreen, pin_hash    (seat: run the seat display in a window)
     [hardware.PORT]  backend = "mock" | "serial" | "gpio", then the backend's own options
-                PORT: card_shoe, console (dealer); chip_reader, lamps (seat)
+                PORT: card_shoe, console, lamps (optional: pit_call, round_open,
+                no_more_bets) (dealer); chip_reader, lamps (seat)
     [jackpot]   db, pools.NAME = {seed, rate, maximum, tables}   (role "jackpot")
     [store]     url = "postgresql://...", password_file   (role "jackpot"; absent: SQLite at db)
     [verify]    at_start (default false), tree (the installed release, default /opt/betbox/current),

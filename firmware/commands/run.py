@@ -89,8 +89,11 @@ def build(config: UnitConfig, bus: Any = None, journal: Any = None):
     inputs: tuple[str, ...]
     if config.role == "dealer":
         assert config.profile is not None           # parse_config: [game] profile is required
+        console_lamps = ports.get("lamps")          # optional: the console's pit_call, ... lamps
+        assert console_lamps is None or isinstance(console_lamps, Lamps), console_lamps
         unit = DealerUnit(config.bus_id, config.table, bus, journal, load_profile(config.profile),
-                          decks=config.decks, limits=config.limits, close_wait=config.close_wait)
+                          decks=config.decks, limits=config.limits, close_wait=config.close_wait,
+                          lamps=console_lamps)
         inputs = ("card_shoe", "console")
     else:
         lamps = ports["lamps"]
@@ -105,7 +108,7 @@ def build(config: UnitConfig, bus: Any = None, journal: Any = None):
     unit.recover()
     for name in inputs:
         ports[name].start(unit.post)
-    if config.role == "seat":
+    if "lamps" in ports:                            # outputs only: they send nothing
         ports["lamps"].start(lambda e: None)
     unit.start()
     return unit, ports

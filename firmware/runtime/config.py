@@ -15,11 +15,13 @@ from firmware.engine.money import parse_amount
 from firmware.engine.profile import ProfileError, load_profile
 from firmware.engine.strict import Section
 
-from .dealer import CLOSE_WAIT
+from .dealer import CLOSE_WAIT, DEALER_LAMPS
 
 ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_BOX = 14                                # a table's boxes: [seat] box 1..14
 PORTS = {"dealer": ("card_shoe", "console"), "seat": ("chip_reader", "lamps")}
+#: Ports a role may have fitted or not: the dealer console's lamps (issue #14.4)
+OPTIONAL_PORTS = {"dealer": ("lamps",), "seat": ()}
 MAX_CLOSE_WAIT = 600.0
 MAX_ROUNDS = 1_000_000
 STORAGE_LOW = 64 * 1024 * 1024
@@ -120,11 +122,28 @@ def read_hardware(hw: UnitSection, role: str, source: str) -> dict[str, dict[str
     """``[hardware.PORT]`` backend = "mock" | "serial" | "gpio" for each of the role's ports;
     the backend's own options are checked by hal when the port opens."""
     hardware: dict[str, dict[str, Any]] = {}
-    for port in PORTS[role]:
+    for port in PORTS[role] + OPTIONAL_PORTS[role]:
+        if port in OPTIONAL_PORTS[role] and port not in hw.data:
+            continue
         section = UnitSection(hw.get(port, dict), f"hardware.{port}", source)
         options = dict(section.data)
         section.choice("backend", ("mock", "serial", "gpio"))
         options.pop("backend")
         hardware[port] = {"backend": section.data["backend"], "options": options}
+    if role == "dealer" and "lamps" in hardware:
+        _dealer_lamps(UnitSection(hw.data["lamps"], "hardware.lamps", source))
     hw.finish()
     return hardware
+
+
+def _dealer_lamps(section: UnitSection) -> None:
+    """The dealer console's lamps are the ones it drives: a misspelt one would never light."""
+    section.used.add("lamps")
+    lamps = section.data.get("lamps")
+    if not isinstance(lamps, (list, dict)) or not lamps:
+        raise section.fail("lamps", f"the dealer's lamps, some of {', '.join(DEALER_LAMPS)} "
+                                    "(a list for the mock backend, lamp = pin for gpio)")
+    unknown = [str(lamp) for lamp in lamps if lamp not in DEALER_LAMPS]
+    if unknown:
+        raise section.fail("lamps", f"{', '.join(map(repr, unknown))}: the dealer drives only "
+                                    f"{', '.join(DEALER_LAMPS)}")

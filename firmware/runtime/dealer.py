@@ -21,6 +21,7 @@ from firmware.engine.round import Round
 from firmware.engine.settlement import settlement
 from hal.events import ButtonPressed, CardKeyed, HalEvent, ShoeSignal, ShoeSignalKind, TechnicianKey
 from hal.events import CardDrawn as HalCard
+from hal.ports import LAMP_OFF, LAMP_ON, Lamps, LampState
 
 from .bus import (
     Bus,
@@ -59,6 +60,25 @@ KEEP_RESULTS = 16
 CLOSE_WAIT = 5.0          # seconds a seat has to lock its bets after "no more bets"
 #: the console's technician key as a journalled button input ("technician_key" / "..._off")
 TECHNICIAN_KEY = "technician_key"
+#: The dealer console's lamps ([hardware.lamps], optional; docs/technician.md): ``pit_call``
+#: flashes while a pit alarm is in force, ``round_open`` is lit while bets are open,
+#: ``no_more_bets`` from "no more bets" until the round is over.
+DEALER_LAMPS = ("pit_call", "round_open", "no_more_bets")
+PIT_CALL_BLINK = LampState("blink", 0.5, 0.5, None)
+#: Alarms that call the pit (issue #14.4): the player is only asked to wait, the pit must
+#: come and judge. Chips: past posting and pinching (rws-blackjack-v5 §3.10), a chip the
+#: registry does not know or has barred, an addition that does not match its decision, a
+#: settlement the seat and the dealer disagree on. Cards: a card drawn while bets are open,
+#: a duplicate frame, a shuffle in a round, a technical interruption (§5.4; cards to
+#: reconcile or a round voided), bets closed without a seat. Each calls the pit until the
+#: next round opens (the dealer opens it once the pit has seen to it).
+PIT_CALLS = frozenset({
+    "past_posting", "pinching", "unknown_chip", "barred_chip", "addition_mismatch", "integrity",
+    "card_while_betting", "duplicate_card", "shuffle_in_round", "interruption_continue",
+    "interruption_void", "seats_missing", "foreign_card"})
+#: The lasting table conditions that call the pit while they last (the shoe's door open:
+#: the cards may have been reached); a jam or a lost link is the technician's (seats say so).
+PIT_LASTING = frozenset({"shoe_door_opened"})
 
 
 def keyed_card_input(body: Any) -> dict[str, str]:
@@ -152,6 +172,9 @@ class DealerState(UnitState):
     table_faults: dict[str, dict[str, Any]] = field(default_factory=dict,
                                                     metadata={"read": "_table_faults_from_json"})
     refusals: Recent = field(default_factory=Recent)    # the newest; len() counts them all
+    # the pit alarms raised since the round opened (code -> how many): the console's
+    # pit_call lamp flashes while any is (or a PIT_LASTING condition) in force (format 5 on)
+    pit_calls: dict[str, int] = field(default_factory=dict)
 
     @property
     def live(self) -> Round:
@@ -166,8 +189,10 @@ class DealerUnit(Unit, DealerState):
 
     def __init__(self, unit_id: str, table: str, bus: Bus, journal: Journal, profile: Profile,
                  decks: int | None = None, limits: Mapping[str, tuple[Fraction, Fraction]] | None = None,
-                 meter: Fraction | None = None, close_wait: float | None = CLOSE_WAIT) -> None:
+                 meter: Fraction | None = None, close_wait: float | None = CLOSE_WAIT,
+                 lamps: Lamps | None = None) -> None:
         super().__init__(unit_id, table, bus, journal)
+        self.lamps = lamps                       # the console's lamps (DEALER_LAMPS), if fitted
         if close_wait is not None and not 0 < close_wait <= 600:
             raise ValueError(f"close_wait {close_wait!r}: seconds above 0 and at most 600, or None")
         # seats that have not locked this long after "no more bets" are closed without
@@ -282,7 +307,8 @@ class DealerUnit(Unit, DealerState):
 
     def state_added(self) -> dict[str, Any]:
         # the rounds over and the table's conditions came with checkpoint format 3
-        return {**super().state_added(), "past_rounds": (3, dict), "table_faults": (3, dict)}
+        return {**super().state_added(), "past_rounds": (3, dict), "table_faults": (3, dict),
+                "pit_calls": (5, dict)}
 
     def _table_faults_from_json(self, value: Any) -> dict[str, dict[str, Any]]:
         if not isinstance(value, dict) or not set(value) <= set(TABLE_LASTING):
@@ -315,6 +341,8 @@ class DealerUnit(Unit, DealerState):
             return False
         self.round = new
         self._stream("event", {"event": event_to_dict(event)})
+        if new.is_over and (new.void_reason or "").startswith("foreign_card"):
+            self._call_pit("foreign_card")        # §5.5.1: a card this shoe cannot hold
         if new.is_over:
             result = as_json_value(settlement(new))
             self.results[self.round_no] = result
@@ -340,6 +368,7 @@ class DealerUnit(Unit, DealerState):
         body = {"round": self.round_no, **entry}
         self.emit(alarm_topic(self.table), "alarm", body)
         code = entry.get("alarm")
+        self._call_pit(code)
         for start, end in TABLE_LASTING.items():
             if end == code:
                 self.table_faults.pop(start, None)
@@ -514,6 +543,7 @@ class DealerUnit(Unit, DealerState):
             self._refuse(down)
             return
         self.round_no += 1
+        self.pit_calls = {}                       # the pit saw to the last round's alarms
         self.round = Round.new(self.profile, decks=self.decks, limits=self.limits, meter=self.meter,
                                shoe=self.shoe)
         self.phase = DealerPhase.OPEN
@@ -731,7 +761,36 @@ class DealerUnit(Unit, DealerState):
                                "from the dealer's", box=box, seat=body.get("settlement"), dealer=expected)
         elif m.kind == "alarm":
             self.alarms.append({k: v for k, v in body.items()})
+            self._call_pit(body.get("alarm"))
         return True
+
+    # -- the console's lamps -----------------------------------------------------------
+
+    def _call_pit(self, code: Any) -> None:
+        if code in PIT_CALLS:
+            self.pit_calls[code] = self.pit_calls.get(code, 0) + 1
+
+    @property
+    def pit_called(self) -> bool:
+        """A pit alarm is in force: one since the round opened, or a lasting one."""
+        return bool(self.pit_calls) or not PIT_LASTING.isdisjoint(self.table_faults)
+
+    def lamp_wanted(self) -> dict[str, LampState]:
+        closed = self.phase in (DealerPhase.CLOSING, DealerPhase.PLAY)
+        return {"pit_call": PIT_CALL_BLINK if self.pit_called else LAMP_OFF,
+                "round_open": LAMP_ON if self.phase == DealerPhase.OPEN else LAMP_OFF,
+                "no_more_bets": LAMP_ON if closed else LAMP_OFF}
+
+    def after_step(self) -> None:
+        """Drive the console's lamps from the state (after recovery too: from the journal)."""
+        if self.replaying or self.lamps is None or self.lamps.closed:
+            return
+        for lamp, want in self.lamp_wanted().items():
+            if lamp in self.lamps.lamps and self.lamps.state(lamp) != want:
+                if want.mode == "blink":
+                    self.lamps.blink(lamp, want.on_time or 0.5, want.off_time or 0.5, want.n)
+                else:
+                    (self.lamps.on if want.mode == "on" else self.lamps.off)(lamp)
 
     def _catch_up(self, box: int, last: int, seat_round: int = 0, seat_phase: str = "idle",
                   heard: int = 0) -> None:

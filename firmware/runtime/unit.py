@@ -32,11 +32,12 @@ log = logging.getLogger(__name__)
 
 #: The checkpoint layout this firmware writes and reads (bump it, and read the old one, when
 #: the layout changes: a journal must stay readable across a firmware update).
-CHECKPOINT_FORMAT = 4
+CHECKPOINT_FORMAT = 5
 #: Older layouts this firmware still reads (state added since comes from ``state_added``).
 #: Format 4 has format 3's layout, written by one codec from the state dataclasses
-#: (``firmware/runtime/codec.py``; issue #15); a phase is read back as its enum.
-READS_FORMATS = (1, 2, 3, 4)
+#: (``firmware/runtime/codec.py``; issue #15); a phase is read back as its enum. Format 5
+#: adds the dealer's ``pit_calls`` (its console's pit_call lamp, issue #14.4).
+READS_FORMATS = (1, 2, 3, 4, 5)
 #: Entries kept in a unit's alarm / refusal / message logs (older ones are dropped; the
 #: running counts stay).
 KEEP_RECENT = 200
