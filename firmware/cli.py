@@ -10,6 +10,7 @@ itself ends here as one line naming the input, never a traceback.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import pkgutil
 import sqlite3
@@ -20,6 +21,13 @@ from firmware import __version__, commands
 from firmware.commands import limits
 
 
+@functools.cache
+def _command_modules() -> tuple[str, ...]:
+    """The command modules, listed once a process: a unit's user may not be able to list
+    the installed tree it runs from (the ``--check`` test drops to ``nobody`` after this)."""
+    return tuple(sorted(info.name for info in pkgutil.iter_modules(commands.__path__)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="betbox",
@@ -28,8 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"betbox {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+    for name in _command_modules():
+        module = importlib.import_module(f"{commands.__name__}.{name}")
         register = getattr(module, "register", None)
         if register is not None:
             register(sub)
