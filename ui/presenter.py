@@ -317,7 +317,7 @@ FAULT_KINDS = {
 }
 #: Alarms shown on the spot itself, or not for the player at all.
 NOT_BANNERS = {"unknown_chip", "barred_chip", "seats_missing", "shoe_cut_card", "shoe_shuffled",
-               "shoe_jam_cleared", "shoe_door_closed"}
+               "shoe_jam_cleared", "shoe_door_closed", "pit_acknowledged"}
 
 
 def faults(s: SeatSnapshot) -> tuple[str, ...]:

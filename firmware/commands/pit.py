@@ -2,7 +2,8 @@
 
 ``key-card`` keys in a card the shoe dealt unseen (the dealer owes it after a card gap once
 an outcome is established, ``rws-blackjack-v5 §5.4.1``); ``void`` voids the round in play
-where the rules let the pit (§5.4.2, §5.5). The command goes to
+where the rules let the pit (§5.4.2, §5.5); ``ack`` acknowledges the table's pit call (the
+dealer's ``pit_call`` lamp: a supervisor came; only the pit ends a call). The command goes to
 ``betbox/v1/table/<T>/pit/command`` as the supervisor identity (user ``pit`` in the ACL:
 nobody else may write it); the dealer judges it like the console's input and answers on
 ``.../pit/response`` with its verdict, echoing the command's ``tx``. The password comes
@@ -24,7 +25,7 @@ from firmware.commands.limits import bounded_float, password_options, read_passw
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("pit", help="a pit supervisor's commands to a table (key a card, void a round)",
+    p = sub.add_parser("pit", help="a pit supervisor's commands to a table (key a card, void a round, acknowledge a pit call)",
                        description=__doc__.split("\n\n")[1])
     psub = p.add_subparsers(dest="pit_command", metavar="ACTION")
     psub.required = True
@@ -34,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--round", required=True, type=int, help="the round in play (a check: it must be the table's)")
     v.add_argument("--reason", required=True, help="interruption | foreign_card | card_count | "
                                                   "insufficient_cards | not_shuffled")
-    for q in (k, v):
+    a = psub.add_parser("ack", help="acknowledge the table's pit call (the dealer's pit_call lamp goes off)")
+    for q in (k, v, a):
         q.add_argument("--broker", required=True, help="mqtt://HOST:PORT or mqtts://HOST:PORT")
         q.add_argument("--table", required=True, help="the table id, e.g. table-1")
         q.add_argument("--by", help="who (name or badge); default: the --username")
@@ -55,9 +57,12 @@ def command(args: argparse.Namespace) -> int:
 
     name = f"betbox pit {args.pit_command}"
     tx = uuid.uuid4().hex
-    kind = "key_card" if args.pit_command == "key-card" else "void_round"
+    kind = {"key-card": "key_card", "void": "void_round", "ack": "acknowledge"}[args.pit_command]
     body: dict[str, Any] = {"tx": tx, "by": args.by or args.username}
-    body.update({"card": args.card} if kind == "key_card" else {"round": args.round, "reason": args.reason})
+    if kind == "key_card":
+        body["card"] = args.card
+    elif kind == "void_round":
+        body.update(round=args.round, reason=args.reason)
     tls = {k: getattr(args, k) for k in ("ca", "cert", "key") if getattr(args, k)}
     try:
         topics.check_unit_id(f"{args.table}/dealer")

@@ -95,7 +95,7 @@ def keyed_card_input(body: Any) -> dict[str, str]:
 #: Why a pit supervisor may void a round (rws-blackjack-v5 §5.4.2, §5.5.1-§5.5.4): the
 #: engine still decides (an interruption voids only while no outcome is established).
 PIT_VOID_REASONS = ("interruption", "foreign_card", "card_count", "insufficient_cards", "not_shuffled")
-PIT_COMMANDS = ("key_card", "void_round")
+PIT_COMMANDS = ("key_card", "void_round", "acknowledge")
 
 
 def pit_command(kind: str, body: Any) -> dict[str, Any]:
@@ -103,7 +103,8 @@ def pit_command(kind: str, body: Any) -> dict[str, Any]:
     ``card`` (key_card) or ``round`` and ``reason`` (void_round). ValueError names what is wrong."""
     if kind not in PIT_COMMANDS:
         raise ValueError(f"pit command {kind!r:.40}: the pit may {' or '.join(PIT_COMMANDS)}")
-    fields = {"tx", "by", "card"} if kind == "key_card" else {"tx", "by", "round", "reason"}
+    fields = {"key_card": {"tx", "by", "card"}, "void_round": {"tx", "by", "round", "reason"},
+              "acknowledge": {"tx", "by"}}[kind]
     if not isinstance(body, dict) or set(body) != fields:
         got = sorted(body) if isinstance(body, dict) else body
         raise ValueError(f"pit {kind}: the body has {sorted(fields)}, not {got!r:.80}")
@@ -112,6 +113,8 @@ def pit_command(kind: str, body: Any) -> dict[str, Any]:
         raise ValueError(f"pit {kind}: tx must be 1-64 letters or digits, not {tx!r:.80}")
     if not isinstance(by, str) or not 1 <= len(by) <= 64 or not by.isprintable():
         raise ValueError(f"pit {kind}: by names the supervisor (1-64 printable characters), not {by!r:.80}")
+    if kind == "acknowledge":
+        return {"tx": tx, "by": by}
     if kind == "key_card":
         if not isinstance(body["card"], str):
             raise ValueError(f"pit key_card: card must be a card like '7C', not {body['card']!r:.40}")
@@ -172,8 +175,8 @@ class DealerState(UnitState):
     table_faults: dict[str, dict[str, Any]] = field(default_factory=dict,
                                                     metadata={"read": "_table_faults_from_json"})
     refusals: Recent = field(default_factory=Recent)    # the newest; len() counts them all
-    # the pit alarms raised since the round opened (code -> how many): the console's
-    # pit_call lamp flashes while any is (or a PIT_LASTING condition) in force (format 5 on)
+    # the pit alarms raised and not yet acknowledged by the pit (code -> how many): the
+    # console's pit_call lamp flashes while any is (or a PIT_LASTING condition) in force
     pit_calls: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -543,7 +546,6 @@ class DealerUnit(Unit, DealerState):
             self._refuse(down)
             return
         self.round_no += 1
-        self.pit_calls = {}                       # the pit saw to the last round's alarms
         self.round = Round.new(self.profile, decks=self.decks, limits=self.limits, meter=self.meter,
                                shoe=self.shoe)
         self.phase = DealerPhase.OPEN
@@ -686,6 +688,9 @@ class DealerUnit(Unit, DealerState):
         self.seat_seq[m.sender] = m.seq
         refused = len(self.refusals)
         by = f"pit:{command['by']}"
+        if m.kind == "acknowledge":
+            self._pit_answer(tx, True, self._acknowledge(command["by"]))
+            return True
         if m.kind == "key_card":
             self._on_keyed_card(command["card"], by)
         elif command["round"] != self.round_no or self.phase != DealerPhase.PLAY:
@@ -769,6 +774,17 @@ class DealerUnit(Unit, DealerState):
     def _call_pit(self, code: Any) -> None:
         if code in PIT_CALLS:
             self.pit_calls[code] = self.pit_calls.get(code, 0) + 1
+
+    def _acknowledge(self, by: str) -> str:
+        """A supervisor came to the table: the pit calls in force end (a lasting condition,
+        the shoe's door open, lasts until it ends). Only the pit ends a call: a dealer who
+        opens the next round does not (the call would otherwise be the dealer's to dismiss)."""
+        calls, self.pit_calls = self.pit_calls, {}
+        if not calls:
+            return "no pit call was in force"
+        said = ", ".join(f"{code} x{n}" for code, n in sorted(calls.items()))
+        self.alarm("pit_acknowledged", f"the pit call ({said}) acknowledged by {by}", by=by, calls=said)
+        return f"acknowledged: {said}"
 
     @property
     def pit_called(self) -> bool:

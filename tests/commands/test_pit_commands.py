@@ -133,6 +133,12 @@ def test_a_wedged_dealer_is_cleared_by_the_pit_and_by_the_console(tmp_path):
         dealer.send("deal TC")                                        # 6 2 5 10: the dealer busts
         wait_until(lambda: any(m["round"] == 1 for m in t.stream("round_result")), 30, "round 1's result")
         assert [m["settlement"]["boxes"]["1"]["net"] for m in t.stream("round_result")] == [5]   # +10 -5
+        # the interruption called the pit (the dealer's pit_call lamp): only the pit ends the call
+        forged = pit(b.url, "ack", user="table-1/seat-1", password="pw1")
+        assert forged.returncode == 2 and not t.alarms("pit_acknowledged"), forged.stderr
+        acked = pit(b.url, "ack", "--by", "Ann")
+        assert acked.returncode == 0 and "acknowledged: interruption_continue x1" in acked.stdout, acked
+        wait_until(lambda: [a["by"] for a in t.alarms("pit_acknowledged")] == ["Ann"], 30, "the acknowledgement")
 
         # round 2: wedged the same way, cleared on the console's keypad
         wedge(t, dealer, seat, 2)
@@ -143,11 +149,11 @@ def test_a_wedged_dealer_is_cleared_by_the_pit_and_by_the_console(tmp_path):
         wait_until(lambda: any(m["round"] == 2 for m in t.stream("round_result")), 30, "round 2's result")
         # the pit's answers went only where the ACL lets them (the pit, and the dealer itself)
         answers = [m["body"] for m in t.on("/pit/response")]
-        assert [a["ok"] for a in answers] == [False, True]
+        assert [a["ok"] for a in answers] == [False, True, True]          # void refused, key-card, ack
         codes = {p.name: p.terminate() for p in procs}
         assert codes == {"dealer": 0, "seat-1": 0}, [p.output() for p in procs]
         seen = validate_all(sniffer.messages)            # the traffic is the documented interface
-        assert seen["pitResponse"] == 2, seen
+        assert seen["pitResponse"] == 3, seen
     finally:
         for p in procs:
             p.kill()

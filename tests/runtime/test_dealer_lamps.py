@@ -1,7 +1,8 @@
 """The dealer unit's console lamps (issue #14.4, staff side): a pit alarm at the table (past
 posting, pinching, an unknown chip, the shoe's door opened, ...) flashes the dealer's
 ``pit_call`` lamp while the seat shows the player only "Please wait for the dealer"; the call
-ends when the next round opens (or, for a lasting condition, when it ends); a restarted dealer
+ends when the pit acknowledges it (``betbox pit ack``), not when the dealer opens the next
+round (or, for a lasting condition, when it ends); a restarted dealer
 lights it again from its journal (and its checkpoint), never wrongly. Real in-process units,
 lamps on the mock backend and on the gpio backend with gpiozero's MockFactory."""
 
@@ -22,6 +23,7 @@ from firmware.sim.table import InProcessTable, TableSpec
 from hal.backends import open_backend
 from hal.mock import MockLamps
 from hal.ports import LAMP_OFF, LAMP_ON, Lamps
+from tests.runtime.test_pit_and_keypad import Pit
 from tests.tables import place_bet
 from ui.i18n import tr
 from ui.model import SeatSnapshot
@@ -121,9 +123,19 @@ def test_a_past_posting_calls_the_pit_at_the_dealer_and_asks_the_player_to_wait(
     assert table.t.dealer.journal.checkpoint() is not None
     assert table.t.dealer.pit_calls == {"past_posting": 1}
     assert table.lamp("pit_call") == "blink"
-    table.press("open_bets")                                     # the next round: the call is over
+    table.press("open_bets")                                     # the dealer cannot dismiss the call
+    assert (table.lamp("pit_call"), table.lamp("round_open")) == ("blink", "on")
+    pit = Pit(table.t)
+    answer = pit.send("acknowledge")                             # the supervisor came: only the pit ends it
+    assert answer["ok"] and answer["verdict"] == "acknowledged: past_posting x1", answer
     assert (table.lamp("pit_call"), table.lamp("round_open")) == ("off", "on")
     assert table.t.dealer.pit_calls == {}
+    assert table.t.dealer.alarms[-1]["alarm"] == "pit_acknowledged" and table.t.dealer.alarms[-1]["by"] == "Ann"
+    # the seat journals the dealer's acknowledgement; the player is not told of it
+    screen = present(SeatSnapshot(table.t.seats[1].view))
+    assert not [b for b in screen.banners if b.kind == "fault"], screen.banners
+    assert pit.send("acknowledge")["verdict"] == "no pit call was in force"
+    assert pit.send("acknowledge", sender="seat-1") == {}         # only the pit may: not even answered
     table.close()
     tables.remove(table)
 

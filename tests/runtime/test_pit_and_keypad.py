@@ -125,7 +125,8 @@ def test_a_void_before_any_outcome_is_the_engines_interruption(tmp_path):
     ("key_card", {"card": "2D"}, "t/seat-2", "only the pit"),
     ("void_round", {"round": 1, "reason": "bored"}, "pit", "not one the rules let the pit void"),
     ("void_round", {"round": True, "reason": "card_count"}, "pit", "round must be a round number"),
-    ("open_bets", {}, "pit", "the pit may key_card or void_round"),
+    ("open_bets", {}, "pit", "the pit may key_card or void_round or acknowledge"),
+    ("acknowledge", {"round": 1}, "pit", "the body has ['by', 'tx']"),
 ])
 def test_a_bad_pit_command_is_rejected_naming_what_is_wrong(tmp_path, kind, body, sender, why):
     t = wedged(tmp_path)
