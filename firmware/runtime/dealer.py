@@ -299,7 +299,7 @@ class DealerUnit(Unit, DealerState):
             raise InputRefused(f"{m.kind!r} for box {box} from {m.sender!r}: only {owner!r} speaks for box {box}")
         if m.body.get("box") != box:
             raise InputRefused(f"{m.kind!r} from {owner!r} names box {m.body.get('box')!r} in its body, not {box}")
-        problem = check_up_message(m.kind, m.body)
+        problem = check_up_message(m.kind, m.body, owner)
         if problem is not None:
             raise InputRefused(problem)
 
