@@ -21,7 +21,7 @@ start-up with a message naming the section and the key.
     [hardware.PORT]  backend = "mock" | "serial" | "gpio", then the backend's own options
                 PORT: card_shoe, console, lamps (optional: pit_call, round_open,
                 no_more_bets) (dealer); chip_reader, lamps (seat)
-    [jackpot]   db, pools.NAME = {seed, rate, maximum, tables}   (role "jackpot")
+    [jackpot]   db, max_held, pools.NAME = {seed, rate, maximum, tables}   (role "jackpot")
     [store]     url = "postgresql://...", password_file   (role "jackpot"; absent: SQLite at db)
     [verify]    at_start (default false), tree (the installed release, default /opt/betbox/current),
                 keyring (default /etc/rauc/keyring.pem): ``betbox verify`` at start (dealer, seat)

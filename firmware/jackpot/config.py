@@ -14,6 +14,7 @@ file, section and key; ``docs/examples/jackpot.toml``)::
     ca = "ca.pem"
     [jackpot]
     db = "/var/lib/betbox/jackpot/jackpot.db"   # default: state_dir/jackpot.db
+    max_held = 2000               # claims one seat may hold waiting for the dealer's record
     [jackpot.pools.main]
     seed = "1000"
     rate = "0.15"                 # of each progressive wager; or "15%"
@@ -39,10 +40,15 @@ from firmware.engine.strict import Section
 from firmware.link import topics
 from firmware.link.config import LinkConfig, LinkConfigError
 
+from .controller import MAX_HELD
 from .pools import PoolSpec
 
 if TYPE_CHECKING:
     from .pg import PgTarget
+
+
+#: The highest ``[jackpot] max_held`` taken.
+MAX_HELD_LIMIT = 1_000_000
 
 
 class JackpotConfigError(LinkConfigError):
@@ -57,6 +63,7 @@ class JackpotConfig:
     pools: tuple[PoolSpec, ...]
     raw: Mapping[str, Any]
     store: PgTarget | None = None   # [store] url (PostgreSQL); None: SQLite at ``db``
+    max_held: int = MAX_HELD        # [jackpot] max_held: claims one seat may hold at once
 
 
 _POOL = {"seed", "rate", "maximum", "tables"}
@@ -138,21 +145,27 @@ def read_store_section(data: Any, base: Path | None, source: str = "<config>") -
 def read_jackpot_section(data: Any, unit_id: str, state_dir: Path, link: LinkConfig,
                          base: Path | None, source: str = "<config>",
                          store: PgTarget | None = None) -> JackpotConfig:
-    """``[jackpot]`` db (default ``state_dir/jackpot.db``, relative to ``base``) and pools."""
+    """``[jackpot]`` db (default ``state_dir/jackpot.db``, relative to ``base``), max_held
+    (default :data:`~firmware.jackpot.controller.MAX_HELD`) and pools."""
     j = Section(data, "jackpot", source, JackpotConfigError)
     db = Path(j.get("db", str, str(state_dir / "jackpot.db")))
     if base is not None and not db.is_absolute():
         db = base / db
     pools = j.get("pools", dict, DEFAULT_POOLS)
+    # bounded: at least one claim may wait; at most what a controller's memory and one
+    # count query stay small for
+    max_held = j.int_in("max_held", 1, MAX_HELD_LIMIT, MAX_HELD)
     j.finish()
     try:
         specs = load_pools(pools)
     except JackpotConfigError as exc:
         raise JackpotConfigError(f"{source}: {exc}") from None
     raw: dict[str, Any] = {"role": "jackpot", "unit": {"id": unit_id}, "jackpot": {"db": str(db), "pools": pools}}
+    if "max_held" in j.data:           # only when set: an unchanged file keeps its config hash
+        raw["jackpot"]["max_held"] = max_held
     if store is not None:
         raw["store"] = {"url": store.url}
-    return JackpotConfig(link, db, unit_id, specs, raw, store)
+    return JackpotConfig(link, db, unit_id, specs, raw, store, max_held)
 
 
 DEFAULT_POOLS = {"main": {"seed": "1000", "rate": "0.15", "maximum": "250000", "tables": ["*"]}}

@@ -80,13 +80,15 @@ def spec_to_json(spec: PoolSpec) -> dict[str, Any]:
 
 class JackpotController:
     def __init__(self, db_path: str | Path | Any, pools: Sequence[PoolSpec], link_id: str = "main",
-                 hold_grace: float = HOLD_GRACE) -> None:
+                 hold_grace: float = HOLD_GRACE, max_held: int | None = None) -> None:
         """``db_path``: the SQLite file, or an open store (:func:`~firmware.jackpot.database.open_store`:
-        PostgreSQL)."""
+        PostgreSQL). ``max_held``: claims one seat may hold at once (``[jackpot] max_held``;
+        default :data:`MAX_HELD`)."""
         if not pools:
             raise ValueError("a jackpot controller needs at least one pool")
         self.link_id = link_id
         self.hold_grace = hold_grace
+        self.max_held = MAX_HELD if max_held is None else max_held
         self.db: Any = connect(db_path) if isinstance(db_path, (str, Path)) else db_path
         self.dialect = dialect(self.db)
         # hot standby (PostgreSQL): the epoch this controller became active in (set by the
@@ -481,7 +483,7 @@ class JackpotController:
     # -- claims: the seat's word against the dealer's record ---------------------------
 
     def _held_bound(self, r: Report) -> None:
-        """A seat may have at most :data:`MAX_HELD` claims waiting for the dealer's record
+        """A seat may have at most ``max_held`` claims waiting for the dealer's record
         (what a hostile seat could pile up). The dealer's record is not bounded here: it
         grows only with rounds played, and refusing it would hold its alarms back too."""
         if r.box == 0:
@@ -489,13 +491,13 @@ class JackpotController:
         # an upper bound kept in memory (claims only ever leave 'held'): counted in the
         # database only when it comes near the bound
         upper = self._held_upper.get((r.table, r.box))
-        if upper is not None and upper < MAX_HELD:
+        if upper is not None and upper < self.max_held:
             return
         self._flush()                   # the batch's claims so far, counted too
         held = self.db.execute("SELECT COUNT(*) FROM claim WHERE state = 'held' AND table_id = ? AND source = 'seat' "
                                "AND box = ?", (r.table, r.box)).fetchone()[0]
         self._held_upper[(r.table, r.box)] = held
-        if held >= MAX_HELD:
+        if held >= self.max_held:
             raise ReportRejected("hold_full", f"{r.unit} has {held} claims no counterpart has corroborated")
 
     def _insert_claim(self, n: int, unit: str, c: Claim, source: str) -> dict[str, tuple] | None:

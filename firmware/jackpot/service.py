@@ -277,6 +277,11 @@ class JackpotService:
                                  qos=1, retain=True)
 
 
+def configured_controller(cfg: JackpotConfig, db: Any) -> JackpotController:
+    """The controller ``cfg`` describes, on ``db`` (the SQLite file or an open store)."""
+    return JackpotController(db, cfg.pools, cfg.link_id, max_held=cfg.max_held)
+
+
 def run_controller(cfg: JackpotConfig, stop: threading.Event | None = None) -> int:
     """``betbox run --config FILE`` for ``role = "jackpot"``: serve until SIGTERM/SIGINT
     (or ``stop`` is set). The configuration comes from :func:`firmware.config.load_jackpot_config`.
@@ -287,7 +292,7 @@ def run_controller(cfg: JackpotConfig, stop: threading.Event | None = None) -> i
             signal.signal(sig, lambda *_: stop.set())
     if cfg.store is not None:
         return run_standby(cfg, stop)
-    controller = JackpotController(cfg.db, cfg.pools, cfg.link_id)
+    controller = configured_controller(cfg, cfg.db)
     service = JackpotService(controller, cfg.link, config_hash(cfg.raw))
     service.start(wait=None)
     log.info("jackpot controller %s on %s, database %s", cfg.link_id, cfg.link.url, cfg.db)
@@ -339,7 +344,7 @@ def run_standby(cfg: JackpotConfig, stop: threading.Event) -> int:
         try:
             db = open_store(cfg.db, store.url, store.password_file)
             epoch = db.become_active(cfg.link_id, holder)
-            controller = JackpotController(db, cfg.pools, cfg.link_id)
+            controller = configured_controller(cfg, db)
             controller.epoch = epoch
             sessions = [db.conn.info.backend_pid]       # ended with the lock's, should the lease run out
             if not lock.renew(cfg.link_id, epoch, sessions):
