@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterator, Mapping, Protocol
 
 from firmware import __version__
 from firmware.runtime.storage import (
+    OPEN_MARK,
     StorageError,
     StorageFull,
     bound_wal,
@@ -205,7 +206,8 @@ class Journal:
             create_private(self.path)
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db = db
-            check_integrity(self.path, db, "journal")
+            if _not_closed_cleanly(db, had_wal):
+                check_integrity(self.path, db, "journal")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={synchronous}")
             bound_wal(db)
@@ -531,6 +533,19 @@ def _close_clean(db: sqlite3.Connection) -> None:
         db.close()
     except sqlite3.Error:
         pass
+
+
+def _not_closed_cleanly(db: sqlite3.Connection, had_wal: bool) -> bool:
+    """Whether the file needs ``quick_check`` (it reads every page: bench/bench_journal_open.py)
+    before the unit starts on it: its WAL beside it or its open mark set (the unit did not
+    stop cleanly), or no mark at all (older firmware). A new, empty file needs none; a file
+    too damaged to read its meta is refused by the caller."""
+    if had_wal:
+        return True
+    if not _has_table(db, "meta"):
+        return _has_table(db, "record")
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (OPEN_MARK,)).fetchone()
+    return row is None or row[0] != "0"
 
 
 def _has_table(db: sqlite3.Connection, name: str) -> bool:
