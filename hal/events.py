@@ -48,6 +48,9 @@ class ShoeSignalKind(enum.StrEnum):
     # a CARD whose counter does not advance since the last shuffle (a replayed, repeated or
     # late frame): dropped, never dealt; ``card`` names what it claimed to be
     DUPLICATE_CARD = "duplicate_card"
+    # a SHUFFLED whose frame number is behind the last frame's (a replayed frame): dropped,
+    # the card count does not restart (old cards would pass as new)
+    REPLAYED_SHUFFLE = "replayed_shuffle"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Sequence
 
-from hal.events import HalEvent
+from hal.events import HalEvent, ShoeSignal, ShoeSignalKind
 from hal.ports import CardShoe, ChipReader, Port
 from hal.protocol import rfid, shoe
 from hal.protocol.common import HELLO, PROTOCOL_VERSION, Hello, MessageError
@@ -26,8 +26,12 @@ class _Endpoint:
     def __init__(self, port: Port, path: str, baudrate: int,
                  decode: Callable[[Frame], Any], handle: Callable[[Any], list[HalEvent]],
                  on_reset: Callable[[], None], silence_timeout: float,
-                 backoff_max: float) -> None:
+                 backoff_max: float,
+                 replayed: Callable[[Any], list[HalEvent] | None] = lambda message: None) -> None:
         self._port, self._decode, self._handle, self._on_reset = port, decode, handle, on_reset
+        # what a message from a frame behind the last one is instead (None: passed on, its
+        # content judges it), for a message whose content cannot tell it is old
+        self._replayed = replayed
         self.parser = Parser()
         self.sequence = SequenceCheck()
         self.bad_messages = 0
@@ -81,6 +85,11 @@ class _Endpoint:
             if isinstance(message, Hello):
                 self.sequence.reset()  # the device (re)started its numbering
                 self.device_id = message.device_id
+            instead = self._replayed(message) if self.sequence.behind(frame.seq) else None
+            if instead is not None:
+                for event in instead:
+                    self._port._emit(event)
+                continue
             if not self.sequence.accept(frame.seq):
                 continue
             self._last_frame = time.monotonic()
@@ -102,16 +111,28 @@ class SerialCardShoe(CardShoe):
                  silence_timeout: float = 3.0, backoff_max: float = 2.0) -> None:
         super().__init__(name)
         self.tracker = shoe.ShoeTracker(name)
+        self.replayed_shuffles = 0
         self._endpoint = _Endpoint(self, port, _check_baudrate(baudrate), shoe.decode,
                                    self.tracker.handle, lambda: None, silence_timeout,
-                                   backoff_max)
+                                   backoff_max, self._replayed)
 
     @property
     def stats(self) -> dict[str, int]:
         s = self._endpoint.stats()
         s["duplicate_cards"] = self.tracker.duplicates
         s["stale_counters"] = self.tracker.stale
+        s["replayed_shuffles"] = self.replayed_shuffles
         return s
+
+    def _replayed(self, message: Any) -> list[HalEvent] | None:
+        """A SHUFFLED from a frame behind the last one is a replay: the shoe's own count
+        restarts only at a shuffle, so a replayed one would let the old cards (counts from 1)
+        pass as new. Dropped and reported; other frames are judged by their count."""
+        if isinstance(message, shoe.Event) and message.kind is ShoeSignalKind.SHUFFLED:
+            self.replayed_shuffles += 1
+            return [ShoeSignal(device=self.name, kind=ShoeSignalKind.REPLAYED_SHUFFLE,
+                               counter=message.counter)]
+        return None
 
     def _start(self) -> None:
         self._endpoint.link.open()

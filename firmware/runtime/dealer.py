@@ -75,7 +75,9 @@ PIT_CALL_BLINK = LampState("blink", 0.5, 0.5, None)
 PIT_CALLS = frozenset({
     "past_posting", "pinching", "unknown_chip", "barred_chip", "addition_mismatch", "integrity",
     "card_while_betting", "duplicate_card", "shuffle_in_round", "interruption_continue",
-    "interruption_void", "seats_missing", "foreign_card"})
+    "interruption_void", "seats_missing", "foreign_card",
+    # a replayed SHUFFLED frame on the shoe's line (hal: someone on the serial line)
+    "shoe_replayed_shuffle"})
 #: The lasting table conditions that call the pit while they last (the shoe's door open:
 #: the cards may have been reached); a jam or a lost link is the technician's (seats say so).
 PIT_LASTING = frozenset({"shoe_door_opened"})

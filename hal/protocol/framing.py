@@ -172,6 +172,11 @@ class SequenceCheck:
         self.last = seq
         return True
 
+    def behind(self, seq: int) -> bool:
+        """Whether ``seq`` is behind the last number (more than half the ring back: a
+        replayed or reordered frame); the check does not move."""
+        return self.last is not None and (seq - self.last) & 0xFF >= 0x80
+
     def reset(self) -> None:
         """After a reconnect the sender may restart at any number."""
         self.last = None

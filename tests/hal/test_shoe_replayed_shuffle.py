@@ -1,0 +1,86 @@
+"""A replayed SHUFFLED frame must not restart the shoe's card count: after it, the old card
+frames (counts 1, 2, ...) would pass as new cards. Only the SHUFFLED restarts the count, so
+the count cannot tell a replayed one; its frame number can: a SHUFFLED whose SEQ is behind
+the last frame's is a replay, dropped and reported (``replayed_shuffle``).
+
+Real serial traffic through a pseudo-terminal: hal/sim's shoe simulator sends the frames
+and replays them byte for byte (same SEQ)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hal import open_backend
+from hal.events import ShoeSignalKind
+from hal.protocol import shoe as proto
+from hal.protocol.framing import Sequencer
+from hal.sim.shoe import ShoeSimulator
+from hal.sim.transport import PtyTransport
+from tests.hal.conftest import Events
+from tests.hal.test_shoe_duplicates import cards_until
+
+
+@pytest.fixture
+def shoe_sim():
+    sim = ShoeSimulator(PtyTransport(), heartbeat=None, seed=7).start()
+    yield sim
+    sim.close()
+
+
+def test_a_replayed_shuffle_does_not_let_old_cards_be_dealt_again(shoe_sim, events: Events) -> None:
+    shoe = open_backend("card_shoe", "serial", {"port": shoe_sim.transport.path})
+    shoe.start(events.put)
+    try:
+        assert shoe_sim.wait_for_host()
+        shoe_sim.shuffle()
+        shoe_sim.deal("2H", "3H", "4H")
+        shuffled = [f for t, f in shoe_sim.sent if t == proto.EVENT][-1]
+        shoe_sim.replay(proto.EVENT, 1)     # the SHUFFLED frame again, byte for byte
+        shoe_sim.replay_cards(3)            # then 2H 3H 4H again (counts 1-3)
+        shoe_sim.deal("5H")
+        seen = cards_until(events, "5H")
+    finally:
+        shoe.close()
+    assert shuffled[6] == 0x01              # (EVENT code SHUFFLED: the frame replayed is the shuffle)
+    dealt = [(c, n) for k, c, n in seen if k == "card"]
+    assert dealt == [("2H", 1), ("3H", 2), ("4H", 3), ("5H", 4)]
+    kinds = [k for k, _, _ in seen]
+    assert kinds.count(ShoeSignalKind.SHUFFLED) == 1 and kinds.count(ShoeSignalKind.REPLAYED_SHUFFLE) == 1
+    assert kinds.count(ShoeSignalKind.DUPLICATE_CARD) == 3
+    assert shoe.stats["replayed_shuffles"] == 1
+
+
+def test_a_shuffle_after_the_shoes_hello_is_taken(shoe_sim, events: Events) -> None:
+    """A shoe that restarted (its HELLO) numbers its frames anew: its SHUFFLED is taken."""
+    shoe = open_backend("card_shoe", "serial", {"port": shoe_sim.transport.path})
+    shoe.start(events.put)
+    try:
+        assert shoe_sim.wait_for_host()
+        shoe_sim.shuffle()
+        shoe_sim.deal("2H", "3H")
+        shoe_sim.sequencer = Sequencer()     # the shoe restarts: its numbering from 0
+        shoe_sim.hello()
+        shoe_sim.shuffle()
+        shoe_sim.deal("6S")
+        seen = cards_until(events, "6S")
+    finally:
+        shoe.close()
+    assert [(c, n) for k, c, n in seen if k == "card"] == [("2H", 1), ("3H", 2), ("6S", 1)]
+    assert [k for k, _, _ in seen].count(ShoeSignalKind.SHUFFLED) == 2
+    assert shoe.stats["replayed_shuffles"] == 0
+
+
+def test_the_dealer_alarms_a_replayed_shuffle_and_keeps_its_count(tmp_path) -> None:
+    """What the HAL reports reaches the pit; the dealer's count does not restart."""
+    from tests.tables import booted_table
+
+    t = booted_table(tmp_path)
+    t.shoe.deal_many("2H 3H")                     # (outside a round: card_while_betting, counted)
+    t.settle()
+    count, shoe_number = t.dealer.shoe_counter, t.dealer.shoe_number
+    t.shoe._signal(ShoeSignalKind.REPLAYED_SHUFFLE)
+    t.settle()
+    assert (t.dealer.shoe_counter, t.dealer.shoe_number) == (count, shoe_number) and count == 2
+    assert t.dealer.alarms[-1]["alarm"] == "shoe_replayed_shuffle"
+    assert t.dealer.pit_calls.get("shoe_replayed_shuffle") == 1
+    t.close()
