@@ -60,15 +60,20 @@ def gl_renderer() -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
-def child_headless() -> dict[str, Any]:
-    """A table with its seat units, no UI: the seat unit's own footprint."""
+def child_headless(boxes: int = 7) -> dict[str, Any]:
+    """A demo table with ``boxes`` seat units and its dealer unit, no UI: the units'
+    footprint in the bench's process (the Pi's seat process holds one seat unit)."""
+    import dataclasses
+
     from firmware.engine.profile import load_profile
     from ui.demo import DemoTable
-    table = DemoTable(load_profile("rws-perfect-pairs"), pace=0, auto=False)
+    table = DemoTable(load_profile("rws-blackjack-switch"), pace=0, auto=False)
+    table.spec = dataclasses.replace(table.spec, boxes=boxes)
+    before = rss_mb()                   # the interpreter and the modules
     table.start(lambda s: None)
     table.wait_ready()
     time.sleep(0.3)
-    out = {"rss_mb": rss_mb()}
+    out = {"rss_mb": rss_mb(), "modules_mb": before}
     table.stop()
     return out
 
@@ -284,7 +289,8 @@ def spread(values: list[float]) -> str:
 def main() -> int:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         kind = sys.argv[2]
-        out = child_window() if kind == "window" else child_bare() if kind == "bare" else child_headless()
+        out = (child_window() if kind == "window" else child_bare() if kind == "bare" else
+               child_headless(int(kind.split(":")[1])))
         print(json.dumps(out))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -312,7 +318,7 @@ def main() -> int:
 
     rows: list[tuple[str, list[dict[str, Any]]]] = []
     try:
-        head = run("headless")
+        head, one = run("headless:7"), run("headless:1")
         configs = ["default:30"] + [c for c in args.clocks.split(",") if c and c != "default:30"]
         for clock in configs:
             rows.append((f"bare Kivy label, {clock}", [run("bare", clock) for _ in range(args.runs)]))
@@ -342,7 +348,18 @@ def main() -> int:
     if seat:
         print(f"changes that reached a swap per run: {sorted({r['n'] for r in seat})} of {CHANGES};"
               f" first frame after import: {statistics.median(r['first_frame_s'] for r in seat):.2f} s")
-    print(f"RSS of the seat units without a UI: {head['rss_mb']:.0f} MB")
+    # What the RSS figures count: the display AND the demo table in one process, a dealer
+    # unit and 7 seat units with their journals. A seat's Pi runs the display with its
+    # own seat unit only (``betbox run``; the dealer is another unit).
+    extra = head["rss_mb"] - one["rss_mb"]
+    print(f"RSS counts the display and the whole demo table (dealer + 7 seat units): the units take"
+          f" {head['rss_mb'] - head['modules_mb']:.0f} MB over the interpreter and modules"
+          f" ({head['rss_mb']:.0f} MB without a UI); 6 of those seat units ({extra:.0f} MB) are not on a"
+          f" seat's Pi (1 seat unit: {one['rss_mb']:.0f} MB without a UI)")
+    if seat:
+        less = [r["rss_mb"] - extra for r in seat]
+        print(f"seat display's RSS as on a seat's Pi (one seat unit; the dealer's share still counted):"
+              f" {spread(less)} MB; also less soft GL: {spread([v - r['soft_gl_mb'] for v, r in zip(less, seat, strict=True)])} MB")
     return 0
 
 

@@ -4,6 +4,8 @@ Imported only once Kivy is prepared (``ui.app.build_app``)."""
 
 from __future__ import annotations
 
+import os
+
 from kivy.app import App
 from kivy.factory import Factory
 from kivy.properties import ListProperty, NumericProperty
@@ -37,6 +39,98 @@ def keep_fitted(label, base: float, least: float) -> None:
     label.bind(text=refit, width=refit)
 
 FELT = (0.03, 0.30, 0.17, 1)        # the felt panel under the spots (``<Felt>`` in kv/common.kv)
+BG = (0.05, 0.16, 0.11, 1)          # the window's clear colour (``SeatDisplayApp.build``)
+
+
+class OffScreen(Widget):
+    """A widget that draws its children into an off-screen buffer (Kivy ``Fbo``) and each
+    frame only that buffer's texture: Kivy redraws the whole window for any change, and
+    software GL (llvmpipe) pays for every shape and label every frame, while an Fbo
+    re-renders only when an instruction inside it changed (docs/ui.md "Drawing cost").
+    The buffer is cleared to ``UNDER`` (opaque: what the window shows behind the widget),
+    so the children's translucent fills blend as they would on the window. Mixed in
+    before a Kivy layout class (``BetSpot``); the widget's own ``canvas.before`` stays on the window."""
+
+    UNDER = BG
+    MARGIN = 1
+    #: BETBOX_UI_OFFSCREEN=0 draws these parts directly, for a comparison (bench_ui, tests)
+    ENABLED = os.environ.get("BETBOX_UI_OFFSCREEN", "1") != "0"
+    _fbo = None
+
+    def __init__(self, **kw) -> None:
+        if not self.ENABLED:
+            super().__init__(**kw)
+            self.bind(pos=self._place, size=self._place)
+            return
+        from kivy.graphics import (
+            Canvas,
+            ClearBuffers,
+            ClearColor,
+            Color,
+            Fbo,
+            PopMatrix,
+            PushMatrix,
+            Rectangle,
+            Translate,
+        )
+        self.canvas = Canvas()
+        with self.canvas:
+            # a stencil: a translucent thick Line (the meter's frame) draws through one
+            self._fbo = Fbo(size=(1, 1), with_stencilbuffer=True)
+            Color(1, 1, 1, 1)
+            self._blit = Rectangle(size=(1, 1), texture=self._fbo.texture)
+        with self._fbo.before:
+            ClearColor(*self.UNDER)
+            ClearBuffers()
+            PushMatrix()
+            self._shift = Translate(0, 0)       # the children draw in window coordinates
+        with self._fbo.after:
+            PopMatrix()
+        super().__init__(**kw)
+        self.bind(pos=self._place, size=self._place)
+
+    def add_widget(self, widget, *args, **kw):
+        outer = self.canvas
+        if self._fbo is not None:
+            self.canvas = self._fbo                     # the child's canvas goes into the Fbo
+        try:
+            super().add_widget(widget, *args, **kw)
+        finally:
+            self.canvas = outer
+        self._place()
+
+    def remove_widget(self, widget, *args, **kw):
+        if self._fbo is None:
+            return super().remove_widget(widget, *args, **kw)
+        outer, self.canvas = self.canvas, self._fbo
+        try:
+            super().remove_widget(widget, *args, **kw)
+        finally:
+            self.canvas = outer
+
+    def _place(self, *_a) -> None:
+        if self._fbo is None:
+            return
+        # whole pixels: the texture is drawn 1:1, not resampled; a pixel's margin round
+        # the widget for the smoothed shapes' soft edge, which falls just outside them
+        # (x + width, not ``right``: that alias may not be updated yet when size changes)
+        m = self.MARGIN
+        x, y = round(self.x) - m, round(self.y) - m
+        w, h = max(1, round(self.x + self.width) + m - x), max(1, round(self.y + self.height) + m - y)
+        if tuple(self._fbo.size) != (w, h):
+            self._fbo.size = (w, h)
+            self._blit.texture = self._fbo.texture
+        self._blit.pos, self._blit.size = (x, y), (w, h)
+        self._shift.xy = (-x, -y)
+
+
+class Cached(OffScreen):
+    """Its one child (filling it) drawn off-screen over the window's background."""
+
+    def _place(self, *_a) -> None:
+        super()._place()
+        for child in self.children:
+            child.pos, child.size = self.pos, self.size
 
 
 class ChipStack(Widget):
@@ -89,7 +183,12 @@ class ChipStack(Widget):
                      width=max(1.0, h * 0.06), joint="none", cap="none")
                 y += step
 
-class BetSpot(BoxLayout):
+class BetSpot(OffScreen, BoxLayout):
+    """One bet spot, drawn off-screen over the felt: a bet changes its own spot's buffer,
+    the other spots are drawn from theirs."""
+
+    UNDER = FELT
+
     #: the spot's type and heights scale down (k < 1) in a short grid cell: many spots,
     #: banners and notices at 800x480 leave each spot less room
     k = NumericProperty(1.0)

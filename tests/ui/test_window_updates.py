@@ -81,3 +81,24 @@ def test_the_service_screen_shows_each_antennas_raw_reads_live(display, tmp_path
     assert before["texts"][3].startswith("antenna 2 (perfect_pairs): 0 tags")
     assert after["texts"][3].startswith("antenna 2 (perfect_pairs): 1 tag: 04A1B2C3D4E5F6")
     assert after["texts"][0] != before["texts"][0]                          # a later cycle
+
+
+def _differing(a: str, b: str) -> int:
+    """Pixels (RGB) that differ by more than a rounding step between two screens."""
+    x, y = bytes.fromhex(a), bytes.fromhex(b)
+    return sum(1 for i in range(0, len(x), 3) if max(abs(x[i + k] - y[i + k]) for k in range(3)) > 2)
+
+
+def test_parts_drawn_off_screen_show_each_change_as_a_direct_draw_would(display, tmp_path, monkeypatch):  # noqa: F811
+    """Drawing cost: the header, the meter, the menu and each bet spot are drawn from
+    off-screen buffers re-rendered only when they change. After a bet, a meter rise and a
+    new phase, the window's pixels equal those of the same demo drawn directly
+    (BETBOX_UI_OFFSCREEN=0): a stale buffer, or a shape that needs what a buffer lacks
+    (the meter's translucent frame needs a stencil), would differ; and the change shows."""
+    cached = probe(display, "off_screen", tmp_path / "cached")
+    monkeypatch.setenv("BETBOX_UI_OFFSCREEN", "0")
+    direct = probe(display, "off_screen", tmp_path / "direct")
+    assert cached["off_screen"] >= 5 and direct["off_screen"] == 0     # header, meter, menu, spots
+    assert _differing(direct["before"], direct["after"]) > 500          # the bet, the meter, the phase
+    assert _differing(cached["before"], direct["before"]) <= 20         # (antialiased edges may round apart)
+    assert _differing(cached["after"], direct["after"]) <= 20

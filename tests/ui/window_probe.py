@@ -21,7 +21,8 @@ def main(scenario: str) -> dict[str, Any]:
     from ui.app import build_app
     from ui.demo import DemoTable
 
-    profile = {"meter": "rws-blackjack-switch"}.get(scenario, "rws-perfect-pairs")     # the meter: a progressive
+    # the meter and the off-screen parts: a profile with a progressive
+    profile = "rws-blackjack-switch" if scenario in ("meter", "off_screen") else "rws-perfect-pairs"
     table = DemoTable(load_profile(profile), pace=0, auto=False)
     app = build_app(table)
     from kivy.clock import Clock
@@ -74,9 +75,9 @@ def main(scenario: str) -> dict[str, Any]:
         later(record("two_cards"))
         later(lambda: table.command(lambda t: t.deal_next()))
         later(record("three_cards"))
-    elif scenario in ("technician_key", "meter", "antennas"):
+    elif scenario in ("technician_key", "meter", "antennas", "off_screen"):
         {"technician_key": technician_key_steps, "meter": meter_steps,
-         "antennas": antenna_steps}[scenario](app, table, later, out)
+         "antennas": antenna_steps, "off_screen": off_screen_steps}[scenario](app, table, later, out)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
     Clock.schedule_once(run_steps, 1.5)
@@ -157,6 +158,43 @@ def antenna_steps(app: Any, table: Any, later: Callable[..., None], out: dict[st
     later(lines("before"), 2.0)
     later(chips, 2.0)
     later(lines("after"))
+
+
+def off_screen_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str, Any]) -> None:
+    """The window's pixels before and after a bet, a meter rise and a new phase (header,
+    meter, menu and bet spots are drawn from off-screen buffers, ``ui.widgets.OffScreen``,
+    unless BETBOX_UI_OFFSCREEN=0), and how many parts were drawn off-screen."""
+    from kivy.core.window import Window
+    from kivy.graphics.opengl import GL_RGB, GL_UNSIGNED_BYTE, glReadPixels
+
+    from ui.widgets import OffScreen
+
+    def shot(name: str) -> Callable[[], None]:
+        def take() -> None:
+            Window.dispatch("on_draw")      # draws into the back buffer, read before the swap
+            w, h = Window.size
+            out[name] = glReadPixels(0, 0, w, h, GL_RGB, GL_UNSIGNED_BYTE).hex()
+            Window.flip()
+            found, todo = 0, [app.seat_screen]
+            while todo:
+                widget = todo.pop()
+                found += isinstance(widget, OffScreen) and widget._fbo is not None
+                todo += widget.children
+            out["off_screen"] = found
+        return take
+
+    meter = [Fraction(25000)]
+
+    def rise() -> None:
+        meter[0] += Fraction(37, 4)
+        table.controller.set(link="up", meter=meter[0])
+    later(lambda: table.command(lambda t: t.open_bets()))
+    later(lambda: table.command(lambda t: t.bet("main", Fraction(20))))
+    later(shot("before"))
+    later(lambda: table.command(lambda t: (t.table.readers[1].remove_chips("main"), t.bet("main", Fraction(35)))))
+    later(rise)
+    later(lambda: table.command(lambda t: t.key("n")), 2.0)      # the phase (header) changes
+    later(shot("after"))
 
 
 if __name__ == "__main__":
