@@ -309,7 +309,7 @@ FAULT_KINDS = {
     "card_while_betting": "shoe", "interruption_continue": "shoe", "shoe_misread": "shoe",
     "shoe_card_gap": "shoe", "shoe_disconnected": "shoe",
     "shoe_door_opened": "tamper", "pinching": "tamper", "past_posting": "tamper",
-    "addition_mismatch": "tamper", "tamper": "tamper",
+    "addition_mismatch": "tamper", "tamper": "tamper", "shoe_replayed_shuffle": "tamper",
     "interruption_void": "void", "integrity": "integrity",
     "link_lost": "link", "broker_link": "link", "dealer_link": "link",
     "controller_link": "controller", "controller_link_down": "controller",

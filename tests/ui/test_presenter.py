@@ -8,8 +8,9 @@ from fractions import Fraction
 import pytest
 
 from firmware.runtime.wire import ControllerStatus
+from hal.events import ShoeSignalKind
 from ui.i18n import EN, LANGUAGES, MS, ZH
-from ui.presenter import SeatPresenter, card_face, money, odds, present
+from ui.presenter import SeatPresenter, card_face, faults, money, odds, present
 from ui.source import ControllerFeed, SeatSource
 
 from .helpers import Table
@@ -297,6 +298,19 @@ def test_shoe_fault_tamper_and_void(table):
     assert s.phase == "Round voided"
     assert any(b.text == "This round is void: every bet is returned." for b in s.banners)
     assert present(table.snap(), "ms").phase == "Pusingan dibatalkan"
+
+
+def test_a_replayed_shuffle_asks_the_player_to_wait_for_the_pit(table):
+    """A replayed shuffle frame on the shoe's line (the HAL drops it, the dealer calls the
+    pit): a security matter, said to the player in the neutral words, not as a technical alarm."""
+    table.open()
+    table.bet(1, "main", 20)
+    table.press("no_more_bets")
+    table.table.shoe._signal(ShoeSignalKind.REPLAYED_SHUFFLE)
+    table.table.settle()
+    assert faults(table.snap()) == ("tamper",)
+    texts = [b.text for b in present(table.snap()).banners if b.kind == "fault"]
+    assert texts == ["Please wait for the dealer."], texts
 
 
 def _seat_1_does_not_lock(table) -> None:
