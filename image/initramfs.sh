@@ -19,7 +19,9 @@ case "$step" in
     build)
         rm -f "$root$real"
         in_root dpkg-divert --local --rename --divert "$real.betbox-build" --remove "$real" >/dev/null
-        kver="$(ls "$root/lib/modules" 2>/dev/null | sort -V | tail -n 1)"
+        # a root without a kernel (--rootfs-only) has no /lib/modules: ls fails, which under
+        # pipefail and errexit would end the build here instead of saying so below
+        kver="$(ls "$root/lib/modules" 2>/dev/null | sort -V | tail -n 1 || true)"
         [ -n "$kver" ] && [ -x "$root$real" ] || { echo "initramfs: no kernel in this root (rootfs only)"; exit 0; }
         cat > "$root/etc/initramfs-tools/conf.d/betbox.conf" <<'CONF'
 # betbox: only the modules listed in /etc/initramfs-tools/modules (image/initramfs.sh)
