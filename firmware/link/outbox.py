@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from firmware.runtime.journal import Journal
+from firmware.runtime.journal import Journal, fsync_dir
 from firmware.runtime.storage import (
     OPEN_MARK,
     StorageError,
@@ -211,7 +211,7 @@ class Outbox:
         for suffix in ("-wal", "-shm", ""):       # (closed cleanly above: no WAL left beside it)
             if Path(str(old) + suffix).exists():
                 os.replace(str(old) + suffix, str(old) + MIGRATED_SUFFIX + suffix)
-        _fsync_dir(old.parent)
+        fsync_dir(old.parent)
 
     def pause(self) -> None:
         """The journal rotates: hold every write, let go of the file (see :meth:`resume`)."""
@@ -475,14 +475,6 @@ def _statements(script: str) -> list[str]:
     """A DDL script's statements (no comments), to run one by one inside a transaction."""
     text = "\n".join(line.split("--", 1)[0] for line in script.splitlines())
     return [part.strip() for part in text.split(";") if part.strip()]
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _close_quietly(db: sqlite3.Connection) -> None:

@@ -149,10 +149,11 @@ def _finish_rotation(path: Path) -> None:
         for suffix in ("-wal", "-shm"):          # the old file's, never to be applied to the new
             Path(str(path) + suffix).unlink(missing_ok=True)
         os.replace(new, path)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or unlink in ``directory`` durable (the journal's and the outbox's files)."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -460,12 +461,12 @@ class Journal:
         self._db.execute("PRAGMA journal_mode=DELETE")   # a segment is one self-contained file
         self._closer.detach()
         self._db.close()
-        _fsync_dir(self.path.parent)
+        fsync_dir(self.path.parent)
         os.replace(self.path, segment)
         for suffix in ("-wal", "-shm"):
             Path(str(self.path) + suffix).unlink(missing_ok=True)
         os.replace(new, self.path)
-        _fsync_dir(self.path.parent)
+        fsync_dir(self.path.parent)
         self._open(self.unit_id, self.role)
         self._prune()
         return segment
