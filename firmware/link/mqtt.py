@@ -117,6 +117,10 @@ class MqttBus:
         self._behind_listeners: list[Callable[[dict[str, int]], None]] = []
         self._lock = threading.RLock()
         self._connected = threading.Event()
+        # set when the broker has acknowledged every subscription of this connection: before
+        # that, a message published on another connection may find no subscriber (lost)
+        self._subscribed = threading.Event()
+        self._subacks: set[int] = set()
         self._wake = threading.Event()
         if outbox is not None:              # reports committed (with a step, or on their own)
             outbox.add_listener(self._committed)
@@ -153,6 +157,7 @@ class MqttBus:
         c.on_connect = self._on_connect
         c.on_disconnect = self._on_disconnect
         c.on_publish = self._on_publish
+        c.on_subscribe = self._on_subscribe
         c.on_message = self._on_message
         self._sender: threading.Thread | None = None
         self._unacked: list[mqtt.MQTTMessageInfo] = []     # table messages awaiting PUBACK
@@ -169,14 +174,15 @@ class MqttBus:
 
     def start(self, wait: float | None = 10.0) -> "MqttBus":
         """Connect in the background (retrying for ever); wait up to ``wait`` seconds for the
-        first connection (None: do not wait). A unit still starts when the broker is down."""
+        first connection and the broker's acknowledgement of its subscriptions (None: do not
+        wait). A unit still starts when the broker is down."""
         self._client.connect_async(self.config.host, self.config.port, keepalive=self.config.keepalive)
         self._client.loop_start()
         if self.outbox is not None:
             self._sender = threading.Thread(target=self._send_loop, name=f"outbox:{self.unit_id}",
                                             daemon=True)
             self._sender.start()
-        if wait is not None and not self._connected.wait(wait):
+        if wait is not None and not self.wait_subscribed(wait):
             log.warning("%s: no broker at %s yet; retrying in the background", self.unit_id, self.config.url)
         return self
 
@@ -202,6 +208,12 @@ class MqttBus:
     def wait_connected(self, timeout: float) -> bool:
         return self._connected.wait(timeout)
 
+    def wait_subscribed(self, timeout: float) -> bool:
+        """Connected, and every subscription acknowledged by the broker (so listening)."""
+        deadline = time.monotonic() + timeout
+        return (self._connected.wait(timeout)
+                and self._subscribed.wait(max(0.0, deadline - time.monotonic())))
+
     def add_link_listener(self, listener: LinkListener) -> None:
         self._listeners.append(listener)
 
@@ -219,13 +231,15 @@ class MqttBus:
             self._sent_through = 0 if self.resend_acked else self._first_unacked()
             patterns = sorted({p for p, _, _ in self._subs} | {p for p, _ in self._raw}
                               | {p for p, _ in self._deferred})
-        for pattern in patterns:
-            client.subscribe(pattern, qos=1)
-        if self.sync_topic is not None:
-            client.subscribe(self.sync_topic, qos=1)
-        if self.outbox is not None:
-            client.subscribe(topics.confirmed_topic(self.link_id, self.unit_id), qos=1)
-            client.subscribe(topics.jackpot_status_topic(self.link_id), qos=1)
+            if self.sync_topic is not None:
+                patterns.append(self.sync_topic)
+            if self.outbox is not None:
+                patterns += [topics.confirmed_topic(self.link_id, self.unit_id),
+                             topics.jackpot_status_topic(self.link_id)]
+            self._subscribed.clear()
+            self._subacks = {client.subscribe(pattern, qos=1)[1] for pattern in patterns}
+            if not self._subacks:
+                self._subscribed.set()
         client.publish(self.status_topic, self._status("online"), qos=1, retain=True)
         self.connects += 1
         self._connected.set()
@@ -243,9 +257,21 @@ class MqttBus:
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         was = self._connected.is_set()
         self._connected.clear()
+        self._subscribed.clear()
         if was:
             for listener in list(self._listeners):
                 listener(False)
+
+    @_guarded
+    def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
+        refused = [str(rc) for rc in reason_codes if rc.is_failure]
+        if refused:
+            log.error("%s: the broker refused a subscription: %s", self.unit_id, ", ".join(refused))
+        with self._lock:
+            if mid in self._subacks:
+                self._subacks.discard(mid)
+                if not self._subacks:
+                    self._subscribed.set()
 
     @_guarded
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
