@@ -129,7 +129,9 @@ def test_re_numbered_reports_are_booked_once(acl_broker, tmp_path):
     for rnd in range(1, 76):
         attacker.client.publish(SEAT1, _seat_report(75 + rnd, "progressive_wager", rnd, {"amount": "5"}), qos=1)
     attacker.client.publish(SEAT1, _seat_report(151, "progressive_wager", 3, {"amount": "10"}), qos=1)
-    wait_until(lambda: ctl.marks().get("table-1/seat-1") == 151, 30, "the re-numbered reports")
+    # counts move just after the commit the marks show: wait for both
+    wait_until(lambda: ctl.marks().get("table-1/seat-1") == 151 and ctl.counts["repeated"] == 75, 30,
+               "the re-numbered reports")
     data = report(ctl.db)
     m = data["pools"]["main"]["meters"]
     assert (m["wagers"], Fraction(m["wagers_in"]), Fraction(m["contributions"])) == \
