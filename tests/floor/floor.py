@@ -30,13 +30,16 @@ def unit_password(unit: str) -> str:
 
 class Relay:
     """A TCP relay 127.0.0.1:port -> target: ``cut()`` drops every connection and refuses
-    new ones (a floor switch gone), ``restore()`` lets them through again."""
+    new ones (a floor switch gone), ``hold()`` forwards nothing more, ``restore()`` lets
+    them through again."""
 
     def __init__(self, target: int) -> None:
         self.target = target
         self.port = free_port()
         self._open = threading.Event()
         self._open.set()
+        self._flowing = threading.Event()       # cleared by hold(): bytes wait, connections stay
+        self._flowing.set()
         self._lock = threading.Lock()
         self._socks: list[socket.socket] = []
         self._server = socket.create_server(("127.0.0.1", self.port))
@@ -55,6 +58,7 @@ class Relay:
                 continue
             try:
                 up = socket.create_connection(("127.0.0.1", self.target), timeout=2)
+                up.settimeout(None)             # the 2 s were for connecting: a quiet peer is no fault
             except OSError:
                 conn.close()
                 continue
@@ -68,6 +72,7 @@ class Relay:
             while data := a.recv(65536):
                 if not self._open.is_set():
                     break
+                self._flowing.wait()
                 b.sendall(data)
         except OSError:
             pass
@@ -91,9 +96,16 @@ class Relay:
 
     def restore(self) -> None:
         self._open.set()
+        self._flowing.set()
+
+    def hold(self) -> None:
+        """Forward nothing, close nothing (a network that drops packets): a peer waiting for
+        an answer waits, and no error comes. ``restore()`` delivers what was held."""
+        self._flowing.clear()
 
     def close(self) -> None:
         self._stop = True
+        self._flowing.set()
         self.cut()
         self._server.close()
 

@@ -37,21 +37,26 @@ from tests.link.helpers import (
 
 BETBOX = str(Path(sys.executable).with_name("betbox"))
 STATUS = topics.jackpot_status_topic("main")
+CLIENT_ID = "betbox-jackpot-main"           # the persistent session both controllers share
 
 
 class Controllers:
     """``betbox run`` jackpot processes sharing one database, and a view of it."""
+
+    client_id = CLIENT_ID
 
     def __init__(self, broker, postgres, tmp_path: Path) -> None:
         self.broker, self.postgres, self.tmp = broker, postgres, tmp_path
         self.procs: list[subprocess.Popen] = []
         self.db = open_store("unused", postgres.url, postgres.password_file)
 
-    def start(self, name: str) -> subprocess.Popen:
+    def start(self, name: str, pg_url: str | None = None) -> subprocess.Popen:
+        """``pg_url``: the database by another way (a relay), by default the cluster's."""
         config = self.tmp / f"{name}.toml"
         config.write_text(f'[unit]\nrole = "jackpot"\nid = "main"\nstate_dir = "{self.tmp / name}"\n'
                           f'[link]\nbroker = "{self.broker.url}"\n'
-                          f'[store]\nurl = "{self.postgres.url}"\npassword_file = "{self.postgres.password_file}"\n')
+                          f'[store]\nurl = "{pg_url or self.postgres.url}"\n'
+                          f'password_file = "{self.postgres.password_file}"\n')
         proc = subprocess.Popen([BETBOX, "run", "--config", str(config), "-v"],
                                 stderr=open(self.tmp / f"{name}.log", "w"), stdout=subprocess.DEVNULL)
         self.procs.append(proc)
@@ -96,6 +101,17 @@ class Controllers:
     def report(self) -> dict:
         return report(self.db)
 
+    def sessions(self) -> tuple[int, int]:
+        """How often, by the broker's log so far, a client connected as the controllers'
+        shared client id, and how often such a connection took the session from another:
+        a log offset (:meth:`since`) for the counts after a point."""
+        text = self.broker.log()
+        return text.count(f" as {self.client_id} ("), text.count(f"Client {self.client_id} already connected")
+
+    def since(self, mark: tuple[int, int]) -> tuple[int, int]:
+        now = self.sessions()
+        return now[0] - mark[0], now[1] - mark[1]
+
     def close(self) -> None:
         for proc in self.procs:
             if proc.poll() is None:
@@ -119,10 +135,11 @@ def _one_flap(states: list[str]) -> None:
     assert states[:2] == ["offline", "online"] and set(states[2:]) <= {"online"}, states
 
 
-def _pair(broker, postgres, tmp_path) -> tuple[Controllers, subprocess.Popen, subprocess.Popen, Sniffer]:
+def _pair(broker, postgres, tmp_path, a_pg_url: str | None = None,
+          ) -> tuple[Controllers, subprocess.Popen, subprocess.Popen, Sniffer]:
     ctls = Controllers(broker, postgres, tmp_path)
     sniffer = Sniffer(broker.url, "betbox/v1/jackpot/main/#")
-    a = ctls.start("a")
+    a = ctls.start("a", a_pg_url)
     wait_until(lambda: ctls.active_pid() == a.pid, 30, "controller a active")
     wait_until(lambda: "online" in _states(sniffer), 30, "controller a online")
     b = ctls.start("b")
@@ -245,7 +262,7 @@ def test_the_database_restarted_under_the_active_controller_it_stops_taking_repo
         for topic, payload in messages[:half]:
             client.publish(topic, payload, qos=1)
         wait_until(lambda: ctls.events() == half, 60, "the first half stored")
-        seen, epoch = len(sniffer.messages), ctls.epoch()
+        seen, epoch, sessions = len(sniffer.messages), ctls.epoch(), ctls.sessions()
         restarting = threading.Thread(target=postgres.restart)
         restarting.start()
         for topic, payload in messages[half:]:            # during the restart and after it
@@ -265,6 +282,8 @@ def test_the_database_restarted_under_the_active_controller_it_stops_taking_repo
         check_accounting(ctls.report(), expected)
         assert ctls.report()["held"] == {"seat": 0, "dealer": 0}
         assert ctls.active_pid() in (a.pid, b.pid) and a.poll() is None and b.poll() is None
+        # the one that stepped down closed its link for good: the session taken from it once at most
+        assert ctls.since(sessions)[1] <= 1, ctls.broker.log()[-3000:]
     finally:
         client.disconnect()
         client.loop_stop()
