@@ -95,3 +95,30 @@ def test_a_demo_killed_inside_the_step_whose_report_the_controller_took(tmp_path
     first = _demo(state, 400, tmp_path / "first.log", kill_at=(kind, 3))
     assert first.wait(300) == -signal.SIGKILL, (tmp_path / "first.log").read_text()[-2000:]
     _books_after_restart(tmp_path, state, paths)
+
+
+def _damage(path: Path, table: str) -> None:
+    """Garbage over a leaf page of ``table`` (an index: the file still opens)."""
+    db = sqlite3.connect(path)
+    page = db.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (table,)).fetchone()[0]
+    size = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    data = bytearray(path.read_bytes())
+    data[(page - 1) * size:page * size] = b"\xa5" * size
+    path.write_bytes(bytes(data))
+
+
+def test_a_demo_on_a_damaged_outbox_file_is_refused_naming_it(tmp_path):
+    """The demo's (and the in-process controller's) outbox files of their own are checked
+    (``PRAGMA quick_check``) at every open: a damaged one stops the demo with the file named,
+    as bad input (2), not as a fault in betbox (3), and nothing in it is touched."""
+    state = tmp_path / "state"
+    assert _demo(state, 2, tmp_path / "first.log").wait(300) == 0, (tmp_path / "first.log").read_text()[-2000:]
+    outbox = state / TABLE / "seat-1" / "outbox.db"
+    _damage(outbox, "sqlite_autoindex_reported_1")
+    damaged = outbox.read_bytes()
+    again = _demo(state, 2, tmp_path / "again.log")
+    assert again.wait(300) == 2
+    said = (tmp_path / "again.log").read_text()
+    assert f"{outbox}: the outbox is damaged" in said and "fault in betbox" not in said, said[-2000:]
+    assert outbox.read_bytes() == damaged
