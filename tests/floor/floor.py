@@ -33,8 +33,12 @@ class Relay:
     new ones (a floor switch gone), ``hold()`` forwards nothing more, ``restore()`` lets
     them through again."""
 
-    def __init__(self, target: int) -> None:
+    def __init__(self, target: int, idle_timeout: float | None = 2.0) -> None:
+        """``idle_timeout``: a connection whose target sends nothing for that long is dropped
+        (tests/floor/test_bridge.py's bounded-queue test relies on the bridge being dropped
+        so and resending); None: never (a quiet database session is no fault)."""
         self.target = target
+        self.idle_timeout = idle_timeout
         self.port = free_port()
         self._open = threading.Event()
         self._open.set()
@@ -58,7 +62,7 @@ class Relay:
                 continue
             try:
                 up = socket.create_connection(("127.0.0.1", self.target), timeout=2)
-                up.settimeout(None)             # the 2 s were for connecting: a quiet peer is no fault
+                up.settimeout(self.idle_timeout)
             except OSError:
                 conn.close()
                 continue

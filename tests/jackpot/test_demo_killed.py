@@ -18,7 +18,7 @@ import pytest
 
 from firmware.jackpot.config import DEFAULT_POOLS, load_pools
 from firmware.jackpot.controller import JackpotController, report
-from tests.jackpot.test_hot_standby import BETBOX
+from tests.jackpot.controllers import BETBOX
 from tests.link.helpers import wait_until
 from tests.tables import audited_outbox, check_books, journal_books, outbox_reports
 

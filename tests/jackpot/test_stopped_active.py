@@ -7,41 +7,28 @@ end them) and with them the advisory lock. Its lease (renewed every
 and takes over. Continued, the stopped one finds its sessions gone, steps down without
 committing or acknowledging anything, and waits as the standby; the books are exact.
 
-Real processes, a real PostgreSQL and a real mosquitto (the harness of test_hot_standby);
+Real processes, a real PostgreSQL and a real mosquitto (tests/jackpot/controllers.py);
 the takeover time is printed (``-s``), not asserted."""
 
 from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 
-from firmware.link import connect_bus
 from tests.floor.floor import Relay
-from tests.jackpot.test_hot_standby import _pair, _states
-from tests.jackpot.test_jackpot_integration import dealer, send
-from tests.link.helpers import Expected, check_accounting, seat_script, send_dealer, wait_until
+from tests.jackpot.controllers import Burst, states, watched_pair
+from tests.link.helpers import check_accounting, wait_until
 
 
 def test_a_stopped_active_controller_loses_its_lease_the_standby_takes_over_and_the_stopped_one_steps_down(
         own_broker, postgres, tmp_path):
     broker = own_broker
-    ctls, a, b, sniffer = _pair(broker, postgres, tmp_path)
+    ctls, a, b, sniffer = watched_pair(broker, postgres, tmp_path)
     stopped = False
     try:
-        expected = Expected()
-        units = [f"table-2/seat-{n}" for n in (1, 2)]
-        scripts, buses = {}, {}
-        for i, unit in enumerate(units):
-            scripts[unit], exp = seat_script(unit, 120, seed=700 + i, meter_hits=True)
-            expected.add(exp)
-            buses[unit] = connect_bus(broker.url, unit, outbox_path=tmp_path / f"{i}.db")
-        table_dealer = dealer(broker.url, "table-2", tmp_path)
-        send_dealer(table_dealer, {int(u[-1]): scripts[u] for u in units}, expected)
-        threads = [threading.Thread(target=send, args=(buses[u], u, scripts[u])) for u in units]
-        for th in threads:
-            th.start()
+        burst = Burst(broker.url, "table-2", [1, 2], 120, 700, tmp_path)
+        expected = burst.expected
         wait_until(lambda: ctls.events() > 100, 60, "the burst under way", step=0.005)
         epoch = ctls.epoch()
         seen = len(sniffer.messages)
@@ -50,9 +37,8 @@ def test_a_stopped_active_controller_loses_its_lease_the_standby_takes_over_and_
         wait_until(lambda: ctls.active_pid() == b.pid, 30, "the standby active while a is stopped", step=0.01)
         took = time.monotonic() - at
         assert ctls.epoch() == epoch + 1
-        wait_until(lambda: "online" in _states(sniffer, seen), 30, "the standby online")
-        for th in threads:
-            th.join()
+        wait_until(lambda: "online" in states(sniffer, seen), 30, "the standby online")
+        burst.join()
         wait_until(lambda: ctls.confirmed(expected), 90, "every report confirmed by the standby")
         events = ctls.events()
         sessions = ctls.sessions()
@@ -69,10 +55,9 @@ def test_a_stopped_active_controller_loses_its_lease_the_standby_takes_over_and_
         check_accounting(ctls.report(), expected)
         assert ctls.events() == events
         # the seats see one controller: b says online again after anything a or its will said
-        wait_until(lambda: _states(sniffer)[-1] == "online", 10, "the controller online")
+        wait_until(lambda: states(sniffer)[-1] == "online", 10, "the controller online")
         print(f"\nstopped active controller: the standby active {took * 1000:.0f} ms after the SIGSTOP")
-        for bus in [*buses.values(), table_dealer]:
-            bus.close()
+        burst.close()
     finally:
         if stopped:
             os.kill(a.pid, signal.SIGCONT)
@@ -92,30 +77,19 @@ def test_an_active_controller_whose_database_stops_answering_steps_down_and_neve
     every second (same client id), taking the session back from b each time, while a
     could store nothing. The broker's log: after the hold one connection as the
     controller (b's), none taken from b; the books exact, none of it a's."""
-    relay = Relay(postgres.port)
+    relay = Relay(postgres.port, idle_timeout=None)
     via_relay = postgres.url.replace(f":{postgres.port}/", f":{relay.port}/")
-    ctls, a, b, sniffer = _pair(own_broker, postgres, tmp_path, a_pg_url=via_relay)
+    ctls, a, b, sniffer = watched_pair(own_broker, postgres, tmp_path, a_pg_url=via_relay)
     try:
-        expected = Expected()
-        units = [f"table-2/seat-{n}" for n in (1, 2)]
-        scripts, buses = {}, {}
-        for i, unit in enumerate(units):
-            scripts[unit], exp = seat_script(unit, 100, seed=600 + i, meter_hits=True)
-            expected.add(exp)
-            buses[unit] = connect_bus(own_broker.url, unit, outbox_path=tmp_path / f"{i}.db")
-        table_dealer = dealer(own_broker.url, "table-2", tmp_path)
-        send_dealer(table_dealer, {int(u[-1]): scripts[u] for u in units}, expected)
-        threads = [threading.Thread(target=send, args=(buses[u], u, scripts[u])) for u in units]
-        for th in threads:
-            th.start()
+        burst = Burst(own_broker.url, "table-2", [1, 2], 100, 600, tmp_path)
+        expected = burst.expected
         wait_until(lambda: ctls.events() > 60, 60, "the burst under way", step=0.005)
         epoch, sessions = ctls.epoch(), ctls.sessions()
         relay.hold()
         wait_until(lambda: ctls.active_pid() == b.pid, 30, "the standby active", step=0.01)
         took_over = time.monotonic()
         assert ctls.epoch() == epoch + 1
-        for th in threads:
-            th.join()
+        burst.join()
         wait_until(lambda: ctls.confirmed(expected), 90, "every report confirmed by the standby")
         events = ctls.events()
         # a window to see what is not to happen (not a speed): paho reconnects a lost link
@@ -129,9 +103,8 @@ def test_an_active_controller_whose_database_stops_answering_steps_down_and_neve
         assert stepped_down and "lease not renewed" in ctls.log("a")
         assert a.poll() is None and ctls.active_pid() == b.pid and ctls.events() == events
         check_accounting(ctls.report(), expected)
-        wait_until(lambda: _states(sniffer)[-1] == "online", 10, "the controller online")
-        for bus in [*buses.values(), table_dealer]:
-            bus.close()
+        wait_until(lambda: states(sniffer)[-1] == "online", 10, "the controller online")
+        burst.close()
     finally:
         relay.close()
         sniffer.close()
