@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterable
@@ -27,6 +26,7 @@ from firmware.runtime.journal import JOURNAL_NAME, open_readonly
 from firmware.sim import chipset
 from firmware.sim.driver import LIMITS, TableDriver
 from firmware.sim.table import BusFactory, InProcessTable, TableSpec, seat_spots
+from tests.link.helpers import Books
 
 PROFILE = "rws-blackjack"
 
@@ -101,25 +101,6 @@ def linked_table(table_id: str, state_dir: Path, bus_factory: BusFactory, *, box
     driver = TableDriver(table, seed)
     driver.boot()
     return driver
-
-
-@dataclass
-class Books:
-    """A progressive's money as the controller books it (``report()["pools"][...]["meters"]``)."""
-    wagers: int = 0
-    wagers_in: Fraction = Fraction(0)
-    fixed_hits: int = 0
-    fixed_won: Fraction = Fraction(0)
-    envy: int = 0
-    envy_won: Fraction = Fraction(0)
-    meter_hits: int = 0
-    meter_won: Fraction = Fraction(0)
-
-    @classmethod
-    def of_controller(cls, meters: dict[str, Any]) -> "Books":
-        return cls(meters["wagers"], Fraction(meters["wagers_in"]), meters["fixed_hits"],
-                   Fraction(meters["fixed_won"]), meters["envy"], Fraction(meters["envy_won"]), meters["hits"],
-                   Fraction(meters["won"]))
 
 
 def seat_report_books(reports: list[dict[str, Any]]) -> Books:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from firmware.commands.limits import bounded_float, bounded_int
 from firmware.engine.profile import ProfileError, load_profile, profile_names
+from firmware.runtime.storage import StorageError  # a journal or outbox that cannot be used (named)
 from firmware.sim.summary import Summary
 
 MAX_DEMO_ROUNDS = 1_000_000       # rounds per table
@@ -211,12 +212,12 @@ def _progressive_lines(data: dict) -> list[str]:
 def _play(args, profiles, rng, total: Summary, state_dir: Path) -> int:
     try:
         links = _Links(args, state_dir)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, StorageError) as exc:
         print(f"betbox demo: {exc}", file=sys.stderr)
         return 2
     try:
         _tables(args, profiles, rng, total, state_dir, links)
-    except OSError as exc:
+    except (OSError, StorageError) as exc:
         print(f"betbox demo: {exc}", file=sys.stderr)
         links.finish(timeout=1.0)
         return 2

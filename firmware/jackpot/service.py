@@ -183,9 +183,16 @@ class JackpotService:
             return None
 
     def _lose_store(self, exc: Exception) -> None:
+        self.step_down(f"the jackpot database is gone ({exc})")
+
+    def step_down(self, why: str) -> None:
+        """Take and acknowledge nothing more, and leave the broker for good at once (said
+        ``offline``; no reconnect): the controller taking over uses the same persistent
+        session, and a reconnect of this one would take it back from it."""
         if not self.store_lost.is_set():
-            log.error("the jackpot database is gone (%s): taking no more reports, stepping down", exc)
+            log.error("%s: taking no more reports, stepping down", why)
         self.store_lost.set()
+        self.bus.hang_up()
 
     def _acknowledge(self, batch: list[Arrived]) -> None:
         """The PUBACKs, after the commit ("stored before PUBACK")."""
@@ -304,6 +311,35 @@ def run_controller(cfg: JackpotConfig, stop: threading.Event | None = None) -> i
     return 0
 
 
+class LeaseWatch:
+    """The active controller's own clock on its lease. A renewal that hangs (the database
+    unreachable, not refused: no error comes) must not keep this controller serving once
+    the standby may take over (the lease unrenewed for :data:`~firmware.jackpot.pg.LEASE`
+    by the server's clock): when no renewal has succeeded for ``limit`` seconds (less than
+    the lease), the service steps down (:meth:`JackpotService.step_down`) by itself."""
+
+    def __init__(self, service: JackpotService, limit: float, since: float, check: float = 0.05) -> None:
+        self.service, self.limit, self.check = service, limit, check
+        self._last = since                      # when the renewal that made it active began
+        self._done = threading.Event()
+        threading.Thread(target=self._watch, name="jackpot-lease-watch", daemon=True).start()
+
+    def renewed(self, tried: float) -> None:
+        """A renewal begun at ``tried`` (monotonic) succeeded: the server's ``renewed`` is no earlier."""
+        if not self.service.store_lost.is_set():
+            self._last = tried
+
+    def stop(self) -> None:
+        self._done.set()
+
+    def _watch(self) -> None:
+        while not self._done.wait(self.check):
+            if time.monotonic() - self._last > self.limit:
+                self.service.step_down(f"jackpot controller {self.service.link_id}: the lease not renewed for "
+                                       f"{self.limit:g}s (the database does not answer)")
+                return
+
+
 STANDBY_POLL = 0.25         # seconds between a waiting controller's tries for the lock
 LEASE_CHECK = 0.5           # seconds between the active controller's checks that it still holds it
                             # (and renewals of its lease: pg.LEASE)
@@ -347,6 +383,7 @@ def run_standby(cfg: JackpotConfig, stop: threading.Event) -> int:
             controller = configured_controller(cfg, db)
             controller.epoch = epoch
             sessions = [db.conn.info.backend_pid]       # ended with the lock's, should the lease run out
+            first = time.monotonic()
             if not lock.renew(cfg.link_id, epoch, sessions):
                 raise StoreUnavailable("could not write the lease")
         except StoreUnavailable as exc:
@@ -358,13 +395,15 @@ def run_standby(cfg: JackpotConfig, stop: threading.Event) -> int:
         service.start(wait=None)
         log.info("jackpot controller %s: ACTIVE (epoch %d) on %s, database %s", cfg.link_id, epoch,
                  cfg.link.url, redact(store.url))
+        watch = LeaseWatch(service, LEASE - LEASE_CHECK, since=first)
         try:
             while not stop.wait(LEASE_CHECK) and not service.store_lost.is_set():
+                tried = time.monotonic()
                 if not lock.held() or not lock.renew(cfg.link_id, epoch, sessions):
-                    log.error("jackpot controller %s: lost the active lock or its lease; stepping down",
-                              cfg.link_id)
-                    service.store_lost.set()
+                    service.step_down(f"jackpot controller {cfg.link_id}: lost the active lock or its lease")
+                watch.renewed(tried)
         finally:
+            watch.stop()
             service.stop()
             try:
                 controller.close()

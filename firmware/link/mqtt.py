@@ -187,10 +187,10 @@ class MqttBus:
         return self
 
     def close(self, timeout: float = 5.0) -> None:
-        """Say ``offline`` (retained) and disconnect cleanly."""
-        self._closing = True
+        """Say ``offline`` (retained) and disconnect cleanly (unless :meth:`hang_up` did)."""
+        hung_up, self._closing = self._closing, True
         self._wake.set()
-        if self._connected.is_set():
+        if self._connected.is_set() and not hung_up:
             info = self._client.publish(self.status_topic, self._status("offline"), qos=1, retain=True)
             try:
                 info.wait_for_publish(timeout)
@@ -200,6 +200,19 @@ class MqttBus:
         self._client.loop_stop()
         if self._sender is not None:
             self._sender.join(timeout)
+
+    def hang_up(self) -> None:
+        """Say ``offline`` and disconnect for good, at once, from any thread (paho's too:
+        nothing here waits); paho never reconnects. A jackpot controller that stepped down
+        must not take the persistent session (the shared client id) back from the one that
+        took over. :meth:`close` still stops the threads."""
+        if self._closing:
+            return
+        self._closing = True
+        self._wake.set()
+        if self._connected.is_set():        # queued ahead of the DISCONNECT: the broker takes it first
+            self._client.publish(self.status_topic, self._status("offline"), qos=1, retain=True)
+        self._client.disconnect()       # paho's loop, DISCONNECTING or DISCONNECTED, does not reconnect
 
     @property
     def connected(self) -> bool:
@@ -223,6 +236,9 @@ class MqttBus:
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
             log.error("%s: broker refused the connection: %s", self.unit_id, reason_code)
+            return
+        if self._closing:                   # hung up while paho was reconnecting: leave at once
+            client.disconnect()
             return
         _no_delay(client)
         with self._lock:

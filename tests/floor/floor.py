@@ -30,13 +30,20 @@ def unit_password(unit: str) -> str:
 
 class Relay:
     """A TCP relay 127.0.0.1:port -> target: ``cut()`` drops every connection and refuses
-    new ones (a floor switch gone), ``restore()`` lets them through again."""
+    new ones (a floor switch gone), ``hold()`` forwards nothing more, ``restore()`` lets
+    them through again."""
 
-    def __init__(self, target: int) -> None:
+    def __init__(self, target: int, idle_timeout: float | None = 2.0) -> None:
+        """``idle_timeout``: a connection whose target sends nothing for that long is dropped
+        (tests/floor/test_bridge.py's bounded-queue test relies on the bridge being dropped
+        so and resending); None: never (a quiet database session is no fault)."""
         self.target = target
+        self.idle_timeout = idle_timeout
         self.port = free_port()
         self._open = threading.Event()
         self._open.set()
+        self._flowing = threading.Event()       # cleared by hold(): bytes wait, connections stay
+        self._flowing.set()
         self._lock = threading.Lock()
         self._socks: list[socket.socket] = []
         self._server = socket.create_server(("127.0.0.1", self.port))
@@ -55,6 +62,7 @@ class Relay:
                 continue
             try:
                 up = socket.create_connection(("127.0.0.1", self.target), timeout=2)
+                up.settimeout(self.idle_timeout)
             except OSError:
                 conn.close()
                 continue
@@ -68,6 +76,7 @@ class Relay:
             while data := a.recv(65536):
                 if not self._open.is_set():
                     break
+                self._flowing.wait()
                 b.sendall(data)
         except OSError:
             pass
@@ -91,9 +100,16 @@ class Relay:
 
     def restore(self) -> None:
         self._open.set()
+        self._flowing.set()
+
+    def hold(self) -> None:
+        """Forward nothing, close nothing (a network that drops packets): a peer waiting for
+        an answer waits, and no error comes. ``restore()`` delivers what was held."""
+        self._flowing.clear()
 
     def close(self) -> None:
         self._stop = True
+        self._flowing.set()
         self.cut()
         self._server.close()
 

@@ -163,9 +163,7 @@ class FloorTables:
     def journals(self) -> Books:
         total = Books()
         for table, driver in self.drivers.items():
-            b = journal_books(self.root / table, driver.table.seats)
-            for k in vars(total):
-                setattr(total, k, getattr(total, k) + getattr(b, k))
+            total.add(journal_books(self.root / table, driver.table.seats))
         return total
 
     def close(self) -> None:

@@ -32,7 +32,7 @@ from firmware.link.presence import (
 from tests.jackpot.test_jackpot_integration import all_confirmed, send
 from tests.link.broker import Broker
 from tests.link.helpers import (
-    Expected,
+    Books,
     Sniffer,
     check_accounting,
     controller,
@@ -150,7 +150,7 @@ def test_while_the_bridge_is_down_the_gate_is_closed_and_the_queue_drains_in_ord
     floor = Floor(tmp_path, {"table-1": 3, "table-2": 1}, relay=("table-1",)).start()
     ctl = controller(tmp_path / "jackpot.db")
     svc = floor.service(ctl)
-    expected = Expected()
+    expected = Books()
     scripts, buses, watches = {}, {}, {}
     for box in (1, 2, 3):
         unit = f"table-1/seat-{box}"
@@ -181,7 +181,7 @@ def test_while_the_bridge_is_down_the_gate_is_closed_and_the_queue_drains_in_ord
         for unit in scripts:
             send(buses[unit], unit, early[unit])
         dealer_records_of(early)
-        wait_until(lambda: all_confirmed(ctl, Expected(events={**{u: len(e) for u, e in early.items()}, **{
+        wait_until(lambda: all_confirmed(ctl, Books(events={**{u: len(e) for u, e in early.items()}, **{
             d.unit_id: d.outbox.last_seq for d in dealers.values()}})), 30, "rounds 1-40 at the controller")
         floor.relays["table-1"].cut()
         wait_until(lambda: not any(watches[f"table-1/seat-{b}"].available for b in (1, 2, 3)), 20,
@@ -199,7 +199,7 @@ def test_while_the_bridge_is_down_the_gate_is_closed_and_the_queue_drains_in_ord
         dealer_records_of(late)
         wait_until(lambda: all(b.drained() for b in [*buses.values(), *dealers.values()]), 30,
                    "the table brokers' PUBACKs")
-        wait_until(lambda: all_confirmed(ctl, Expected(events={u: n for u, n in expected.events.items()
+        wait_until(lambda: all_confirmed(ctl, Books(events={u: n for u, n in expected.events.items()
                                                                if u.startswith("table-2/")})), 30,
                    "table-2's reports while table-1 is cut off")
         time.sleep(max(0.0, outage - (time.monotonic() - cut_at)))
@@ -241,7 +241,7 @@ def test_the_floor_broker_killed_and_restarted_while_three_tables_play_on_loses_
     db = tmp_path / "jackpot.db"
     ctl = controller(db)
     svc = floor.service(ctl)
-    expected = Expected()
+    expected = Books()
     scripts, buses, watches = {}, {}, {}
     for t in (1, 2, 3):
         for box in (1, 2, 3):

@@ -10,7 +10,7 @@ import time
 from firmware.jackpot.controller import JackpotController, report
 from firmware.link import topics
 from tests.jackpot.test_jackpot_integration import all_confirmed, send
-from tests.link.helpers import POOL, Expected, send_dealer, wait_until
+from tests.link.helpers import POOL, Books, send_dealer, wait_until
 
 from .floor import Floor
 
@@ -60,7 +60,7 @@ def test_a_bridge_down_longer_than_the_hold_grace_raises_no_uncorroborated_alarm
     unit = "table-1/seat-1"
     seat, dealer = floor.bus(unit, tmp_path / "seat.db"), floor.bus("table-1/dealer", tmp_path / "dealer.db")
     script = [("progressive_wager", {"amount": "5"}, 1, "1/w"), ("round_result", {"void": False, "net": "10"}, 1, "1/r")]
-    expected = Expected(events={unit: len(script)})
+    expected = Books(events={unit: len(script)})
     try:
         send(seat, unit, script)
         wait_until(lambda: _held(ctl, "table-1") == len(script), 20, "the seat's claims held at the controller")
@@ -96,7 +96,7 @@ def test_the_floor_broker_down_longer_than_the_hold_grace_raises_no_uncorroborat
     unit = "table-1/seat-1"
     seat, dealer = floor.bus(unit, tmp_path / "seat.db"), floor.bus("table-1/dealer", tmp_path / "dealer.db")
     script = [("progressive_wager", {"amount": "5"}, 1, "1/w"), ("round_result", {"void": False, "net": "10"}, 1, "1/r")]
-    expected = Expected(events={unit: len(script)})
+    expected = Books(events={unit: len(script)})
     try:
         send(seat, unit, script)
         wait_until(lambda: _held(ctl, "table-1") == len(script), 20, "the seat's claims held at the controller")

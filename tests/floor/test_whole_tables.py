@@ -16,7 +16,7 @@ import time
 import pytest
 
 from firmware.jackpot.controller import JackpotController, report
-from tests.jackpot.test_hot_standby import BETBOX, Controllers
+from tests.jackpot.controllers import Controllers, pair
 from tests.link.helpers import POOL, controller, wait_until
 from tests.tables import check_books, deal_initial, finish_round, open_round
 
@@ -183,31 +183,10 @@ def test_a_full_hit_pending_when_its_tables_bridge_goes_down_is_paid_once_the_qu
 # -- two `betbox run` controllers on one PostgreSQL, on the floor broker -------------------
 
 
-class FloorControllers(Controllers):
-    """tests/jackpot/test_hot_standby.py's pair, as the floor broker's ``jackpot/main`` user."""
-
-    def start(self, name: str) -> subprocess.Popen:
-        config = self.tmp / f"{name}.toml"
-        config.write_text(f'[unit]\nrole = "jackpot"\nid = "main"\nstate_dir = "{self.tmp / name}"\n'
-                          f'[link]\nbroker = "{self.broker.url}"\nusername = "jackpot/main"\n'
-                          f'password = "{CONTROLLER["jackpot/main"]}"\nallow_insecure = true\n'
-                          f'[store]\nurl = "{self.postgres.url}"\npassword_file = "{self.postgres.password_file}"\n')
-        proc = subprocess.Popen([BETBOX, "run", "--config", str(config), "-v"],
-                                stderr=open(self.tmp / f"{name}.log", "w"), stdout=subprocess.DEVNULL)
-        self.procs.append(proc)
-        return proc
-
-    def meter_hits(self) -> list[str]:
-        return [s for (s,) in self._rows("SELECT state FROM hit WHERE kind = 'meter' ORDER BY id")]
-
-
-def _pair(floor: Floor, postgres, tmp_path) -> tuple[FloorControllers, subprocess.Popen, subprocess.Popen]:
-    ctls = FloorControllers(floor.floor, postgres, tmp_path)
-    a = ctls.start("a")
-    wait_until(lambda: ctls.active_pid() == a.pid, 30, "controller a active")
-    b = ctls.start("b")
-    wait_until(lambda: "standby" in ctls.log("b"), 30, "controller b waiting")
-    assert ctls.active_pid() == a.pid
+def _pair(floor: Floor, postgres, tmp_path) -> tuple[Controllers, subprocess.Popen, subprocess.Popen]:
+    """tests/jackpot/controllers.py's pair, as the floor broker's ``jackpot/main`` user."""
+    ctls = Controllers(floor.floor, postgres, tmp_path, user="jackpot/main", password=CONTROLLER["jackpot/main"])
+    a, b = pair(ctls)
     return ctls, a, b
 
 
@@ -275,7 +254,7 @@ def test_the_database_restarted_under_the_active_controller_while_tables_play_lo
         tables.wait_links("up", 30)
         with tables.playing(pace=0):
             wait_until(lambda: ctls.events() >= 40, 60, "the first rounds' reports at the controller")
-            epoch = ctls.epoch()
+            epoch, sessions = ctls.epoch(), ctls.sessions()
             postgres.restart()                               # under the active one, mid-stream
             restarted = tables.round_nos()
             wait_until(lambda: ctls.epoch() > epoch, 60, "a controller active again, in a new epoch")
@@ -289,6 +268,8 @@ def test_the_database_restarted_under_the_active_controller_while_tables_play_lo
         assert a.poll() is None and b.poll() is None and ctls.active_pid() in (a.pid, b.pid)
         # the active one took no more reports once its database was gone (it said so), lost none
         assert "stepping down" in ctls.log("a")
+        # ... and closed its link for good: the session taken from it once at most, never taken back
+        assert ctls.since(sessions)[1] <= 1, ctls.broker.log()[-3000:]
     finally:
         tables.close()
         ctls.close()

@@ -1,7 +1,8 @@
 """Two ``betbox run`` jackpot controllers on one real PostgreSQL and a real mosquitto: one
 active (the advisory lock), one waiting. Fault tests: the active one SIGKILLed in the middle
 of a burst and while a 100% hit is pending, and the database restarted under the active
-one. Each ends with the books compared, to the cent, to what the units sent.
+one. Each ends with the books compared, to the cent, to what the units sent. The harness:
+tests/jackpot/controllers.py.
 
 The takeover time (active killed -> the other online and its first report committed) is
 printed (``-s``), not asserted: speed is measured, not tested."""
@@ -9,174 +10,39 @@ printed (``-s``), not asserted: speed is measured, not tested."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from firmware.jackpot.controller import report
-from firmware.jackpot.database import open_store
-from firmware.jackpot.store import StoreUnavailable
 from firmware.link import connect_bus, topics
-from tests.jackpot.test_jackpot_integration import dealer, send
+from tests.jackpot.controllers import STATUS, Burst, one_flap, states, takeover, watched_pair
+from tests.jackpot.test_jackpot_integration import dealer
 from tests.jackpot.test_postgres_store import _payloads
-from tests.link.helpers import (
-    Expected,
-    Sniffer,
-    check_accounting,
-    seat_script,
-    send_dealer,
-    wait_until,
-)
-
-BETBOX = str(Path(sys.executable).with_name("betbox"))
-STATUS = topics.jackpot_status_topic("main")
-
-
-class Controllers:
-    """``betbox run`` jackpot processes sharing one database, and a view of it."""
-
-    def __init__(self, broker, postgres, tmp_path: Path) -> None:
-        self.broker, self.postgres, self.tmp = broker, postgres, tmp_path
-        self.procs: list[subprocess.Popen] = []
-        self.db = open_store("unused", postgres.url, postgres.password_file)
-
-    def start(self, name: str) -> subprocess.Popen:
-        config = self.tmp / f"{name}.toml"
-        config.write_text(f'[unit]\nrole = "jackpot"\nid = "main"\nstate_dir = "{self.tmp / name}"\n'
-                          f'[link]\nbroker = "{self.broker.url}"\n'
-                          f'[store]\nurl = "{self.postgres.url}"\npassword_file = "{self.postgres.password_file}"\n')
-        proc = subprocess.Popen([BETBOX, "run", "--config", str(config), "-v"],
-                                stderr=open(self.tmp / f"{name}.log", "w"), stdout=subprocess.DEVNULL)
-        self.procs.append(proc)
-        return proc
-
-    def log(self, name: str) -> str:
-        return (self.tmp / f"{name}.log").read_text()
-
-    def _rows(self, sql: str) -> list:
-        """The test's own view survives the database restart (reconnects)."""
-        try:
-            return self.db.execute(sql).fetchall()
-        except StoreUnavailable:
-            wait_until(self._reconnect, 60, "the database back")
-            return self.db.execute(sql).fetchall()
-
-    def _reconnect(self) -> bool:
-        try:
-            self.db = open_store("unused", self.postgres.url, self.postgres.password_file)
-            return True
-        except StoreUnavailable:
-            return False
-
-    def active_pid(self) -> int | None:
-        rows = self._rows("SELECT holder FROM active WHERE link = 'main'")
-        return None if not rows else int(rows[0][0].rsplit(":", 1)[1])
-
-    def epoch(self) -> int:
-        rows = self._rows("SELECT epoch FROM active WHERE link = 'main'")
-        return int(rows[0][0]) if rows else 0
-
-    def events(self) -> int:
-        return int(self._rows("SELECT COUNT(*) FROM event")[0][0])
-
-    def marks(self) -> dict[str, int]:
-        return dict(self._rows("SELECT unit, contiguous FROM unit"))
-
-    def confirmed(self, expected: Expected) -> bool:
-        marks = self.marks()
-        return all(marks.get(u) == n for u, n in expected.events.items())
-
-    def report(self) -> dict:
-        return report(self.db)
-
-    def close(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-        self.db.close()
-
-
-def _states(sniffer: Sniffer, since: int = 0) -> list[str]:
-    return [json.loads(p)["state"] for t, p, _ in sniffer.messages[since:] if t == STATUS]
-
-
-def _one_flap(states: list[str]) -> None:
-    """The seats saw the controller go once (the dead one's will) and come back, and stay:
-    any later message says ``online`` (the new one answers a stale ``offline`` by saying so again)."""
-    assert states[:2] == ["offline", "online"] and set(states[2:]) <= {"online"}, states
-
-
-def _pair(broker, postgres, tmp_path) -> tuple[Controllers, subprocess.Popen, subprocess.Popen, Sniffer]:
-    ctls = Controllers(broker, postgres, tmp_path)
-    sniffer = Sniffer(broker.url, "betbox/v1/jackpot/main/#")
-    a = ctls.start("a")
-    wait_until(lambda: ctls.active_pid() == a.pid, 30, "controller a active")
-    wait_until(lambda: "online" in _states(sniffer), 30, "controller a online")
-    b = ctls.start("b")
-    wait_until(lambda: "standby" in ctls.log("b"), 30, "controller b waiting")
-    assert ctls.active_pid() == a.pid
-    return ctls, a, b, sniffer
-
-
-def _takeover(ctls: Controllers, sniffer: Sniffer, victim: subprocess.Popen, heir: subprocess.Popen,
-              ) -> dict[str, float]:
-    """SIGKILL the active controller; wait for the other to be active and online."""
-    seen = len(sniffer.messages)
-    killed = time.monotonic()
-    os.kill(victim.pid, signal.SIGKILL)
-    victim.wait(10)
-    wait_until(lambda: ctls.active_pid() == heir.pid, 30, "the standby active", step=0.005)
-    active = time.monotonic()
-    wait_until(lambda: "online" in _states(sniffer, seen), 30, "the standby online", step=0.005)
-    online = time.monotonic()
-    return {"killed": killed, "active_s": active - killed, "online_s": online - killed, "seen": seen}
+from tests.link.helpers import Sniffer, check_accounting, wait_until
 
 
 def test_the_active_controller_sigkilled_mid_burst_the_standby_takes_over_and_every_report_counts_once(
         own_broker, postgres, tmp_path):
     broker = own_broker           # its retained marks must not reach other tests' units
-    ctls, a, b, sniffer = _pair(broker, postgres, tmp_path)
+    ctls, a, b, sniffer = watched_pair(broker, postgres, tmp_path)
     try:
-        expected = Expected()
-        units = [f"table-1/seat-{n}" for n in (1, 2, 3)]
-        scripts, buses = {}, {}
-        for i, unit in enumerate(units):
-            scripts[unit], exp = seat_script(unit, 150, seed=900 + i, meter_hits=True)
-            expected.add(exp)
-            buses[unit] = connect_bus(broker.url, unit, outbox_path=tmp_path / f"{i}.db")
-        table_dealer = dealer(broker.url, "table-1", tmp_path)
-        send_dealer(table_dealer, {int(u[-1]): scripts[u] for u in units}, expected)
-        threads = [threading.Thread(target=send, args=(buses[u], u, scripts[u])) for u in units]
-        for th in threads:
-            th.start()
+        burst = Burst(broker.url, "table-1", [1, 2, 3], 150, 900, tmp_path)
+        expected = burst.expected
         wait_until(lambda: ctls.events() > 150, 60, "the burst under way", step=0.005)
-        t = _takeover(ctls, sniffer, a, b)
+        t = takeover(ctls, sniffer, a, b)
         before = ctls.events()
         wait_until(lambda: ctls.events() > before, 30, "the standby's first commit", step=0.005)
         first = time.monotonic() - t["killed"]
-        for th in threads:
-            th.join()
+        burst.join()
         wait_until(lambda: ctls.confirmed(expected), 90, "every report confirmed")
         check_accounting(ctls.report(), expected)
         # presence: a online; at the kill its will (offline), then b online, and no more flaps
-        _one_flap(_states(sniffer, t["seen"]))
+        one_flap(states(sniffer, t["seen"]))
         print(f"\ntakeover: lock {t['active_s'] * 1000:.0f} ms, online {t['online_s'] * 1000:.0f} ms, "
               f"first report committed {first * 1000:.0f} ms after the SIGKILL")
-        for bus in [*buses.values(), table_dealer]:
-            bus.close()
+        burst.close()
     finally:
         sniffer.close()
         ctls.close()
@@ -185,7 +51,7 @@ def test_the_active_controller_sigkilled_mid_burst_the_standby_takes_over_and_ev
 def test_the_active_controller_sigkilled_with_a_full_hit_pending_the_standby_keeps_it_pending(
         own_broker, postgres, tmp_path):
     broker = own_broker           # its retained marks must not reach other tests' units
-    ctls, a, b, sniffer = _pair(broker, postgres, tmp_path)
+    ctls, a, b, sniffer = watched_pair(broker, postgres, tmp_path)
     try:
         seat = connect_bus(broker.url, "table-3/seat-1", outbox_path=tmp_path / "seat.db")
         table_dealer = dealer(broker.url, "table-3", tmp_path)
@@ -196,7 +62,7 @@ def test_the_active_controller_sigkilled_with_a_full_hit_pending_the_standby_kee
                             key="1/p", table="table-3", round=1)
         wait_until(lambda: ctls.db.execute("SELECT state FROM hit").fetchall() == [("pending",)], 30,
                    "the 100% hit pending")
-        t = _takeover(ctls, sniffer, a, b)
+        t = takeover(ctls, sniffer, a, b)
         # the meter the new controller publishes still shows the hit PENDING, for the same amount
         meters = wait_until(lambda: [json.loads(p) for tp, p, _ in sniffer.messages[t["seen"]:]
                                      if tp == topics.meter_topic("main")], 30, "the standby's meter")
@@ -214,7 +80,7 @@ def test_the_active_controller_sigkilled_with_a_full_hit_pending_the_standby_kee
         # seed 1000 + 0.75 contributed; 1000 won; reseeded: 1000.75, to the cent
         assert (m["exact"]["amount"], m["meters"]["won"], m["meters"]["hits"], m["meters"]["pending"],
                 m["meters"]["reseeds"], m["balanced"]) == ("1000.75", "1000", 1, 0, 1, True)
-        _one_flap(_states(sniffer, t["seen"]))
+        one_flap(states(sniffer, t["seen"]))
         seat.close()
         table_dealer.close()
     finally:
@@ -237,7 +103,7 @@ def _publisher(url: str) -> tuple[mqtt.Client, list[int]]:
 def test_the_database_restarted_under_the_active_controller_it_stops_taking_reports_loses_none_and_resumes(
         own_broker, postgres, tmp_path):
     broker = own_broker           # its retained marks must not reach other tests' units
-    ctls, a, b, sniffer = _pair(broker, postgres, tmp_path)
+    ctls, a, b, sniffer = watched_pair(broker, postgres, tmp_path)
     client, acked = _publisher(broker.url)
     try:
         messages, expected = _payloads("table-4", 3, 120)
@@ -245,7 +111,7 @@ def test_the_database_restarted_under_the_active_controller_it_stops_taking_repo
         for topic, payload in messages[:half]:
             client.publish(topic, payload, qos=1)
         wait_until(lambda: ctls.events() == half, 60, "the first half stored")
-        seen, epoch = len(sniffer.messages), ctls.epoch()
+        seen, epoch, sessions = len(sniffer.messages), ctls.epoch(), ctls.sessions()
         restarting = threading.Thread(target=postgres.restart)
         restarting.start()
         for topic, payload in messages[half:]:            # during the restart and after it
@@ -259,12 +125,14 @@ def test_the_database_restarted_under_the_active_controller_it_stops_taking_repo
         # stepping down says it, unless the standby took over the MQTT session first (same
         # client id, so the broker drops the old connection and no will is sent).
         wait_until(lambda: ctls.epoch() > epoch, 60, "a controller active again, in a new epoch")
-        wait_until(lambda: _states(sniffer, seen)[-1:] == ["online"], 60, "a controller online again")
+        wait_until(lambda: states(sniffer, seen)[-1:] == ["online"], 60, "a controller online again")
         wait_until(lambda: ctls.events() == len(messages), 60, "every report stored")
         wait_until(lambda: ctls.confirmed(expected), 30, "every mark moved")
         check_accounting(ctls.report(), expected)
         assert ctls.report()["held"] == {"seat": 0, "dealer": 0}
         assert ctls.active_pid() in (a.pid, b.pid) and a.poll() is None and b.poll() is None
+        # the one that stepped down closed its link for good: the session taken from it once at most
+        assert ctls.since(sessions)[1] <= 1, ctls.broker.log()[-3000:]
     finally:
         client.disconnect()
         client.loop_stop()
@@ -285,14 +153,14 @@ def test_a_late_offline_on_the_shared_presence_topic_is_answered_by_the_serving_
     sniffer = Sniffer(broker.url, "betbox/v1/jackpot/main/#")
     late = None
     try:
-        wait_until(lambda: "online" in _states(sniffer), 10, "the controller online")
+        wait_until(lambda: "online" in states(sniffer), 10, "the controller online")
         late, _ = _publisher(broker.url)
         late.publish(STATUS, json.dumps({"schema": 1, "unit": "jackpot/main", "role": "jackpot",
                                          "state": "offline"}), qos=1, retain=True)
-        wait_until(lambda: _states(sniffer)[-2:] == ["offline", "online"], 10, "online said again")
+        wait_until(lambda: states(sniffer)[-2:] == ["offline", "online"], 10, "online said again")
         fresh = Sniffer(broker.url, STATUS)
-        wait_until(lambda: _states(fresh), 10, "the retained presence")
-        assert _states(fresh) == ["online"]
+        wait_until(lambda: states(fresh), 10, "the retained presence")
+        assert states(fresh) == ["online"]
         fresh.close()
     finally:
         if late is not None:

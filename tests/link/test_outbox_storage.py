@@ -97,3 +97,33 @@ def test_a_damaged_outbox_is_refused_naming_the_file(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(OutboxError, match=str(path)):
         Outbox(path, UNIT)
+
+
+def test_the_journals_check_on_an_unclean_open_covers_the_outbox_tables_in_its_file(tmp_path):
+    """``betbox run`` keeps the outbox's tables in the unit's journal.db: the journal's
+    ``PRAGMA quick_check`` (run when the file was not closed cleanly) reads every page of
+    the file, theirs too: a damaged outbox index stops the unit, the file named."""
+    from firmware.runtime.journal import JOURNAL_NAME, Journal, JournalError
+
+    unit = tmp_path / "unit"
+    journal = Journal(unit / JOURNAL_NAME, UNIT, "seat")
+    ob = Outbox(unit / "outbox.db", UNIT, journal=journal)
+    for n in range(400):
+        ob.put(TOPIC, "alarm", {"detail": "x" * 200, "n": n}, key=f"alarm/{n}")
+    journal._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")    # the rows in the main file, the mark still set
+    copy = tmp_path / "copy"                                    # the file as a power cut leaves it
+    copy.mkdir()
+    shutil.copy(unit / JOURNAL_NAME, copy / JOURNAL_NAME)
+    ob.close()
+    journal.close()
+    db = sqlite3.connect(copy / JOURNAL_NAME)
+    pages = [p for (p,) in db.execute("SELECT pageno FROM dbstat WHERE name = 'sqlite_autoindex_outbox_2' "
+                                      "AND pagetype = 'leaf'")]
+    size = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    data = bytearray((copy / JOURNAL_NAME).read_bytes())
+    data[(pages[0] - 1) * size:pages[0] * size] = b"\xa5" * size
+    (copy / JOURNAL_NAME).write_bytes(bytes(data))
+    with pytest.raises(JournalError, match="damaged") as err:
+        Journal(copy / JOURNAL_NAME, UNIT, "seat")
+    assert str(copy / JOURNAL_NAME) in str(err.value)
