@@ -44,6 +44,10 @@ RawSink = Callable[[str, bytes], None]
 DeferredSink = Callable[[str, bytes, Callable[[], None]], None]
 LinkListener = Callable[[bool], None]
 MAX_INFLIGHT = 1000          # reports handed to paho and not yet acknowledged
+# The controller's confirmation mark has not moved for this long while reports the broker
+# took wait for it, the controller is online and the floor reachable: they were lost on
+# the way (a table broker's bounded bridge queue drops, docs/floor.md), so send them again
+STALLED_RESEND = 60.0
 
 
 class LinkError(RuntimeError):
@@ -137,6 +141,15 @@ class MqttBus:
         self.sink_errors = 0                     # of which a receiver raised on
         self.bad_marks = 0                       # confirmation marks refused or cut to what was sent
         self._handed_through = 0                 # highest report seq handed to paho (this process)
+        self.resend_stalled = STALLED_RESEND     # seconds; see STALLED_RESEND
+        self.stalled_resends = 0
+        self._controller_online = False          # its last status on this link said online
+        # the table broker's bridge to the floor (mosquitto's notification); True until it
+        # says otherwise: a unit on the controller's own broker never hears of a bridge
+        self._floor_up = True
+        self._bridge_topic = (topics.bridge_state_topic(unit_id.split("/")[0])
+                              if outbox is not None and "/" in unit_id else None)
+        self._progress_at = time.monotonic()     # the mark last moved, or everything was sent again
         # with credentials the client id is the username: what the documented broker
         # enforces (use_username_as_clientid), so the logs on both sides name one client
         self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=config.username or client_id or
@@ -252,6 +265,9 @@ class MqttBus:
             if self.outbox is not None:
                 patterns += [topics.confirmed_topic(self.link_id, self.unit_id),
                              topics.jackpot_status_topic(self.link_id)]
+            if self._bridge_topic is not None:
+                patterns.append(self._bridge_topic)
+            self._progress_at = time.monotonic()
             self._subscribed.clear()
             self._subacks = {client.subscribe(pattern, qos=1)[1] for pattern in patterns}
             if not self._subacks:
@@ -309,9 +325,10 @@ class MqttBus:
         # Whatever goes wrong, the message is counted, logged (rate-limited) and dropped.
         handed = False                                  # a deferred sink acknowledges it
         try:
-            if (self.outbox is not None and not msg.retain
-                    and msg.topic == topics.jackpot_status_topic(self.link_id)):
-                self._controller_status(msg.payload)
+            if self.outbox is not None and msg.topic == topics.jackpot_status_topic(self.link_id):
+                self._controller_status(msg.payload, resend=not msg.retain)
+            elif msg.topic == self._bridge_topic:
+                self._floor_up = bytes(msg.payload).strip() != b"0"
             handed = self._defer(msg)
             if not handed:
                 self._take(msg.topic, msg.payload)
@@ -322,19 +339,44 @@ class MqttBus:
             if self.manual_ack and not handed:
                 self._ack(msg, self._conn)
 
-    def _controller_status(self, payload: bytes) -> None:
-        """The controller (re)connected: send again everything it has not confirmed. A
-        broker restarted without the controller's session (killed before its autosave)
-        dropped what the outbox resent before the controller subscribed again."""
+    def _controller_status(self, payload: bytes, resend: bool) -> None:
+        """The controller (re)connected (``resend``: not the retained status): send again
+        everything it has not confirmed. A broker restarted without the controller's session
+        (killed before its autosave) dropped what the outbox resent before the controller
+        subscribed again."""
         try:
-            online = wirejson.loads(payload).get("state") == "online"
+            state = wirejson.loads(payload).get("state")
         except (ValueError, AttributeError):
             return                                      # its other receivers judge it
-        if online:
+        if state in ("online", "offline"):
+            self._controller_online = state == "online"
+        if state == "online" and resend:
             with self._lock:
                 self._gen += 1
                 self._sent_through = 0 if self.resend_acked else self._first_unacked()
+                self._progress_at = time.monotonic()
             self._wake.set()
+
+    def _resend_if_stalled(self, inflight: int) -> None:
+        """Sender thread: every report was taken by the broker, yet the controller, online
+        and reachable, has confirmed nothing more for ``resend_stalled`` seconds: send the
+        unconfirmed again (duplicates are dropped by the controller)."""
+        assert self.outbox is not None
+        if (inflight or not self._connected.is_set() or not self._controller_online or not self._floor_up
+                or time.monotonic() - self._progress_at < self.resend_stalled):
+            return
+        stats = self.outbox.stats()
+        if not stats["acked_unconfirmed"] or stats["waiting"]:
+            self._progress_at = time.monotonic()        # nothing waits for the controller
+            return
+        with self._lock:
+            self._gen += 1
+            self._sent_through = 0
+            self._progress_at = time.monotonic()
+        self.stalled_resends += 1
+        log.warning("%s: the controller confirmed nothing for %.0f s past report %d; sending the %d "
+                    "unconfirmed again", self.unit_id, self.resend_stalled, stats["confirmed"],
+                    stats["acked_unconfirmed"])
 
     def _defer(self, msg: mqtt.MQTTMessage) -> bool:
         """Hand ``msg`` to the deferred sink of its topic, if any (True: it acknowledges)."""
@@ -440,7 +482,8 @@ class MqttBus:
             self.bad_marks += 1
             self._drop("confirmation mark %d is beyond report %d, the last this unit sent: taken "
                        "only through %d", through, sent, sent)
-        self.outbox.confirm_through(min(through, sent))
+        if self.outbox.confirm_through(min(through, sent)):
+            self._progress_at = time.monotonic()
 
     def add_behind_listener(self, listener: Callable[[dict[str, int]], None]) -> None:
         """``listener({"outbox_seq": n, "confirmed": m})`` when this unit's outbox is found
@@ -581,6 +624,7 @@ class MqttBus:
             inflight = still
         if not self._connected.is_set() or len(inflight) >= MAX_INFLIGHT:
             return inflight
+        self._resend_if_stalled(len(inflight))
         with self._lock:
             gen, after = self._gen, self._sent_through
         rows = self.outbox.pending(after=after, limit=256)

@@ -118,13 +118,14 @@ class Floor:
     """``tables``: table id -> boxes. ``relay``: tables whose bridge goes through a Relay."""
 
     def __init__(self, root: Path, tables: dict[str, int], relay: tuple[str, ...] = (),
-                 table_queue: int = 0) -> None:
-        """``table_queue``: the table brokers' ``max_queued_messages`` (0: unbounded)."""
+                 table_queue: int = 0, relay_idle: float | None = 2.0) -> None:
+        """``table_queue``: the table brokers' ``max_queued_messages`` (0: unbounded).
+        ``relay_idle``: the relays' idle timeout (None: a link that never drops by itself)."""
         self.root = root
         self.boxes = dict(tables)
         users = {**CONTROLLER, **{bridge_user(t): unit_password(bridge_user(t)) for t in tables}}
         self.floor = Broker(root / "floor", acl=render_floor_acl(tables), users=users)
-        self.relays = {t: Relay(self.floor.port) for t in relay}
+        self.relays = {t: Relay(self.floor.port, relay_idle) for t in relay}
         self.tables: dict[str, Broker] = {}
         for table, boxes in tables.items():
             port = self.relays[table].port if table in self.relays else self.floor.port

@@ -426,14 +426,19 @@ def test_a_killed_controllers_will_closes_the_gate_at_every_table_through_its_br
 def test_a_bridge_queue_past_its_bound_drops_at_the_broker_only_the_outbox_sends_it_again(tmp_path):
     """The table broker queues at most ``max_queued_messages`` (here 20) for the bridge; what
     the seat reports beyond that while the floor is away is dropped there, and the seat's
-    outbox, not confirmed, sends it again: the books are exact all the same."""
-    floor = Floor(tmp_path, {"table-1": 1}, relay=("table-1",), table_queue=20).start()
+    outbox, not confirmed, sends it again: the books are exact all the same. The floor link
+    comes back once and stays (no relay idle drops: those reconnected the bridge again and
+    again, and each reconnect made the seat send again, hiding that the send after the
+    first reconnect overflowed the bound too and nothing sent the rest): the seat sends
+    again when the controller, online, has confirmed nothing more for a while."""
+    floor = Floor(tmp_path, {"table-1": 1}, relay=("table-1",), table_queue=20, relay_idle=None).start()
     ctl = controller(tmp_path / "jackpot.db")
     svc = floor.service(ctl)
     unit = "table-1/seat-1"
     script, expected = seat_script(unit, 150, seed=77)
     bus = floor.bus(unit, tmp_path / "seat.db")
     table_dealer = floor.bus("table-1/dealer", tmp_path / "dealer.db")
+    bus.resend_stalled = table_dealer.resend_stalled = 3.0         # 60 s as shipped
     watch = ControllerWatch(bus, "main", "table-1")
     try:
         wait_until(lambda: watch.available, 20, "the gate open")
@@ -443,9 +448,14 @@ def test_a_bridge_queue_past_its_bound_drops_at_the_broker_only_the_outbox_sends
         send_dealer(table_dealer, {1: script}, expected)
         wait_until(lambda: bus.drained() and table_dealer.drained(), 30, "the table broker's PUBACKs")
         assert len(script) > 100 and ctl.marks().get(unit) is None
+        # the floor away: nothing is sent again into the bridge's queue (it would fill it with
+        # duplicates), however long the controller's mark stands still
+        time.sleep(2 * bus.resend_stalled)
+        assert bus.stalled_resends == 0 and table_dealer.stalled_resends == 0
         floor.relays["table-1"].restore()
         wait_until(lambda: all_confirmed(ctl, expected), 60, "every report, the dropped ones sent again")
         assert "Outgoing messages are being dropped for client bridge-table-1" in floor.tables["table-1"].log()
+        assert bus.stalled_resends >= 1
         data = report(ctl.db)
         check_accounting(data, expected)
         assert data["integrity"]["count"] == 0 and data["units"][unit]["missing_ranges"] == []
