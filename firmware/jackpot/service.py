@@ -54,7 +54,8 @@ class JackpotService:
         self.tick = tick
         self.bus = MqttBus(link, f"jackpot/{self.link_id}", role="jackpot", config_digest=config_digest,
                            client_id=f"betbox-jackpot-{self.link_id}", clean_session=False,
-                           status_topic=topics.jackpot_status_topic(self.link_id), manual_ack=True)
+                           status_topic=topics.jackpot_status_topic(self.link_id), manual_ack=True,
+                           chunked_reads=True)
         self.bus.subscribe_deferred(topics.REPORT_PATTERN, self._on_report)
         self.bus.subscribe_raw(topics.command_topic(self.link_id), self._on_command)
         self.bus.subscribe_raw(topics.jackpot_status_topic(self.link_id), self._on_presence)

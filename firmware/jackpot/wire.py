@@ -61,15 +61,28 @@ class Report:
 
 
 def amount(body: Mapping[str, Any], key: str, *, nullable: bool = False, positive: bool = True) -> Fraction | None:
+    text = _checked_amount(body, key, nullable=nullable, positive=positive)
+    return None if text is None else Fraction(text)
+
+
+def _checked_amount(body: Mapping[str, Any], key: str, *, nullable: bool = False,
+                    positive: bool = True) -> str | None:
+    """:func:`amount`'s checks without making the Fraction (the ingest's hot path: the text
+    is all the controller keeps); the amount's text, or None for an allowed null."""
     v = body.get(key)
     if v is None and nullable and key in body:
         return None
     if not isinstance(v, str) or not AMOUNT.match(v):
         raise ReportRejected("bad_amount", f"{key}: {v!r} is not an exact decimal amount like \"12.50\"")
-    a = Fraction(v)
-    if positive and a <= 0:
+    if positive and not _above_zero(v):
         raise ReportRejected("bad_amount", f"{key}: {v} must be more than 0")
-    return a
+    return v
+
+
+def _above_zero(text: str) -> bool:
+    """Whether a decimal ``text`` (AMOUNT or SHARE shaped) is more than 0: no minus sign
+    and a digit other than 0."""
+    return not text.startswith("-") and text.strip("0.") != ""
 
 
 def _int(data: Mapping[str, Any], key: str, lo: int, hi: int) -> int:
@@ -136,18 +149,18 @@ def _check_body(kind: str, body: Mapping[str, Any]) -> None:
     where = f"{kind} body"
     if kind == "progressive_wager":
         _only(body, {"amount"}, {"amount"}, where)
-        amount(body, "amount")
+        _checked_amount(body, "amount")
     elif kind == "progressive_hit":
         _check_hit(body, where)
     elif kind == "envy_bonus":
         _only(body, {"from_box", "award"}, {"from_box", "award"}, where)
         _int(body, "from_box", 1, 99)
-        amount(body, "award")
+        _checked_amount(body, "award")
     elif kind == "round_result":
         _only(body, {"void", "net", "progressive", "settlement"}, {"void", "net"}, where)
         if not isinstance(body["void"], bool):
             raise ReportRejected("bad_field", "void must be true or false")
-        amount(body, "net", positive=False)
+        _checked_amount(body, "net", positive=False)
     elif kind == "side_bet":
         _only(body, {"bet", "category", "stake", "net"}, {"bet", "stake", "net"}, where)
         if not isinstance(body["bet"], str) or not CODE.match(body["bet"]):
@@ -155,15 +168,15 @@ def _check_body(kind: str, body: Mapping[str, Any]) -> None:
         category = body.get("category")
         if category is not None and (not isinstance(category, str) or not 0 < len(category) <= 64):
             raise ReportRejected("bad_field", f"category: {category!r} is not a category name or null")
-        amount(body, "stake")
-        amount(body, "net", positive=False)
+        _checked_amount(body, "stake")
+        _checked_amount(body, "net", positive=False)
     elif kind == "round_progressive":
         _only(body, {"meter", "boxes"}, {"meter", "boxes"}, where)
         if body["meter"] is not None:
-            amount(body, "meter", positive=False)
+            _checked_amount(body, "meter", positive=False)
         for entry in _boxes(body, where):
             _only(entry, {"box", "wager", "hit"}, {"box", "wager", "hit"}, f"{where} box")
-            amount(entry, "wager")
+            _checked_amount(entry, "wager")
             if entry["hit"] is not None:
                 if not isinstance(entry["hit"], dict):
                     raise ReportRejected("bad_field", f"{where}: a box's hit is an object or null")
@@ -174,7 +187,7 @@ def _check_body(kind: str, body: Mapping[str, Any]) -> None:
             raise ReportRejected("bad_field", "void must be true or false")
         for entry in _boxes(body, where):
             _only(entry, {"box", "net", "envy", "side_bets"}, {"box", "net", "envy", "side_bets"}, f"{where} box")
-            amount(entry, "net", positive=False)
+            _checked_amount(entry, "net", positive=False)
             for name, items in (("envy", entry["envy"]), ("side_bets", entry["side_bets"])):
                 if not isinstance(items, list) or len(items) > MAX_BOXES or not all(isinstance(i, dict)
                                                                                    for i in items):
@@ -199,16 +212,16 @@ def _check_hit(body: Mapping[str, Any], where: str) -> None:
     _only(body, {"category", "award", "meter_share", "amount"}, {"category", "award", "meter_share"}, where)
     if not isinstance(body["category"], str) or not 0 < len(body["category"]) <= 64:
         raise ReportRejected("bad_field", f"category: {body['category']!r}")
-    award = amount(body, "award", nullable=True)
+    award = _checked_amount(body, "award", nullable=True)
     share = body["meter_share"]
-    if share is not None and (not isinstance(share, str) or not SHARE.match(share) or Fraction(share) <= 0):
+    if share is not None and (not isinstance(share, str) or not SHARE.match(share) or not _above_zero(share)):
         raise ReportRejected("bad_field", f"meter_share: {share!r} is not a share in (0, 1] like \"1\"")
     if (award is None) == (share is None):
         raise ReportRejected("bad_field", "a hit has either a fixed award or a meter share")
     if "amount" in body and body["amount"] is not None:
         if share is None:
             raise ReportRejected("bad_field", "amount is a meter share's; a fixed award says award")
-        amount(body, "amount")
+        _checked_amount(body, "amount")
 
 
 def _boxes(body: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:

@@ -18,3 +18,20 @@ def test_money_in_integers_says_what_decimal_says():
     for v in values:
         assert money(v) == _money_decimal(v), v
     assert [money(Fraction(x)) for x in ("37.5", "0.05", "-0.5", "12", "1/3")] == ["37.5", "0.05", "-0.5", "12", "1/3"]
+
+
+def test_a_claims_amount_text_is_what_the_fraction_says():
+    """claims._amount normalises a wire decimal as text; it must be money(Fraction(text))
+    for every decimal the wire lets through (and any other text the same way as before)."""
+    from firmware.jackpot.claims import _amount
+
+    rng = random.Random(18)
+    texts = ["0", "-0", "0.00", "-0.00", "0.5", "-0.50", "5", "5.50", "10", "100.00", "1", "1.0000", "0.0001",
+             "999999999999.99", "-999999999999.99", "007", "00.10", "1/3", " 5", "5\n", "1e3", "0.1234567890123"]
+    for _ in range(20000):
+        whole = str(rng.randint(0, 10 ** rng.randint(1, 12)))
+        frac = "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 4)))
+        texts.append(rng.choice(["", "-"]) + whole + (f".{frac}" if frac else ""))
+    for text in texts:
+        assert _amount(text) == money(Fraction(text)), text
+    assert _amount(None) is None
