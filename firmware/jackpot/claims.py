@@ -117,6 +117,9 @@ def dealer_claims(r: Report) -> list[Claim]:
     return out
 
 
+RECORD_STAGE = {"round_progressive": "progressive", "round_settlement": "settlement"}
+
+
 def stage_of_record(kind: str) -> str | None:
     """The stage a dealer's report records (None: not a round record)."""
-    return {"round_progressive": "progressive", "round_settlement": "settlement"}.get(kind)
+    return RECORD_STAGE.get(kind)

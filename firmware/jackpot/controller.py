@@ -25,7 +25,7 @@ import logging
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
@@ -615,7 +615,7 @@ class JackpotController:
                 self._dispute(c, "hit_without_wager", f"box {c.box} round {c.round}: a progressive hit "
                                                       f"without a booked progressive wager")
             return
-        c = replace(c, value=seat[2])           # the agreed value (``c`` may name the claim only)
+        c = Claim(c.table, c.round, c.box, c.kind, c.key, seat[2])    # the agreed value (``c`` may name it only)
         effect, problem = self._book(c, seat[1])
         if problem is not None:
             self._dispute(c, problem[0], problem[1])

@@ -145,6 +145,9 @@ def _fill(spec: PoolSpec, amount: Fraction, add: Fraction) -> tuple[Fraction, Fr
 def contribute(spec: PoolSpec, s: PoolState, wager: Fraction) -> tuple[PoolState, Fraction, Fraction]:
     """A progressive wager: the new state, and the contribution's split (pool, overflow)."""
     c = wager * spec.rate
+    if c <= spec.maximum - s.amount:            # all of it fits (the usual case): fewer Fraction steps
+        return (_evolve(s, amount=s.amount + c, wagers=s.wagers + 1, wagers_in=s.wagers_in + wager,
+                        contributions=s.contributions + c), c, ZERO)
     into, over = _fill(spec, s.amount, c)
     return (_evolve(s, amount=s.amount + into, overflow=s.overflow + over, wagers=s.wagers + 1,
                     wagers_in=s.wagers_in + wager, contributions=s.contributions + c,

@@ -31,26 +31,29 @@ class CountedChunks(ChunkedClient, CountedReads):
     pass
 
 
-def _publish_packet(topic: str, payload: bytes) -> bytes:
-    """A QoS 0 PUBLISH, as a broker sends it."""
-    body = len(topic).to_bytes(2, "big") + topic.encode() + payload
+def _publish_packet(topic: str, payload: bytes, mid: int | None = None) -> bytes:
+    """A PUBLISH as a broker sends it: QoS 0, or QoS 1 with packet id ``mid``."""
+    body = len(topic).to_bytes(2, "big") + topic.encode() + (b"" if mid is None else mid.to_bytes(2, "big")) + payload
     n, length = len(body), b""
     while True:
         n, digit = n >> 7, n & 0x7F
         length += bytes([digit | (0x80 if n else 0)])
         if not n:
-            return b"\x30" + length + body
+            return (b"\x30" if mid is None else b"\x32") + length + body
 
 
-def _serve(server: socket.socket, packets: bytes) -> None:
-    """A broker's side of one connection: CONNACK, SUBACK, then ``packets`` in one write."""
+def _serve(server: socket.socket, packets: bytes, replies: list[bytes] | None = None) -> None:
+    """A broker's side of one connection: CONNACK, SUBACK, then ``packets`` in one write;
+    what the client sends after that goes to ``replies`` until it closes."""
     conn, _ = server.accept()
     with conn:
         conn.recv(1024)                                    # CONNECT
         conn.sendall(b"\x20\x02\x00\x00")
         sub = conn.recv(1024)                              # SUBSCRIBE: its packet id for the SUBACK
-        conn.sendall(b"\x90\x03" + sub[2:4] + b"\x00" + packets)
-        conn.recv(1024)                                    # until the client goes
+        conn.sendall(b"\x90\x03" + sub[2:4] + b"\x01" + packets)
+        while data := conn.recv(65536):                    # until the client goes
+            if replies is not None:
+                replies.append(data)
 
 
 @pytest.mark.parametrize("chunked", [True, False])
@@ -82,6 +85,48 @@ def test_a_burst_is_read_whole_and_in_order_in_few_recv_calls(chunked):
         assert client.recvs <= 2 * (total // CHUNK + 1) + 4, client.recvs
     else:
         assert client.recvs >= 3 * len(messages)
+
+
+def test_acknowledgements_from_another_thread_all_go_out_in_their_order():
+    """manual_ack, as the controller: 3,000 QoS 1 messages, acknowledged from another thread
+    in batches (after "the commit") in an order of its own; the broker's side receives
+    exactly one PUBACK a message, in the order they were acknowledged (merged into fewer
+    writes and wake-ups, none lost to the race between queueing and writing)."""
+    n = 3000
+    packets = b"".join(_publish_packet("r/x", b"%d" % i, mid=i + 1) for i in range(n))
+    replies: list[bytes] = []
+    server = socket.create_server(("127.0.0.1", 0))
+    threading.Thread(target=_serve, args=(server, packets, replies), daemon=True).start()
+    client = ChunkedClient(CallbackAPIVersion.VERSION2, client_id="acks", manual_ack=True)
+    got: list[mqtt.MQTTMessage] = []
+    client.on_connect = lambda c, *a: c.subscribe("r/#", qos=1)
+    client.on_message = lambda c, u, m: got.append(m)
+    client.connect("127.0.0.1", server.getsockname()[1])
+    client.loop_start()
+    order: list[int] = []
+    try:
+        wait_until(lambda: len(got) >= n, 20, "every message delivered")
+        assert b"".join(replies) == b""                # manual_ack: nothing acknowledged yet
+
+        def acknowledge() -> None:
+            for start in range(0, n, 250):
+                batch = got[start:start + 250]
+                for m in (batch if start % 500 else reversed(batch)):
+                    order.append(m.mid)
+                    client.ack(m.mid, m.qos)
+        acker = threading.Thread(target=acknowledge)
+        acker.start()
+        acker.join(20)
+        wait_until(lambda: len(b"".join(replies)) >= 4 * n, 20, "every PUBACK at the broker's side")
+    finally:
+        client.disconnect()
+        client.loop_stop()
+        server.close()
+    data = b"".join(replies)
+    pubacks = [data[i:i + 4] for i in range(0, 4 * n, 4)]
+    assert pubacks == [b"\x40\x02" + mid.to_bytes(2, "big") for mid in order]
+    assert sorted(order) == list(range(1, n + 1))
+    assert data[4 * n:] in (b"", b"\xe0\x00")            # then only the DISCONNECT
 
 
 def test_a_message_larger_than_a_chunk_and_a_reconnect_on_a_real_broker(tmp_path: Path):

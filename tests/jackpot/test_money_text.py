@@ -35,3 +35,29 @@ def test_a_claims_amount_text_is_what_the_fraction_says():
     for text in texts:
         assert _amount(text) == money(Fraction(text)), text
     assert _amount(None) is None
+
+
+def test_a_contribution_that_fits_books_what_the_full_split_books():
+    """pools.contribute's short way (the contribution fits under the maximum) leaves the
+    same state and split as the full one (_fill), to the last fraction of a cent, near the
+    maximum and past it, and the books stay balanced."""
+    from firmware.jackpot import pools as P
+
+    rng = random.Random(181)
+    spec = P.PoolSpec("main", Fraction(1000), Fraction(15, 1000), Fraction(1100), ("*",))
+    s = P.new_pool(spec)
+    for _ in range(5000):
+        wager = Fraction(rng.randint(1, 100000), rng.choice([1, 2, 4, 10, 100]))
+        room = max(P.ZERO, spec.maximum - s.amount)
+        c = wager * spec.rate
+        into, over = min(c, room), c - min(c, room)
+        expect = P._evolve(s, amount=s.amount + into, overflow=s.overflow + over, wagers=s.wagers + 1,
+                           wagers_in=s.wagers_in + wager, contributions=s.contributions + c,
+                           overflow_in=s.overflow_in + over)
+        s, got_into, got_over = P.contribute(spec, s, wager)
+        assert (s, got_into, got_over) == (expect, into, over)
+        assert P.balanced(s)
+        if rng.random() < 0.01:                     # a hit takes the meter now and then
+            s, _ = P.lock_hit(spec, s, Fraction(1))
+            s = P.confirm_hit(spec, s)
+    assert s.overflow > 0 and s.reseeds > 0        # both ways were taken
