@@ -147,7 +147,9 @@ def main() -> None:
     for kind, xs in CPU.items():
         print(f"  {kind:20s} {spread(xs)}")
     if PUBLISHER_CPU:
-        print(f"the raw publishers' CPU per report (µs; their process): {spread(PUBLISHER_CPU)}")
+        print("the publishers' CPU per report (µs; their process, connecting included):")
+        for kind, xs in PUBLISHER_CPU.items():
+            print(f"  {kind:20s} {spread(xs)}")
     if BROKER_CPU:
         print("mosquitto's CPU per report (µs; the publishers' PUBLISH in, the PUBLISH out and its PUBACK):")
         for kind, xs in BROKER_CPU.items():
@@ -227,7 +229,7 @@ for s in socks.values():
     s.close()
 """
 WINDOW = 1000               # unacknowledged PUBLISHes a connection (paho's publishers: max_inflight 1000)
-PUBLISHER_CPU: list[float] = []         # the load generator's CPU per report (µs), each run
+PUBLISHER_CPU: dict[str, list[float]] = {}     # the load generator's CPU per report (µs), each run
 
 
 def via_broker(url: str, n: int, tmp: Path, make: Callable[[], Any] | None, paho: bool = False) -> float:
@@ -240,10 +242,12 @@ def via_broker(url: str, n: int, tmp: Path, make: Callable[[], Any] | None, paho
         saved = bench_mqtt.controller
         if make is not None:
             bench_mqtt.controller = lambda _path: make()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             return ingest_via_broker(url, n, 4, tmp, bare=make is None)[0]
         finally:
             bench_mqtt.controller = saved
+            _publisher_cpu("paho", before, n // 4 * 5)
     host, port = url.removeprefix("mqtt://").split(":")
     bench_mqtt.fresh_controller_session(url)
     ctl: Any = bench_mqtt.BareSubscriber(url) if make is None else make()
@@ -260,8 +264,8 @@ def via_broker(url: str, n: int, tmp: Path, make: Callable[[], Any] | None, paho
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     pub = subprocess.Popen([sys.executable, "-c", RAW_PUBLISHERS, host, port, str(plan), str(WINDOW)],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert pub.stdin is not None and pub.stdout is not None
     try:
-        assert pub.stdin is not None and pub.stdout is not None
         if pub.stdout.readline().strip() != "ready":
             raise RuntimeError("the publishers did not connect")
         t0 = time.perf_counter()
@@ -274,13 +278,19 @@ def via_broker(url: str, n: int, tmp: Path, make: Callable[[], Any] | None, paho
         pub.stdin.close()
         if pub.wait(60) != 0:
             raise RuntimeError(f"the publishers failed ({pub.returncode})")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    PUBLISHER_CPU.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / total * 1e6)
+    _publisher_cpu("raw MQTT", before, total)
     svc.stop()
     if make is not None:
         print(f"    (controller: {total} reports in {svc.batches} transactions)", flush=True)
         ctl.close()
     return total / dt
+
+
+def _publisher_cpu(kind: str, before: resource.struct_rusage, reports: int) -> None:
+    """The publishers' process's CPU (it has ended) per report."""
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    PUBLISHER_CPU.setdefault(kind, []).append(cpu / reports * 1e6)
 
 
 def ingest_via_broker_on(kind: str, url: str, n: int, tmp: Path, pg: PgCluster | None,
@@ -319,7 +329,7 @@ def profile_via_broker(kinds: list[str], n: int, tmp: Path, pg: PgCluster | None
             rate = ingest_via_broker_on(kind, broker.url, n, tmp, pg)
             for name, prof in profiles.items():
                 print(f"== {kind} through the broker, {rate:.0f} reports/s under the profiler: thread {name}")
-                pstats.Stats(prof).sort_stats("tottime").print_stats(14)
+                pstats.Stats(prof).sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_LINES", "14")))
     finally:
         threading.Thread.run = plain            # type: ignore[method-assign]
         broker.stop()
