@@ -232,7 +232,8 @@ WINDOW = 1000               # unacknowledged PUBLISHes a connection (paho's publ
 PUBLISHER_CPU: dict[str, list[float]] = {}     # the load generator's CPU per report (µs), each run
 
 
-def via_broker(url: str, n: int, tmp: Path, make: Callable[[], Any] | None, paho: bool = False) -> float:
+def via_broker(url: str, n: int, tmp: Path, make: Callable[[], JackpotController] | None,
+               paho: bool = False) -> float:
     """Reports/s through the broker: 4 seats and their dealer publishing from another
     process into a controller made by ``make`` (None: a subscriber on the controller's
     session that only counts: the ceiling of the publishers and the broker)."""
@@ -241,7 +242,7 @@ def via_broker(url: str, n: int, tmp: Path, make: Callable[[], Any] | None, paho
     if paho:
         saved = bench_mqtt.controller
         if make is not None:
-            bench_mqtt.controller = lambda _path: make()
+            bench_mqtt.controller = lambda path: make()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             return ingest_via_broker(url, n, 4, tmp, bare=make is None)[0]
