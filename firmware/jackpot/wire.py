@@ -77,7 +77,8 @@ def _checked_amount(body: Mapping[str, Any], key: str, *, nullable: bool = False
     v = body.get(key)
     if v is None and nullable and key in body:
         return None
-    if not isinstance(v, str) or not AMOUNT.match(v):
+    # fullmatch: the pattern's "$" alone lets a trailing newline through ("0\n")
+    if not isinstance(v, str) or not AMOUNT.fullmatch(v):
         raise ReportRejected("bad_amount", f"{key}: {v!r} is not an exact decimal amount like \"12.50\"")
     if positive and not _above_zero(v):
         raise ReportRejected("bad_amount", f"{key}: {v} must be more than 0")
@@ -221,7 +222,7 @@ def _check_hit(body: Mapping[str, Any], where: str) -> None:
         raise ReportRejected("bad_field", f"category: {body['category']!r}")
     award = _checked_amount(body, "award", nullable=True)
     share = body["meter_share"]
-    if share is not None and (not isinstance(share, str) or not SHARE.match(share) or not _above_zero(share)):
+    if share is not None and (not isinstance(share, str) or not SHARE.fullmatch(share) or not _above_zero(share)):
         raise ReportRejected("bad_field", f"meter_share: {share!r} is not a share in (0, 1] like \"1\"")
     if (award is None) == (share is None):
         raise ReportRejected("bad_field", "a hit has either a fixed award or a meter share")
