@@ -141,19 +141,16 @@ def main() -> None:
         if pg is not None:
             pg.remove()
     print(f"reports/s ({args.burst} a run, group commit {BATCH}; min median max of {args.runs}):")
-    for name, xs in figures.items():
-        print(f"  {name:20s} {spread(xs)}")
-    print("the controller's CPU per report (µs; its process, not the database server's nor the broker's):")
-    for kind, xs in CPU.items():
-        print(f"  {kind:20s} {spread(xs)}")
-    if PUBLISHER_CPU:
-        print("the publishers' CPU per report (µs; their process, connecting included):")
-        for kind, xs in PUBLISHER_CPU.items():
-            print(f"  {kind:20s} {spread(xs)}")
-    if BROKER_CPU:
-        print("mosquitto's CPU per report (µs; the publishers' PUBLISH in, the PUBLISH out and its PUBACK):")
-        for kind, xs in BROKER_CPU.items():
-            print(f"  {kind:20s} {spread(xs)}")
+    for title, table in (("", figures),
+                         ("the controller's CPU per report (µs; its process, not the database server's nor the "
+                          "broker's):", CPU),
+                         ("the publishers' CPU per report (µs; their process, connecting included):", PUBLISHER_CPU),
+                         ("mosquitto's CPU per report (µs; the publishers' PUBLISH in, the PUBLISH out and its "
+                          "PUBACK):", BROKER_CPU)):
+        if table and title:
+            print(title)
+        for name, xs in table.items():
+            print(f"  {name:20s} {spread(xs)}")
 
 
 BROKER_CPU: dict[str, list[float]] = {}
