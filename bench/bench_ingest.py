@@ -66,12 +66,29 @@ def store(kind: str, tmp: Path, pg: PgCluster | None):
 
 
 CPU: dict[str, list[float]] = {}      # the controller's CPU per report (µs) of each direct run
+SERVER_CPU: dict[str, list[float]] = {}     # the PostgreSQL server's (µs) of each direct run
+
+
+def pg_ticks(pg: PgCluster) -> int:
+    """CPU clock ticks (user + system) of the PostgreSQL server: its postmaster and every
+    process it has started (the controller's backend, the WAL writer, the checkpointer...)."""
+    postmaster = int((pg.data / "postmaster.pid").read_text().split()[0])
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:                 # gone meanwhile
+            continue
+        if int(fields[1]) == postmaster or stat.parent.name == str(postmaster):
+            total += int(fields[11]) + int(fields[12])
+    return total
 
 
 def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: bool = False) -> float:
     ctl = JackpotController(store(kind, tmp, pg), [POOL])
     msgs = messages(n)
     prof = cProfile.Profile() if profile else None
+    server0 = pg_ticks(pg) if pg is not None and kind == "postgresql" else 0
     c0 = time.process_time()
     t0 = time.perf_counter()
     if prof:
@@ -82,6 +99,9 @@ def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: b
         prof.disable()
     dt = time.perf_counter() - t0
     CPU.setdefault(kind, []).append((time.process_time() - c0) / len(msgs) * 1e6)
+    if pg is not None and kind == "postgresql":
+        ticks = pg_ticks(pg) - server0
+        SERVER_CPU.setdefault(kind, []).append(ticks / os.sysconf("SC_CLK_TCK") / len(msgs) * 1e6)
     assert report(ctl.db)["pools"]["main"]["meters"]["wagers"] == n // 2
     ctl.close()
     if prof:
@@ -144,6 +164,8 @@ def main() -> None:
     for title, table in (("", figures),
                          ("the controller's CPU per report (µs; its process, not the database server's nor the "
                           "broker's):", CPU),
+                         ("the PostgreSQL server's CPU per report, direct (µs; the postmaster and its processes; "
+                          "clock ticks of 10 ms, so coarse):", SERVER_CPU),
                          ("the publishers' CPU per report (µs; their process, connecting included):", PUBLISHER_CPU),
                          ("mosquitto's CPU per report (µs; the publishers' PUBLISH in, the PUBLISH out and its "
                           "PUBACK):", BROKER_CPU)):
