@@ -4,13 +4,16 @@ the tests start one), three runs each, min/median/max:
 - direct: reports/s into :meth:`JackpotController.ingest_batch`, group commit of 512 (what
   the service does), a seat's wager and the dealer's record of its round, each booked;
 - through the broker (``--broker``): 4 seats' publishers and a dealer's in another process
-  -> mosquitto (2,000 retained messages on it) -> :class:`JackpotService` -> the store.
+  -> mosquitto (2,000 retained messages on it) -> :class:`JackpotService` -> the store. The
+  publishers are a minimal MQTT publisher writing pre-built QoS 1 PUBLISH packets and
+  counting the PUBACKs (:data:`RAW_PUBLISHERS`), cheap enough not to be the ceiling;
+  ``--paho-publishers``: paho clients instead (bench_mqtt's, as before).
 
 ``--profile`` prints the controller's biggest costs (cProfile, direct ingest) instead;
 with ``--broker``, of its two threads in one run through the broker (paho's network thread,
 which queues each report, and the ingest thread, which stores and acknowledges them).
 
-    .venv/bin/python bench/bench_ingest.py [--burst 20000] [--broker] [--profile]
+    .venv/bin/python bench/bench_ingest.py [--burst 20000] [--broker] [--profile] [--paho-publishers]
 """
 
 from __future__ import annotations
@@ -18,15 +21,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import json
 import os
 import pstats
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -36,9 +42,11 @@ from bench_mqtt import dealer_payloads, ingest_via_broker, payloads, retain  # n
 
 from firmware.jackpot.controller import JackpotController, report  # noqa: E402
 from firmware.jackpot.database import open_store  # noqa: E402
+from firmware.jackpot.service import JackpotService  # noqa: E402
+from firmware.link.config import config_from_url  # noqa: E402
 from tests.jackpot.postgres import PgCluster  # noqa: E402
 from tests.link.broker import Broker  # noqa: E402
-from tests.link.helpers import POOL  # noqa: E402
+from tests.link.helpers import POOL, wait_until  # noqa: E402
 
 BATCH = 512
 
@@ -58,12 +66,29 @@ def store(kind: str, tmp: Path, pg: PgCluster | None):
 
 
 CPU: dict[str, list[float]] = {}      # the controller's CPU per report (µs) of each direct run
+SERVER_CPU: dict[str, list[float]] = {}     # the PostgreSQL server's (µs) of each direct run
+
+
+def pg_ticks(pg: PgCluster) -> int:
+    """CPU clock ticks (user + system) of the PostgreSQL server: its postmaster and every
+    process it has started (the controller's backend, the WAL writer, the checkpointer...)."""
+    postmaster = int((pg.data / "postmaster.pid").read_text().split()[0])
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:                 # gone meanwhile
+            continue
+        if int(fields[1]) == postmaster or stat.parent.name == str(postmaster):
+            total += int(fields[11]) + int(fields[12])
+    return total
 
 
 def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: bool = False) -> float:
     ctl = JackpotController(store(kind, tmp, pg), [POOL])
     msgs = messages(n)
     prof = cProfile.Profile() if profile else None
+    server0 = pg_ticks(pg) if pg is not None and kind == "postgresql" else 0
     c0 = time.process_time()
     t0 = time.perf_counter()
     if prof:
@@ -74,6 +99,9 @@ def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: b
         prof.disable()
     dt = time.perf_counter() - t0
     CPU.setdefault(kind, []).append((time.process_time() - c0) / len(msgs) * 1e6)
+    if pg is not None and kind == "postgresql":
+        ticks = pg_ticks(pg) - server0
+        SERVER_CPU.setdefault(kind, []).append(ticks / os.sysconf("SC_CLK_TCK") / len(msgs) * 1e6)
     assert report(ctl.db)["pools"]["main"]["meters"]["wagers"] == n // 2
     ctl.close()
     if prof:
@@ -93,6 +121,8 @@ def main() -> None:
     ap.add_argument("--broker", action="store_true", help="also through mosquitto (2,000 retained)")
     ap.add_argument("--profile", action="store_true", help="profile the direct ingest instead")
     ap.add_argument("--only", choices=("sqlite", "postgresql"), help="one store only")
+    ap.add_argument("--paho-publishers", action="store_true",
+                    help="through the broker, load from paho clients (bench_mqtt's) instead of raw MQTT")
     args = ap.parse_args()
     kinds = [args.only] if args.only else ["sqlite", "postgresql"]
     pg = PgCluster().start() if "postgresql" in kinds else None
@@ -119,26 +149,30 @@ def main() -> None:
                         # subscriber on the controller's session that only counts
                         with broker_cpu(broker, "bare", args.burst):
                             figures.setdefault("broker bare", []).append(
-                                ingest_via_broker(broker.url, args.burst, 4, tmp, bare=True)[0])
+                                via_broker(broker.url, args.burst, tmp, None, args.paho_publishers))
                         for kind in kinds:
                             with broker_cpu(broker, kind, args.burst):
                                 figures.setdefault(f"broker {kind}", []).append(
-                                    ingest_via_broker_on(kind, broker.url, args.burst, tmp, pg))
+                                    ingest_via_broker_on(kind, broker.url, args.burst, tmp, pg,
+                                                         args.paho_publishers))
                 finally:
                     broker.stop()
     finally:
         if pg is not None:
             pg.remove()
     print(f"reports/s ({args.burst} a run, group commit {BATCH}; min median max of {args.runs}):")
-    for name, xs in figures.items():
-        print(f"  {name:20s} {spread(xs)}")
-    print("the controller's CPU per report (µs; its process, not the database server's nor the broker's):")
-    for kind, xs in CPU.items():
-        print(f"  {kind:20s} {spread(xs)}")
-    if BROKER_CPU:
-        print("mosquitto's CPU per report (µs; the publishers' PUBLISH in, the PUBLISH out and its PUBACK):")
-        for kind, xs in BROKER_CPU.items():
-            print(f"  {kind:20s} {spread(xs)}")
+    for title, table in (("", figures),
+                         ("the controller's CPU per report (µs; its process, not the database server's nor the "
+                          "broker's):", CPU),
+                         ("the PostgreSQL server's CPU per report, direct (µs; the postmaster and its processes; "
+                          "clock ticks of 10 ms, so coarse):", SERVER_CPU),
+                         ("the publishers' CPU per report (µs; their process, connecting included):", PUBLISHER_CPU),
+                         ("mosquitto's CPU per report (µs; the publishers' PUBLISH in, the PUBLISH out and its "
+                          "PUBACK):", BROKER_CPU)):
+        if table and title:
+            print(title)
+        for name, xs in table.items():
+            print(f"  {name:20s} {spread(xs)}")
 
 
 BROKER_CPU: dict[str, list[float]] = {}
@@ -155,18 +189,136 @@ def broker_cpu(broker: Broker, kind: str, n: int) -> Iterator[None]:
     BROKER_CPU.setdefault(kind, []).append((ticks() - t0) / os.sysconf("SC_CLK_TCK") / (n // 4 * 5) * 1e6)
 
 
-def ingest_via_broker_on(kind: str, url: str, n: int, tmp: Path, pg: PgCluster | None) -> float:
-    """bench_mqtt's run through the broker, with the controller on ``kind``."""
+# The load generator: a minimal MQTT 3.1.1 publisher, one connection per unit (4 seats and
+# the dealer), every QoS 1 PUBLISH built before the clock starts and written in runs of up
+# to 64 a connection, at most WINDOW unacknowledged a connection, the PUBACKs counted (their
+# packet type checked, their ids not: a load generator, not a client). paho's publishers
+# (bench_mqtt, ``--paho-publishers``) spend ~200 µs of CPU a report in their own process,
+# which on 2 cores held a subscriber that only counts to ~4,200 reports/s: the bench's
+# ceiling, not the controller's.
+RAW_PUBLISHERS = r"""
+import json, select, socket, sys
+host, port, plan, window = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+def packet(kind, body):
+    n, length = len(body), b""
+    while True:
+        n, digit = n >> 7, n & 0x7F
+        length += bytes([digit | (0x80 if n else 0)])
+        if not n:
+            return bytes([kind]) + length + body
+def text(s):
+    b = s.encode()
+    return len(b).to_bytes(2, "big") + b
+messages = json.load(open(plan))            # [connection, topic, payload] in publishing order
+conns = sorted({k for k, _, _ in messages})
+built = {k: [] for k in conns}
+for k, t, p in messages:                    # QoS 1 PUBLISH (0x32), packet ids 1..65535 in turn
+    built[k].append(packet(0x32, text(t) + (len(built[k]) % 65535 + 1).to_bytes(2, "big") + p.encode()))
+socks = {}
+for k in conns:
+    s = socket.create_connection((host, port))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.sendall(packet(0x10, text("MQTT") + bytes([4, 2, 0, 0]) + text(f"bench-raw-{k}")))   # clean, no keepalive
+    if s.recv(4) != bytes([0x20, 2, 0, 0]):
+        sys.exit(f"publisher {k}: no CONNACK")
+    socks[k] = s
+print("ready", flush=True)
+sys.stdin.readline()
+sent, acked, partial = {k: 0 for k in conns}, {k: 0 for k in conns}, {k: b"" for k in conns}
+while any(acked[k] < len(built[k]) for k in conns):
+    for k in conns:
+        room = min(64, window - (sent[k] - acked[k]), len(built[k]) - sent[k])
+        if room > 0:
+            socks[k].sendall(b"".join(built[k][sent[k]:sent[k] + room]))
+            sent[k] += room
+    waiting = [socks[k] for k in conns if sent[k] > acked[k]]
+    more = any(sent[k] < len(built[k]) and sent[k] - acked[k] < window for k in conns)
+    for s in select.select(waiting, [], [], 0 if more else 30)[0]:
+        k = next(c for c in conns if socks[c] is s)
+        data = partial[k] + s.recv(65536)
+        if not data:
+            sys.exit(f"publisher {k}: the broker closed the connection")
+        whole = len(data) // 4 * 4
+        if any(data[i] != 0x40 for i in range(0, whole, 4)):
+            sys.exit(f"publisher {k}: a packet that is not a PUBACK")
+        acked[k] += whole // 4
+        partial[k] = data[whole:]
+for s in socks.values():
+    s.sendall(bytes([0xE0, 0]))
+    s.close()
+"""
+WINDOW = 1000               # unacknowledged PUBLISHes a connection (paho's publishers: max_inflight 1000)
+PUBLISHER_CPU: dict[str, list[float]] = {}     # the load generator's CPU per report (µs), each run
+
+
+def via_broker(url: str, n: int, tmp: Path, make: Callable[[], JackpotController] | None,
+               paho: bool = False) -> float:
+    """Reports/s through the broker: 4 seats and their dealer publishing from another
+    process into a controller made by ``make`` (None: a subscriber on the controller's
+    session that only counts: the ceiling of the publishers and the broker)."""
     import bench_mqtt
 
-    made = store(kind, tmp, pg)
-    saved = bench_mqtt.controller
-    bench_mqtt.controller = lambda _path: JackpotController(made, [POOL])
-    c0 = time.process_time()
+    if paho:
+        saved = bench_mqtt.controller
+        if make is not None:
+            bench_mqtt.controller = lambda path: make()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        try:
+            return ingest_via_broker(url, n, 4, tmp, bare=make is None)[0]
+        finally:
+            bench_mqtt.controller = saved
+            _publisher_cpu("paho", before, n // 4 * 5)
+    host, port = url.removeprefix("mqtt://").split(":")
+    bench_mqtt.fresh_controller_session(url)
+    ctl: Any = bench_mqtt.BareSubscriber(url) if make is None else make()
+    svc = ctl if make is None else JackpotService(ctl, config_from_url(url)).start()
+    per = n // 4
+    units = [payloads(f"bench/seat-{p + 1}", per) for p in range(4)] + [dealer_payloads("bench", per, 4)]
+    plan = tmp / f"plan-{time.monotonic_ns()}.json"
+    # round by round: each seat's wager, then the dealer's record of that round
+    plan.write_text(json.dumps([[k, t, p.decode()] for i in range(per) for k, unit in enumerate(units)
+                                for t, p in [unit[i]]]))
+    if make is None:                        # (the controller's start waits for its SUBACK)
+        wait_until(lambda: ctl.c.is_connected(), 10, "the counting subscriber's connection")
+        time.sleep(0.2)                     # its subscription in place before the burst
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    pub = subprocess.Popen([sys.executable, "-c", RAW_PUBLISHERS, host, port, str(plan), str(WINDOW)],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert pub.stdin is not None and pub.stdout is not None
     try:
-        rate = ingest_via_broker(url, n, 4, tmp)[0]
+        if pub.stdout.readline().strip() != "ready":
+            raise RuntimeError("the publishers did not connect")
+        t0 = time.perf_counter()
+        pub.stdin.write("go\n")
+        pub.stdin.flush()
+        total = per * 5
+        wait_until(lambda: sum(ctl.marks().values()) >= total, 600, "the controller's ingest", step=0.005)
+        dt = time.perf_counter() - t0
     finally:
-        bench_mqtt.controller = saved
+        pub.stdin.close()
+        if pub.wait(60) != 0:
+            raise RuntimeError(f"the publishers failed ({pub.returncode})")
+    _publisher_cpu("raw MQTT", before, total)
+    svc.stop()
+    if make is not None:
+        print(f"    (controller: {total} reports in {svc.batches} transactions)", flush=True)
+        ctl.close()
+    return total / dt
+
+
+def _publisher_cpu(kind: str, before: resource.struct_rusage, reports: int) -> None:
+    """The publishers' process's CPU (it has ended) per report."""
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    PUBLISHER_CPU.setdefault(kind, []).append(cpu / reports * 1e6)
+
+
+def ingest_via_broker_on(kind: str, url: str, n: int, tmp: Path, pg: PgCluster | None,
+                         paho: bool = False) -> float:
+    """A run through the broker with the controller on ``kind``."""
+    made = store(kind, tmp, pg)
+    c0 = time.process_time()
+    rate = via_broker(url, n, tmp, lambda: JackpotController(made, [POOL]), paho)
     # this process is the controller (paho's thread and the ingest thread; the publishers
     # are another process): its CPU per report, start and stop included
     CPU.setdefault(f"{kind} via the broker", []).append((time.process_time() - c0) / (n // 4 * 5) * 1e6)
@@ -197,7 +349,7 @@ def profile_via_broker(kinds: list[str], n: int, tmp: Path, pg: PgCluster | None
             rate = ingest_via_broker_on(kind, broker.url, n, tmp, pg)
             for name, prof in profiles.items():
                 print(f"== {kind} through the broker, {rate:.0f} reports/s under the profiler: thread {name}")
-                pstats.Stats(prof).sort_stats("tottime").print_stats(14)
+                pstats.Stats(prof).sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_LINES", "14")))
     finally:
         threading.Thread.run = plain            # type: ignore[method-assign]
         broker.stop()

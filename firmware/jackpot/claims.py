@@ -11,6 +11,7 @@ and ``"5.5"`` are one amount) so equal money compares equal. Pure: no I/O.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
@@ -38,8 +39,22 @@ class Claim:
         return STAGE[self.kind]
 
 
+# a plain decimal as the wire carries it (wire.AMOUNT, wire.SHARE): normalised as text
+_DECIMAL = re.compile(r"(-?)([0-9]{1,13})(?:\.([0-9]{1,12}))?")
+
+
 def _amount(text: Any) -> str | None:
-    return None if text is None else money(Fraction(text))
+    """``money(Fraction(text))``, the same text (tests/jackpot/test_money_text.py), made
+    without the Fraction for a plain decimal: leading and trailing zeros dropped."""
+    if text is None:
+        return None
+    plain = _DECIMAL.fullmatch(text) if isinstance(text, str) else None
+    if plain is None:
+        return money(Fraction(text))
+    sign, whole, frac = plain.groups()
+    whole, frac = whole.lstrip("0") or "0", (frac or "").rstrip("0")
+    digits = f"{whole}.{frac}" if frac else whole
+    return digits if digits == "0" else sign + digits
 
 
 def _hit(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -102,6 +117,9 @@ def dealer_claims(r: Report) -> list[Claim]:
     return out
 
 
+RECORD_STAGE = {"round_progressive": "progressive", "round_settlement": "settlement"}
+
+
 def stage_of_record(kind: str) -> str | None:
     """The stage a dealer's report records (None: not a round record)."""
-    return {"round_progressive": "progressive", "round_settlement": "settlement"}.get(kind)
+    return RECORD_STAGE.get(kind)

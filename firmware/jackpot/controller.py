@@ -25,7 +25,7 @@ import logging
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
@@ -34,7 +34,7 @@ from firmware.wirejson import RateLimitedLog
 
 from . import pools as P
 from .claims import BOOKED_KINDS, STAGE, Claim, dealer_claims, seat_claim, stage_of_record
-from .pools import PoolSpec, PoolState, cents, money
+from .pools import PoolSpec, PoolState, cents, money, parse_money
 from .store import StoreUnavailable, connect, dialect, dumps, keep_rejected, pipeline, rejected_counts
 from .wire import Report, ReportRejected, parse_report
 from .writes import insert_rows, update_rows
@@ -120,6 +120,7 @@ class JackpotController:
         self._claim_order = 0
         self.lock = threading.RLock()
         self.specs = {p.name: p for p in pools}
+        self._pool_of: dict[str, PoolSpec | None] = {}
         self.states: dict[str, PoolState] = {}
         stored = {name: (json.loads(spec), json.loads(state))
                   for name, spec, state in self.db.execute("SELECT name, spec, state FROM pool")}
@@ -159,7 +160,10 @@ class JackpotController:
             self.db.fence(self.link_id, self.epoch)
 
     def pool_for(self, table: str) -> PoolSpec | None:
-        return next((s for s in self.specs.values() if s.serves(table)), None)
+        # remembered per table: asked for every report, and the pools do not change
+        if table not in self._pool_of:
+            self._pool_of[table] = next((s for s in self.specs.values() if s.serves(table)), None)
+        return self._pool_of[table]
 
     # -- reports -----------------------------------------------------------------------
 
@@ -467,7 +471,7 @@ class JackpotController:
                 contiguous += 1
         row[:] = [events + 1, max(highest, r.seq), contiguous]
         self._rows_dirty.add(r.unit)
-        before = dict(self.states)
+        before = list(self.states.values())
         if r.kind in BOOKED_KINDS or stage_of_record(r.kind) is not None:
             if spec is None:
                 log.error("%s: %s for table %s, which no pool serves", r.unit, r.kind, r.table)
@@ -478,7 +482,9 @@ class JackpotController:
             else:
                 self._dealer_record(n, r)
         # the pool rows are written once per batch (:meth:`_store_pools`)
-        return Ingested("accepted", None, r.unit, r.seq, self.states != before)
+        # a pool's state is replaced whenever it changes: compared by identity, not field by field
+        changed = any(new is not old for new, old in zip(self.states.values(), before, strict=True))
+        return Ingested("accepted", None, r.unit, r.seq, changed)
 
     # -- claims: the seat's word against the dealer's record ---------------------------
 
@@ -515,8 +521,9 @@ class JackpotController:
         elif source not in cached:
             # written at the batch's end with the state it has then (:meth:`_flush`)
             self._claim_order += 1
+            # a copy, as a read-back would give (the values are text, numbers, null: flat)
             text = dumps(c.value)
-            entry = cached[source] = [(1, self._claim_order), n, json.loads(text), "held"]
+            entry = cached[source] = [(1, self._claim_order), n, dict(c.value), "held"]
             self._new_claims[((c.table, c.round, c.box, c.kind, c.key), source)] = (entry, text, time.time(), n)
         claims = self._claims(c)
         first, value = claims[source][1], claims[source][2]
@@ -608,7 +615,7 @@ class JackpotController:
                 self._dispute(c, "hit_without_wager", f"box {c.box} round {c.round}: a progressive hit "
                                                       f"without a booked progressive wager")
             return
-        c = replace(c, value=seat[2])           # the agreed value (``c`` may name the claim only)
+        c = Claim(c.table, c.round, c.box, c.kind, c.key, seat[2])    # the agreed value (``c`` may name it only)
         effect, problem = self._book(c, seat[1])
         if problem is not None:
             self._dispute(c, problem[0], problem[1])
@@ -742,7 +749,7 @@ class JackpotController:
         if c.kind == "progressive_wager":
             if result is not None and result.get("void"):
                 return {"void_round": True}, None
-            s, into, over = P.contribute(spec, s, Fraction(c.value["amount"]))
+            s, into, over = P.contribute(spec, s, parse_money(c.value["amount"]))
             effect = {"into": money(into), "over": money(over)}
         elif c.kind == "progressive_hit":
             wager = self._booked(c, "progressive_wager")

@@ -27,7 +27,8 @@ they are metered only.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+import functools
+from dataclasses import asdict, dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Mapping
@@ -65,7 +66,10 @@ def _money_decimal(value: Fraction) -> str:
     return f"{value.numerator}/{value.denominator}"
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_money(text: str) -> Fraction:
+    """A wire amount's Fraction; remembered (bets repeat the same few amounts; a Fraction
+    is immutable, so one may be shared)."""
     return Fraction(text)
 
 
@@ -119,6 +123,14 @@ class PoolState:
         return cls(**fields)
 
 
+def _evolve(s: PoolState, **changes: Any) -> PoolState:
+    """``dataclasses.replace`` without its walk over the fields on every call (one a report
+    on the ingest's hot path): PoolState has no ``__post_init__`` and no init-only field."""
+    new = object.__new__(PoolState)
+    new.__dict__.update(s.__dict__, **changes)
+    return new
+
+
 def new_pool(spec: PoolSpec) -> PoolState:
     return PoolState(amount=spec.seed, seeds=spec.seed)
 
@@ -133,8 +145,11 @@ def _fill(spec: PoolSpec, amount: Fraction, add: Fraction) -> tuple[Fraction, Fr
 def contribute(spec: PoolSpec, s: PoolState, wager: Fraction) -> tuple[PoolState, Fraction, Fraction]:
     """A progressive wager: the new state, and the contribution's split (pool, overflow)."""
     c = wager * spec.rate
+    if c <= spec.maximum - s.amount:            # all of it fits (the usual case): fewer Fraction steps
+        return (_evolve(s, amount=s.amount + c, wagers=s.wagers + 1, wagers_in=s.wagers_in + wager,
+                        contributions=s.contributions + c), c, ZERO)
     into, over = _fill(spec, s.amount, c)
-    return (replace(s, amount=s.amount + into, overflow=s.overflow + over, wagers=s.wagers + 1,
+    return (_evolve(s, amount=s.amount + into, overflow=s.overflow + over, wagers=s.wagers + 1,
                     wagers_in=s.wagers_in + wager, contributions=s.contributions + c,
                     overflow_in=s.overflow_in + over), into, over)
 
@@ -143,7 +158,7 @@ def void_wager(s: PoolState, wager: Fraction, into: Fraction, over: Fraction) ->
     """A wager returned because its round was voided: its contribution comes back out."""
     take_over = min(over, s.overflow)
     take_pool = into + (over - take_over)
-    return replace(s, amount=s.amount - take_pool, overflow=s.overflow - take_over, wagers=s.wagers - 1,
+    return _evolve(s, amount=s.amount - take_pool, overflow=s.overflow - take_over, wagers=s.wagers - 1,
                    wagers_in=s.wagers_in - wager, contributions=s.contributions - into - over,
                    overflow_in=s.overflow_in - over, voided=s.voided + 1)
 
@@ -152,7 +167,7 @@ def reseed(spec: PoolSpec, s: PoolState) -> PoolState:
     """Seed money in, then the overflow up to the maximum."""
     amount = s.amount + spec.seed
     into, _ = _fill(spec, amount, s.overflow)
-    return replace(s, amount=amount + into, overflow=s.overflow - into, seeds=s.seeds + spec.seed,
+    return _evolve(s, amount=amount + into, overflow=s.overflow - into, seeds=s.seeds + spec.seed,
                    needs_seed=False, reseeds=s.reseeds + 1)
 
 
@@ -163,7 +178,7 @@ def lock_hit(spec: PoolSpec, s: PoolState, share: Fraction) -> tuple[PoolState, 
     if s.needs_seed:
         s = reseed(spec, s)
     locked = round_down_to_cent(share * s.amount)
-    return replace(s, amount=s.amount - locked, won=s.won + locked, hits=s.hits + 1,
+    return _evolve(s, amount=s.amount - locked, won=s.won + locked, hits=s.hits + 1,
                    pending=s.pending + 1, needs_seed=s.needs_seed or share == 1), locked
 
 
@@ -180,14 +195,14 @@ def lock_amount(spec: PoolSpec, s: PoolState, share: Fraction, locked: Fraction)
     if s.needs_seed:
         s = reseed(spec, s)
     short = max(ZERO, locked - s.amount)
-    return replace(s, amount=s.amount + short - locked, won=s.won + locked, hits=s.hits + 1,
+    return _evolve(s, amount=s.amount + short - locked, won=s.won + locked, hits=s.hits + 1,
                    seeds=s.seeds + short, shortfall=s.shortfall + short, pending=s.pending + 1,
                    needs_seed=s.needs_seed or share == 1)
 
 
 def confirm_hit(spec: PoolSpec, s: PoolState) -> PoolState:
     """A locked hit was paid: when none is left pending, a taken meter is reseeded."""
-    s = replace(s, pending=max(0, s.pending - 1))
+    s = _evolve(s, pending=max(0, s.pending - 1))
     if s.pending == 0 and s.needs_seed:
         s = reseed(spec, s)
     return s
@@ -197,18 +212,18 @@ def release_hit(spec: PoolSpec, s: PoolState, locked: Fraction, full: bool, othe
     """A locked meter hit whose round was voided: the amount returns to the pool, not paid.
     ``full``: it was a 100% hit; ``other_full_pending``: another 100% hit is still locked."""
     into, over = _fill(spec, s.amount, locked)
-    return replace(s, amount=s.amount + into, overflow=s.overflow + over, won=s.won - locked,
+    return _evolve(s, amount=s.amount + into, overflow=s.overflow + over, won=s.won - locked,
                    hits=s.hits - 1, pending=max(0, s.pending - 1),
                    needs_seed=s.needs_seed and (not full or other_full_pending),
                    released=s.released + 1)
 
 
 def fixed_award(s: PoolState, amount: Fraction) -> PoolState:
-    return replace(s, fixed_hits=s.fixed_hits + 1, fixed_won=s.fixed_won + amount)
+    return _evolve(s, fixed_hits=s.fixed_hits + 1, fixed_won=s.fixed_won + amount)
 
 
 def envy_bonus(s: PoolState, amount: Fraction) -> PoolState:
-    return replace(s, envy=s.envy + 1, envy_won=s.envy_won + amount)
+    return _evolve(s, envy=s.envy + 1, envy_won=s.envy_won + amount)
 
 
 def balanced(s: PoolState) -> bool:

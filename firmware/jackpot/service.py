@@ -46,6 +46,20 @@ MAX_WAITING = 4096              # reports queued for the ingest thread; then pah
 Arrived = tuple[str, bytes, Callable[[], None]]     # topic, payload, its PUBACK
 
 
+class Inbox(queue.Queue[Arrived | None]):
+    """The reports paho's thread has queued for the ingest thread."""
+
+    def get_batch(self, most: int) -> list[Arrived | None]:
+        """Wait for one, then take up to ``most`` in one hold of the lock (one ``get`` each
+        was a lock taken and a waiter notified per report, contended with paho's thread)."""
+        with self.not_empty:
+            while not self._qsize():
+                self.not_empty.wait()
+            items = [self._get() for _ in range(min(most, self._qsize()))]
+            self.not_full.notify(len(items))
+            return items
+
+
 class JackpotService:
     def __init__(self, controller: JackpotController, link: LinkConfig, config_digest: str = "",
                  tick: float = 0.1) -> None:
@@ -54,7 +68,8 @@ class JackpotService:
         self.tick = tick
         self.bus = MqttBus(link, f"jackpot/{self.link_id}", role="jackpot", config_digest=config_digest,
                            client_id=f"betbox-jackpot-{self.link_id}", clean_session=False,
-                           status_topic=topics.jackpot_status_topic(self.link_id), manual_ack=True)
+                           status_topic=topics.jackpot_status_topic(self.link_id), manual_ack=True,
+                           chunked_reads=True)
         self.bus.subscribe_deferred(topics.REPORT_PATTERN, self._on_report)
         self.bus.subscribe_raw(topics.command_topic(self.link_id), self._on_command)
         self.bus.subscribe_raw(topics.jackpot_status_topic(self.link_id), self._on_presence)
@@ -68,7 +83,7 @@ class JackpotService:
         self._thread = threading.Thread(target=self._publisher, name="jackpot-publisher", daemon=True)
         # bounded: QoS 0 reports are not held back by the broker's in-flight window, and a
         # flood of them must wait in the socket (as before group commit), not in memory
-        self._inbox: queue.Queue[Arrived | None] = queue.Queue(MAX_WAITING)
+        self._inbox: Inbox = Inbox(MAX_WAITING)
         self._ingester = threading.Thread(target=self._ingest_loop, name="jackpot-ingest", daemon=True)
         self.batches = 0                # transactions committed (reports / batches: the grouping)
         # the database went away (or another controller took over): nothing more is taken
@@ -128,20 +143,11 @@ class JackpotService:
 
     def _ingest_loop(self) -> None:
         while True:
-            first = self._inbox.get()
-            if first is None:
-                return
-            batch, stop = [first], False
-            while len(batch) < MAX_BATCH:
-                try:
-                    item = self._inbox.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                    break
-                batch.append(item)
-            self._ingest(batch)
+            items = self._inbox.get_batch(MAX_BATCH)
+            stop = None in items            # the end: what came before it is still stored
+            batch = [item for item in items[:items.index(None) if stop else None] if item is not None]
+            if batch:
+                self._ingest(batch)
             if stop:
                 return
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import AbstractSet, Any, Mapping
 
 from firmware import wirejson
 from firmware.link import topics
@@ -37,6 +37,11 @@ DEALER_KINDS = ("alarm", "round_progressive", "round_settlement")   # what a dea
 SEAT_KINDS = ("progressive_wager", "progressive_hit", "envy_bonus", "round_result", "side_bet", "alarm")
 MAX_BOXES = 99
 SEAT_UNIT = re.compile(r"^seat-([1-9][0-9]?)$")
+# a report's fields: a dealer's has no box
+DEALER_REQUIRED = frozenset({"schema", "id", "unit", "seq", "kind", "table", "body"})
+DEALER_FIELDS = DEALER_REQUIRED | {"round"}
+SEAT_REQUIRED = DEALER_REQUIRED | {"box"}
+SEAT_FIELDS = DEALER_FIELDS | {"box"}
 
 
 class ReportRejected(ValueError):
@@ -61,15 +66,29 @@ class Report:
 
 
 def amount(body: Mapping[str, Any], key: str, *, nullable: bool = False, positive: bool = True) -> Fraction | None:
+    text = _checked_amount(body, key, nullable=nullable, positive=positive)
+    return None if text is None else Fraction(text)
+
+
+def _checked_amount(body: Mapping[str, Any], key: str, *, nullable: bool = False,
+                    positive: bool = True) -> str | None:
+    """:func:`amount`'s checks without making the Fraction (the ingest's hot path: the text
+    is all the controller keeps); the amount's text, or None for an allowed null."""
     v = body.get(key)
     if v is None and nullable and key in body:
         return None
-    if not isinstance(v, str) or not AMOUNT.match(v):
+    # fullmatch: the pattern's "$" alone lets a trailing newline through ("0\n")
+    if not isinstance(v, str) or not AMOUNT.fullmatch(v):
         raise ReportRejected("bad_amount", f"{key}: {v!r} is not an exact decimal amount like \"12.50\"")
-    a = Fraction(v)
-    if positive and a <= 0:
+    if positive and not _above_zero(v):
         raise ReportRejected("bad_amount", f"{key}: {v} must be more than 0")
-    return a
+    return v
+
+
+def _above_zero(text: str) -> bool:
+    """Whether a decimal ``text`` (AMOUNT or SHARE shaped) is more than 0: no minus sign
+    and a digit other than 0."""
+    return not text.startswith("-") and text.strip("0.") != ""
 
 
 def _int(data: Mapping[str, Any], key: str, lo: int, hi: int) -> int:
@@ -79,7 +98,9 @@ def _int(data: Mapping[str, Any], key: str, lo: int, hi: int) -> int:
     return v
 
 
-def _only(data: Mapping[str, Any], allowed: set[str], required: set[str], where: str) -> None:
+def _only(data: Mapping[str, Any], allowed: AbstractSet[str], required: AbstractSet[str], where: str) -> None:
+    if data.keys() <= allowed and required <= data.keys():     # the usual case: no set built
+        return
     extra = sorted(set(data) - allowed)
     if extra:
         raise ReportRejected("bad_field", f"{where}: unknown field {extra[0]!r}")
@@ -102,19 +123,19 @@ def parse_report(topic: str, payload: bytes) -> Report:
         raise ReportRejected("not_json", "a report is a JSON object")
     if data.get("schema") != 1:
         raise ReportRejected("bad_schema", f"schema {data.get('schema')!r} is not 1")
-    dealer = unit.split("/")[1] == DEALER
-    _only(data, {"schema", "id", "unit", "seq", "kind", "table", "round", "body"} | (set() if dealer else {"box"}),
-          {"schema", "id", "unit", "seq", "kind", "table", "body"} | (set() if dealer else {"box"}), "report")
+    table, name = unit.split("/")
+    dealer = name == DEALER
+    _only(data, DEALER_FIELDS if dealer else SEAT_FIELDS, DEALER_REQUIRED if dealer else SEAT_REQUIRED, "report")
     if data["unit"] != unit:
         raise ReportRejected("forged", f"a report naming unit {data['unit']!r} on {unit!r}'s topic")
-    if data["table"] != unit.split("/")[0]:
+    if data["table"] != table:
         raise ReportRejected("forged", f"unit {unit!r} reports for table {data['table']!r}")
     rid = data["id"]
     if not isinstance(rid, str) or not REPORT_ID.match(rid):
         raise ReportRejected("bad_field", f"id: {rid!r} is not a report id")
     seq = _int(data, "seq", 1, 2 ** 53)
     box = 0 if dealer else _int(data, "box", 1, 99)
-    seat = SEAT_UNIT.match(unit.split("/")[1])
+    seat = SEAT_UNIT.match(name)
     if seat is not None and int(seat.group(1)) != box:
         raise ReportRejected("forged", f"unit {unit!r} reports for box {box}")
     kind = data["kind"]
@@ -136,18 +157,18 @@ def _check_body(kind: str, body: Mapping[str, Any]) -> None:
     where = f"{kind} body"
     if kind == "progressive_wager":
         _only(body, {"amount"}, {"amount"}, where)
-        amount(body, "amount")
+        _checked_amount(body, "amount")
     elif kind == "progressive_hit":
         _check_hit(body, where)
     elif kind == "envy_bonus":
         _only(body, {"from_box", "award"}, {"from_box", "award"}, where)
         _int(body, "from_box", 1, 99)
-        amount(body, "award")
+        _checked_amount(body, "award")
     elif kind == "round_result":
         _only(body, {"void", "net", "progressive", "settlement"}, {"void", "net"}, where)
         if not isinstance(body["void"], bool):
             raise ReportRejected("bad_field", "void must be true or false")
-        amount(body, "net", positive=False)
+        _checked_amount(body, "net", positive=False)
     elif kind == "side_bet":
         _only(body, {"bet", "category", "stake", "net"}, {"bet", "stake", "net"}, where)
         if not isinstance(body["bet"], str) or not CODE.match(body["bet"]):
@@ -155,15 +176,15 @@ def _check_body(kind: str, body: Mapping[str, Any]) -> None:
         category = body.get("category")
         if category is not None and (not isinstance(category, str) or not 0 < len(category) <= 64):
             raise ReportRejected("bad_field", f"category: {category!r} is not a category name or null")
-        amount(body, "stake")
-        amount(body, "net", positive=False)
+        _checked_amount(body, "stake")
+        _checked_amount(body, "net", positive=False)
     elif kind == "round_progressive":
         _only(body, {"meter", "boxes"}, {"meter", "boxes"}, where)
         if body["meter"] is not None:
-            amount(body, "meter", positive=False)
+            _checked_amount(body, "meter", positive=False)
         for entry in _boxes(body, where):
             _only(entry, {"box", "wager", "hit"}, {"box", "wager", "hit"}, f"{where} box")
-            amount(entry, "wager")
+            _checked_amount(entry, "wager")
             if entry["hit"] is not None:
                 if not isinstance(entry["hit"], dict):
                     raise ReportRejected("bad_field", f"{where}: a box's hit is an object or null")
@@ -174,7 +195,7 @@ def _check_body(kind: str, body: Mapping[str, Any]) -> None:
             raise ReportRejected("bad_field", "void must be true or false")
         for entry in _boxes(body, where):
             _only(entry, {"box", "net", "envy", "side_bets"}, {"box", "net", "envy", "side_bets"}, f"{where} box")
-            amount(entry, "net", positive=False)
+            _checked_amount(entry, "net", positive=False)
             for name, items in (("envy", entry["envy"]), ("side_bets", entry["side_bets"])):
                 if not isinstance(items, list) or len(items) > MAX_BOXES or not all(isinstance(i, dict)
                                                                                    for i in items):
@@ -199,16 +220,16 @@ def _check_hit(body: Mapping[str, Any], where: str) -> None:
     _only(body, {"category", "award", "meter_share", "amount"}, {"category", "award", "meter_share"}, where)
     if not isinstance(body["category"], str) or not 0 < len(body["category"]) <= 64:
         raise ReportRejected("bad_field", f"category: {body['category']!r}")
-    award = amount(body, "award", nullable=True)
+    award = _checked_amount(body, "award", nullable=True)
     share = body["meter_share"]
-    if share is not None and (not isinstance(share, str) or not SHARE.match(share) or Fraction(share) <= 0):
+    if share is not None and (not isinstance(share, str) or not SHARE.fullmatch(share) or not _above_zero(share)):
         raise ReportRejected("bad_field", f"meter_share: {share!r} is not a share in (0, 1] like \"1\"")
     if (award is None) == (share is None):
         raise ReportRejected("bad_field", "a hit has either a fixed award or a meter share")
     if "amount" in body and body["amount"] is not None:
         if share is None:
             raise ReportRejected("bad_field", "amount is a meter share's; a fixed award says award")
-        amount(body, "amount")
+        _checked_amount(body, "amount")
 
 
 def _boxes(body: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:

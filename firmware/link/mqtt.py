@@ -33,6 +33,7 @@ from firmware import __version__, wirejson
 from firmware.runtime.bus import Message, Sink, topic_matches
 
 from . import topics
+from .chunked import ChunkedClient
 from .config import LinkConfig
 from .outbox import Outbox
 
@@ -101,7 +102,7 @@ class MqttBus:
                  outbox: Outbox | None = None, config_digest: str = "", link_id: str = "main",
                  client_id: str | None = None, clean_session: bool = True,
                  status_topic: str | None = None, resend_acked: bool = True,
-                 max_payload: int | None = None, manual_ack: bool = False) -> None:
+                 max_payload: int | None = None, manual_ack: bool = False, chunked_reads: bool = False) -> None:
         self.config = config
         # incoming messages larger than this are dropped before they are decoded
         self.max_payload = config.max_payload if max_payload is None else max_payload
@@ -152,7 +153,9 @@ class MqttBus:
         self._progress_at = time.monotonic()     # the mark last moved, or everything was sent again
         # with credentials the client id is the username: what the documented broker
         # enforces (use_username_as_clientid), so the logs on both sides name one client
-        self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=config.username or client_id or
+        # chunked_reads: one recv a chunk, not a few a packet (chunked.py: the jackpot controller)
+        paho_client = ChunkedClient if chunked_reads else mqtt.Client
+        self._client = paho_client(CallbackAPIVersion.VERSION2, client_id=config.username or client_id or
                                    f"{unit_id.replace('/', ':')}:{self.boot_id[:8]}",
                                    clean_session=clean_session, protocol=mqtt.MQTTv311,
                                    manual_ack=manual_ack)

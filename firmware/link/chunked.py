@@ -1,0 +1,105 @@
+"""paho's client reading its socket in chunks instead of a few bytes at a time, and
+writing a batch's PUBACKs at once.
+
+paho reads each incoming packet with at least three ``recv`` calls (the type byte, the
+remaining length a byte at a time, the rest) and reads one packet per pass of its loop, a
+``select`` each. Every one of those system calls gives up the interpreter lock; in a
+process whose other thread is busy (the jackpot controller's ingest thread) the network
+thread then waits for the lock again after each (up to the switch interval, 5 ms): through
+the broker, the controller spent more of its time handing the lock back and forth than
+reading. :class:`ChunkedClient` reads what the kernel holds in one ``recv`` (up to
+:data:`CHUNK` bytes), hands paho the bytes it asks for from that, and reads every whole
+packet the chunk holds before it returns to ``select``.
+
+The same on the way out: PUBACKs queued by another thread wake paho's thread once, not once
+each, and the PUBACKs waiting at the head of its queue go out in one ``send``.
+
+Nothing else of paho changes: the packets, their order and the callbacks are paho's own; a
+chunk is kept for the socket it came from only (a reconnect starts empty).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import paho.mqtt.client as mqtt
+
+CHUNK = 65536               # bytes read at once: a few hundred reports
+MERGED = 4096               # PUBACKs written at once at most (16 kB)
+
+
+class ChunkedClient(mqtt.Client):
+    """A paho :class:`~paho.mqtt.client.Client` whose reads come from one ``recv`` a chunk."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._chunk = b""
+        self._chunk_at = 0
+        self._chunk_sock: Any = None        # the socket the chunk came from
+        self._woken = False                 # a wake for queued PUBACKs is on its way to paho's thread
+
+    def _sock_recv(self, bufsize: int) -> bytes:
+        if self._chunk_sock is not self._sock:      # a new connection: nothing of the old one
+            self._chunk, self._chunk_at, self._chunk_sock = b"", 0, self._sock
+        if self._chunk_at >= len(self._chunk):
+            # paho's own read (its TLS and closed-socket handling): BlockingIOError when the
+            # kernel holds nothing, b"" at the end of the stream (both passed on as paho expects)
+            self._chunk, self._chunk_at = super()._sock_recv(CHUNK), 0
+            if not self._chunk:
+                return b""
+        out = self._chunk[self._chunk_at:self._chunk_at + bufsize]
+        self._chunk_at += len(out)
+        return out
+
+    def buffered(self) -> int:
+        """Bytes read from the socket that paho has not taken yet."""
+        return len(self._chunk) - self._chunk_at if self._chunk_sock is self._sock else 0
+
+    def _packet_queue(self, command: int, packet: bytes | bytearray, mid: int, qos: int,
+                      info: mqtt.MQTTMessageInfo | None = None) -> mqtt.MQTTErrorCode:
+        # a PUBACK from another thread (the controller's, after its commit): queued, and
+        # paho's thread woken once for however many follow before it writes (paho wakes it
+        # for every packet: a system call each, and a hand-over of the interpreter lock)
+        if command & 0xF0 != mqtt.PUBACK or self._thread is None or self._sockpairW is None:
+            return super()._packet_queue(command, packet, mid, qos, info)
+        self._out_packet.append({"command": command, "mid": mid, "qos": qos, "pos": 0,
+                                 "to_process": len(packet), "packet": packet, "info": info})
+        if not self._woken:                 # set before the wake; cleared when writing starts
+            self._woken = True
+            try:
+                self._sockpairW.send(b"0")
+            except BlockingIOError:         # the pipe is full: paho's thread is woken already
+                pass
+        return mqtt.MQTT_ERR_SUCCESS
+
+    def loop_write(self) -> mqtt.MQTTErrorCode:
+        # cleared before anything is written: a PUBACK queued after this wakes the loop again,
+        # one queued before it is written by this pass
+        self._woken = False
+        return super().loop_write()
+
+    def _packet_write(self) -> mqtt.MQTTErrorCode:
+        self._merge_acks()
+        return super()._packet_write()
+
+    def _merge_acks(self) -> None:
+        """The PUBACKs at the head of the queue (none of them begun) as one packet entry: one
+        ``send`` for a batch's acknowledgements, in their order. paho's own thread is the only
+        one that takes from the head; others append at the tail."""
+        out = self._out_packet
+        if len(out) < 2 or out[0]["command"] & 0xF0 != mqtt.PUBACK or out[0]["pos"]:
+            return
+        acks: list[bytes] = []
+        while out and out[0]["command"] & 0xF0 == mqtt.PUBACK and not out[0]["pos"] and len(acks) < MERGED:
+            acks.append(bytes(out.popleft()["packet"]))
+        data = b"".join(acks)
+        out.appendleft({"command": mqtt.PUBACK, "mid": 0, "qos": 0, "pos": 0, "to_process": len(data),
+                        "packet": data, "info": None})
+
+    def loop_read(self, max_packets: int = 1) -> mqtt.MQTTErrorCode:
+        # paho reads one packet a pass and then waits in select, which would not wake for
+        # bytes already read into the chunk: read on while the chunk holds any
+        rc = super().loop_read(max_packets)
+        while rc == mqtt.MQTT_ERR_SUCCESS and self._sock is not None and self.buffered():
+            rc = super().loop_read(max_packets)
+        return rc
