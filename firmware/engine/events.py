@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from .cards import Card, parse_card
-from .money import parse_amount, to_json_number
+from .money import parse_amount, to_json_number, whole_amount
 
 
 class Action(StrEnum):
@@ -40,10 +40,13 @@ class BetsClosed:
 
     @classmethod
     def of(cls, wagers: Mapping[int, Mapping[str, Any]]) -> "BetsClosed":
-        return cls(tuple(
-            (int(box), tuple((str(name), parse_amount(amount)) for name, amount in bets.items()))
+        return cls(tuple([
+            (int(box), tuple([(name if type(name) is str else str(name),
+                               # (an int straight to its shared amount: no parse per bet)
+                               whole_amount(amount) if type(amount) is int else parse_amount(amount))
+                              for name, amount in bets.items()]))
             for box, bets in sorted(wagers.items(), key=lambda kv: int(kv[0]))
-        ))
+        ]))
 
     def as_dict(self) -> dict[int, dict[str, Fraction]]:
         return {box: dict(bets) for box, bets in self.wagers}

@@ -21,7 +21,7 @@ from .cards import Card, ShoeComposition, card_index
 from .errors import BettingOpen, IllegalDecision, IllegalWager, NotYourTurn, RoundOver, RuleError, UnexpectedCard
 from .events import TURN_ACTIONS, Action, BetsClosed, CardDrawn, Decision, Event, VoidRound, WalkedAway
 from .hand import describe, hand_total
-from .money import is_whole_cents, whole_amount
+from .money import is_whole_cents, whole_amount, whole_by_id
 from .outcomes import (
     BetReturned,
     EnvyBonus,
@@ -30,6 +30,7 @@ from .outcomes import (
     ProgressiveHit,
     RoundComplete,
     RoundVoided,
+    SideBetSettled,
     WagerFlagged,
     hand_settled,
     side_bet_settled,
@@ -38,7 +39,7 @@ from .profile import Profile
 from .progressive import PROGRESSIVE_HANDS
 from .sidebets import SIDE_BETS
 
-ZERO = Fraction(0)
+ZERO = whole_amount(0)          # the shared zero: a JSON projection knows it by identity
 DEALER = "dealer"
 #: the events of a round as a persistent list, newest first: (event, the earlier cell)
 EventCell = tuple[Event, "EventCell | None"]
@@ -124,7 +125,9 @@ class Hand:
 
     @property
     def at_risk(self) -> Fraction:
-        return _plus(self.stake, self.doubled) if self.doubled else self.stake
+        doubled = self.doubled
+        # (ZERO by identity first: Fraction's bool is Python code)
+        return _plus(self.stake, doubled) if doubled is not ZERO and doubled else self.stake
 
 
 @dataclass(slots=True)
@@ -532,7 +535,7 @@ class Round:
 
     def _close_bets(self, event: BetsClosed, out: list[Outcome]) -> None:
         p = self.profile
-        known = set(p.bet_names())
+        known = _plan(p).bet_names
         seen: set[int] = set()
         for number, bets in event.wagers:
             if number < 1:
@@ -549,17 +552,20 @@ class Round:
                                        issue="unknown_bet")
                 if name in placed:
                     raise IllegalWager(f"box {number}: {name} is listed twice")
-                if amount.numerator < 0:       # (an int compare: Fraction's own is Python code)
+                whole = whole_by_id.get(id(amount))     # a shared whole amount: its int
+                if whole is None:
+                    whole = amount.numerator
+                    if whole >= 0 and not is_whole_cents(amount):
+                        raise IllegalWager(f"box {number}: {name} wager {amount} is not a whole number of cents",
+                                           box=number, bet=name, issue="not_cents")
+                if whole < 0:                  # (an int compare: Fraction's own is Python code)
                     raise IllegalWager(f"box {number}: {name} wager {amount} is negative",
                                        box=number, bet=name, issue="negative")
-                if not is_whole_cents(amount):
-                    raise IllegalWager(f"box {number}: {name} wager {amount} is not a whole number of cents",
-                                       box=number, bet=name, issue="not_cents")
-                if amount.numerator:
+                if whole:
                     placed[name] = amount
             if placed:
                 self.boxes.append(self._box_for(number, placed, out))
-        self.boxes.sort(key=lambda b: b.number)
+        self.boxes.sort(key=_box_number)
         # §3.11: first card to each box with a bet from the dealer's left, one to the
         # dealer, then the second card to each box. Switch §3.3/§3.6: a position's two
         # boxes are dealt as two boxes.
@@ -571,10 +577,11 @@ class Round:
 
     def _box_for(self, number: int, placed: dict[str, Fraction], out: list[Outcome]) -> Box:
         p = self.profile
-        box = Box(number=number, wagers=dict(placed), stakes={})
+        plan = _plan(p)
+        box = _make_box(number, dict(placed), {})
         main = placed.get("main")
         if main is not None:
-            box.stakes["main"] = self._within_limits(box, "main", main, out)
+            box.stakes["main"] = main if not self.limits else self._within_limits(box, "main", main, out)
         for name, amount in placed.items():
             if name == "main":
                 continue
@@ -591,17 +598,18 @@ class Round:
                                        box=number, bet=name, issue="progressive_amount")
                 box.stakes[name] = amount
                 continue
-            table = p.side_bets[name]
-            if table.requires is not None and table.requires not in placed:
+            requires, max_of_initial_bet = plan.limits[name]
+            if requires is not None and requires not in placed:
                 # UK poster, TOP 3: "to play this bet, a player must have a 21 + 3 wager"
-                self._return(box, name, amount, f"requires_{table.requires}", p.clause(name), out)
+                self._return(box, name, amount, f"requires_{requires}", p.clause(name), out)
                 continue
-            if table.max_of_initial_bet is not None and _above(amount, table.max_of_initial_bet, placed["main"]):
+            if max_of_initial_bet is not None and _above(amount, max_of_initial_bet, main):
                 raise IllegalWager(f"box {number}: {name} {amount} is above the initial bet {placed['main']}",
                                    p.clause("side_bet_limit"), box=number, bet=name, issue="above_initial_bet")
-            box.stakes[name] = self._within_limits(box, name, amount, out)
-        if box.dealt:
-            box.hands = [Hand(family=f, stake=box.stakes["main"], id=f + 1) for f in range(p.hands_per_box)]
+            box.stakes[name] = amount if not self.limits else self._within_limits(box, name, amount, out)
+        if main is not None:                # (dealt: a main bet is counted whatever the limits)
+            stake = box.stakes["main"]
+            box.hands = [_make_hand(f, stake, f + 1) for f in range(plan.hands_per_box)]
         return box
 
     def _within_limits(self, box: Box, name: str, amount: Fraction, out: list[Outcome]) -> Fraction:
@@ -765,7 +773,8 @@ class Round:
         before any further card; Switch §3.7 progressive hands likewise (100% at the end)."""
         p = self.profile
         up = self.dealer[0]
-        side_plan = _side_plan(p)
+        side_plan = _plan(p).side
+        paid_at_once = p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value)
         for bi in range(len(self.boxes)):
             box = self.boxes[bi]
             if not box.dealt:
@@ -776,31 +785,31 @@ class Round:
                 first_two = tuple(box.hands[0].cards[:2])
                 ledger = dict(box.ledger)
                 results = dict(box.side_results)
+                number = box.number
                 for name, stake in box.stakes.items():
                     plan = side_plan.get(name)
                     if plan is None:            # main, progressive
                         continue
-                    evaluate, pays, clause = plan
+                    evaluate, settle = plan
                     category = evaluate(first_two, up)
-                    odds = pays.get(category) if category else None
-                    if odds is None:
-                        category = None
-                        net = _minus(stake)
-                    else:
-                        net = _times(stake, odds)
+                    found = settle.get((number, category, id(stake)))
+                    # (the entry holds its stake, so the stake's id is not another's)
+                    if found is None or found[0] is not stake:
+                        found = _side_bet_result(settle, number, name, category, stake)
+                    _, category, net, record = found
                     results[name] = category
                     old = ledger.get(name)
                     ledger[name] = net if old is None else _plus(old, net)
-                    out.append(side_bet_settled(box.number, name, category, odds, stake, net, clause))
+                    out.append(record)
                 box.ledger = ledger
                 box.side_results = results
             for hi, hand in enumerate(box.hands):
-                if hand.is_blackjack:
+                if _two_card_21(hand.cards) and not hand.from_split and not hand.switched:   # is_blackjack
                     hand = self._whand(bi, hi)
                     box = self.boxes[bi]        # (the box as this apply writes it)
                     hand.status = "blackjack"
                     hand.done = True
-                    if p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value):
+                    if paid_at_once:
                         # §3.15 (and Switch §3.8: immediately, kept whatever the dealer draws)
                         self._settle(box, hand, "blackjack", _times(hand.stake, p.rules.blackjack_pays),
                                      "blackjack_settlement", out)
@@ -1223,7 +1232,7 @@ class Round:
         hand.result = result
         hand.net = net
         box.book("main", net)
-        out.append(hand_settled(box.number, hand.id, result, net, self.profile.clause(clause_key)))
+        out.append(hand_settled(box.number, hand.id, result, net, _plan(self.profile).clause(clause_key)))
 
     def _void(self, reason: str, out: list[Outcome], detail: str | None = None) -> None:
         """§5.5, §5.17: a voided round has no result and every bet is returned."""
@@ -1249,13 +1258,24 @@ assert _TURN_CHECKS.keys() == TURN_ACTIONS
 def _times(amount: Fraction, odds: Fraction) -> Fraction:
     """``amount * odds``, exact; whole numbers (most stakes and odds) without Fraction's
     Python-level arithmetic."""
+    a = whole_by_id.get(id(amount))
+    if a is not None:
+        b = whole_by_id.get(id(odds))
+        if b is not None:
+            return whole_amount(a * b)
     if amount.denominator == 1 and odds.denominator == 1:
         return whole_amount(amount.numerator * odds.numerator)
     return amount * odds
 
 
 def _plus(a: Fraction, b: Fraction) -> Fraction:
-    """``a + b``, exact; whole numbers on integers."""
+    """``a + b``, exact; whole numbers on integers (shared whole amounts known by identity,
+    without Fraction's Python-level ``numerator``)."""
+    x = whole_by_id.get(id(a))
+    if x is not None:
+        y = whole_by_id.get(id(b))
+        if y is not None:
+            return whole_amount(x + y)
     if a.denominator == 1 and b.denominator == 1:
         return whole_amount(a.numerator + b.numerator)
     return a + b
@@ -1263,25 +1283,146 @@ def _plus(a: Fraction, b: Fraction) -> Fraction:
 
 def _minus(a: Fraction) -> Fraction:
     """``-a``, exact; a whole number from the shared table."""
+    x = whole_by_id.get(id(a))
+    if x is not None:
+        return whole_amount(-x)
     return whole_amount(-a.numerator) if a.denominator == 1 else -a
 
 
-#: per profile (by identity; the profile is held so its id is not reused): each side bet's
-#: judge, pay table and clause, looked up once instead of per box and bet
-_SIDE_PLANS: dict[int, tuple[Profile, dict[str, tuple[Any, Mapping[str, Fraction], str]]]] = {}
+class _Plan:
+    """What the engine reads of a profile on every round, worked out once per profile: the
+    bet names, each side bet's judge, pay table and clause, and the clause texts (a
+    ``Profile.clause`` call formats its text each time)."""
 
+    __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "_clauses")
 
-def _side_plan(p: Profile) -> dict[str, tuple[Any, Mapping[str, Fraction], str]]:
-    found = _SIDE_PLANS.get(id(p))
-    if found is not None and found[0] is p:
-        return found[1]
-    plan = {name: (SIDE_BETS[name].evaluate, table.pays,
-                   p.clause(name) if name in p.clauses else p.clause("side_bets"))
+    def __init__(self, p: Profile) -> None:
+        self.profile = p
+        self.bet_names = frozenset(p.bet_names())
+        # whole odds as the shared whole amounts, so stake x odds is integer arithmetic
+        self.side: dict[str, tuple[Any, _SideSettle]] = {
+            name: (SIDE_BETS[name].evaluate, _SideSettle(
+                {c: whole_amount(o.numerator) if o.denominator == 1 else o for c, o in table.pays.items()},
+                p.clause(name) if name in p.clauses else p.clause("side_bets")))
             for name, table in p.side_bets.items()}
-    if len(_SIDE_PLANS) >= 64:          # profiles are few; a test may make many
-        _SIDE_PLANS.clear()
-    _SIDE_PLANS[id(p)] = (p, plan)
+        # each side bet's (requires, max_of_initial_bet), a whole factor as the shared amount
+        self.limits: dict[str, tuple[str | None, Fraction | None]] = {
+            name: (table.requires, None if (m := table.max_of_initial_bet) is None
+                   else whole_amount(m.numerator) if m.denominator == 1 else m)
+            for name, table in p.side_bets.items()}
+        self.hands_per_box = p.hands_per_box
+        self._clauses: dict[str, str] = {}
+
+    def clause(self, key: str) -> str:
+        """``Profile.clause(key)``, formatted once."""
+        text = self._clauses.get(key)
+        if text is None:
+            text = self._clauses[key] = self.profile.clause(key)
+        return text
+
+
+#: per profile (by identity; the plan holds the profile so its id is not reused)
+_PLANS: dict[int, _Plan] = {}
+
+
+def _plan(p: Profile) -> _Plan:
+    found = _PLANS.get(id(p))
+    if found is not None and found.profile is p:
+        return found
+    if len(_PLANS) >= 64:               # profiles are few; a test may make many
+        _PLANS.clear()
+    plan = _PLANS[id(p)] = _Plan(p)
     return plan
+
+
+class _SideSettle(dict[tuple[int, str | None, int], tuple[Fraction, str | None, Fraction, SideBetSettled]]):
+    """One side bet's pay table and clause, and its settlements as made: (box, category as
+    judged, id of the stake) -> (stake, category paid, net, record). The records are frozen,
+    so a box that wins the same category on the same stake again gets the same record."""
+
+    __slots__ = ("pays", "clause")
+
+    def __init__(self, pays: Mapping[str, Fraction], clause: str) -> None:
+        super().__init__()
+        self.pays = pays
+        self.clause = clause
+
+
+def _side_bet_result(settle: _SideSettle, number: int, name: str, category: str | None,
+                     stake: Fraction) -> tuple[Fraction, str | None, Fraction, SideBetSettled]:
+    """A side bet's settlement (the stake, the category paid, the net, the record), remembered."""
+    key = (number, category, id(stake))
+    odds = settle.pays.get(category) if category else None
+    if odds is None:
+        category = None
+        net = _minus(stake)
+    else:
+        net = _times(stake, odds)
+    found = (stake, category, net, side_bet_settled(number, name, category, odds, stake, net, settle.clause))
+    if len(settle) >= 4096:             # box numbers and stakes come from outside: bounded
+        settle.clear()
+    settle[key] = found
+    return found
+
+
+_TEN_VALUES = frozenset("TJQK")
+
+
+def _two_card_21(cards: list[Card]) -> bool:
+    """Two cards making 21: an Ace and a ten-value card (``hand_total`` of two cards == 21)."""
+    if len(cards) != 2:
+        return False
+    a, b = cards[0].rank, cards[1].rank
+    return (a == "A" and b in _TEN_VALUES) or (b == "A" and a in _TEN_VALUES)
+
+
+def _box_number(box: Box) -> int:
+    return box.number
+
+
+def _make_hand(family: int, stake: Fraction, hand_id: int) -> Hand:
+    """``Hand(family=family, stake=stake, id=hand_id)`` slot by slot (the dataclass ``__init__``
+    is several times slower; tests/engine/test_fast_path.py holds them equal)."""
+    new = _new_hand(Hand)
+    new.family = family
+    new.stake = stake
+    new.id = hand_id
+    new.cards = []
+    new.doubled = ZERO
+    new.from_split = False
+    new.split_aces = False
+    new.switched = False
+    new.wants_card = False
+    new.done = False
+    new.decided = False
+    new.status = "play"
+    new.result = None
+    new.net = None
+    return new
+
+
+def _make_box(number: int, wagers: dict[str, Fraction], stakes: dict[str, Fraction]) -> Box:
+    """``Box(number=number, wagers=wagers, stakes=stakes)`` slot by slot, each container its own."""
+    new = _new_box(Box)
+    new.number = number
+    new.wagers = wagers
+    new.stakes = stakes
+    new.hands = []
+    new.insurance = {}
+    new.insurance_settled = set()
+    new.walked_away = False
+    new.switched = False
+    new.acted = False
+    new.ledger = {}
+    new.side_results = {}
+    new.flags = []
+    new.returned = []
+    new.progressive_hand = None
+    new.progressive_award = None
+    new.progressive_share = None
+    new.progressive_pending = False
+    new.envy_from = []
+    return new
 
 
 #: (round, decision) that :meth:`Round.why_not` last found legal: ``apply`` of that very
@@ -1292,6 +1433,9 @@ _last_legal: tuple[object, object] = (None, None)
 
 def _above(amount: Fraction, factor: Fraction, base: Fraction) -> bool:
     """``amount > factor * base``, exact, by cross-multiplied integers."""
+    a, f, b = whole_by_id.get(id(amount)), whole_by_id.get(id(factor)), whole_by_id.get(id(base))
+    if a is not None and f is not None and b is not None:
+        return a > f * b
     return (amount.numerator * factor.denominator * base.denominator
             > factor.numerator * base.numerator * amount.denominator)
 

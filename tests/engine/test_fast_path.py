@@ -117,3 +117,86 @@ def test_the_round_reads_its_shoe_from_the_cards_drawn():
     state, _ = state.apply(CardDrawn(parse_card("AS")))                   # a fifth AS: foreign
     assert state.void_reason is not None and state.void_reason.startswith("foreign_card")
     assert state.shoe == before
+
+
+# --- session 6: whole amounts by identity, slot-by-slot makers, remembered side-bet records ----
+
+def test_a_shared_whole_amount_gives_the_same_json_and_sums_as_an_equal_fraction():
+    from firmware.engine.money import to_json_number
+    from firmware.engine.round import _minus, _plus, _times
+
+    for n in (-250, -1, 0, 1, 7, 10**15):
+        shared, other = whole_amount(n), Fraction(3 * n, 3)
+        assert shared is not other or n == 0
+        assert to_json_number(shared) == to_json_number(other) == n
+        assert type(to_json_number(shared)) is int
+    half = Fraction(25, 2)
+    for a in (whole_amount(10), Fraction(10), half, Fraction(-7, 4)):
+        for b in (whole_amount(3), Fraction(3), half, Fraction(3, 2)):
+            assert _plus(a, b) == a + b and type(_plus(a, b)) is Fraction
+            assert _times(a, b) == a * b and type(_times(a, b)) is Fraction
+        assert _minus(a) == -a
+    assert to_json_number(half) == 12.5
+
+
+def test_the_fast_box_and_hand_makers_equal_the_dataclass_ones():
+    from firmware.engine.round import Box, Hand, _make_box, _make_hand
+
+    hand = _make_hand(1, whole_amount(10), 2)
+    assert hand == Hand(family=1, stake=Fraction(10), id=2)
+    assert all(hasattr(hand, f.name) for f in dataclasses.fields(Hand))
+    box = _make_box(3, {"main": Fraction(10)}, {"main": Fraction(10)})
+    assert box == Box(number=3, wagers={"main": Fraction(10)}, stakes={"main": Fraction(10)})
+    assert all(hasattr(box, f.name) for f in dataclasses.fields(Box))
+    other = _make_box(4, {}, {})
+    for f in dataclasses.fields(Box):            # no container shared between two new boxes
+        value = getattr(box, f.name)
+        if isinstance(value, (list, dict, set)):
+            assert value is not getattr(other, f.name)
+
+
+def test_two_card_21_is_an_ace_and_a_ten_value():
+    from firmware.engine.cards import ALL_CARDS
+    from firmware.engine.hand import hand_total
+    from firmware.engine.round import _two_card_21
+
+    for a in ALL_CARDS[:13]:
+        for b in ALL_CARDS[13:26]:
+            assert _two_card_21([a, b]) == (hand_total([a, b])[0] == 21)
+    assert not _two_card_21([parse_card("AS"), parse_card("5D"), parse_card("5C")])
+
+
+def test_side_bet_records_remembered_per_box_category_and_stake_are_the_ones_made_fresh():
+    from firmware.engine.events import BetsClosed, CardDrawn
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round
+
+    profile = load_profile("rws-blackjack")
+
+    def interim(stake, cards):
+        state = Round.new(profile).apply(BetsClosed.of({1: {"main": 10, "player_pair": stake}}))[0]
+        out = []
+        for c in cards:
+            state, got = state.apply(CardDrawn(parse_card(c)))
+            out += got
+        return [o for o in out if isinstance(o, SideBetSettled)]
+
+    first = interim(5, ["8S", "2D", "8H"])
+    again = interim(5, ["8C", "3D", "8D"])                   # the same box, category and stake
+    half = interim("2.5", ["8C", "3D", "8D"])                # another stake: its own record
+    lost = interim(5, ["8C", "3D", "9D"])
+    assert first == again == [SideBetSettled(1, "player_pair", "pair", Fraction(11), Fraction(5),
+                                             Fraction(55), first[0].clause)]
+    assert half[0].net == Fraction(55, 2) and half[0].stake == Fraction(5, 2)
+    assert lost[0].category is None and lost[0].odds is None and lost[0].net == Fraction(-5)
+
+
+def test_the_profiles_clause_texts_are_read_once_and_the_same():
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import _plan
+
+    profile = load_profile("uk-4-deck")
+    plan = _plan(profile)
+    assert _plan(profile) is plan
+    for key in [*profile.clauses, "no such clause"]:
+        assert plan.clause(key) == profile.clause(key)
