@@ -25,6 +25,7 @@ from .money import is_whole_cents, whole_amount, whole_by_id
 from .outcomes import (
     BetReturned,
     EnvyBonus,
+    HandSettled,
     InsuranceSettled,
     Outcome,
     ProgressiveHit,
@@ -62,7 +63,7 @@ _HIT, _STAND, _DOUBLE, _SPLIT = Action.HIT, Action.STAND, Action.DOUBLE, Action.
 _SURRENDER, _SWITCH, _INSURANCE, _EVEN_MONEY = Action.SURRENDER, Action.SWITCH, Action.INSURANCE, Action.EVEN_MONEY
 
 
-_new_hand = _new_box = object.__new__
+_new_hand = _new_box = _new_round = object.__new__
 
 
 @dataclass(slots=True)
@@ -299,7 +300,24 @@ class Round:
     def apply(self, event: Event) -> tuple["Round", list[Outcome]]:
         """The round after ``event`` and what it produced; ``self`` is unchanged.
         An illegal event raises a :class:`RuleError` that explains itself."""
-        new = self._clone()
+        # a shallow copy (:meth:`_clone`, written out: this runs for every event)
+        new = _new_round(Round)
+        new.profile = self.profile
+        new.decks = self.decks
+        new.limits = self.limits
+        new.meter = self.meter
+        new.phase = self.phase
+        new.boxes = self.boxes[:]
+        new.dealer = self.dealer
+        new.deal_order = self.deal_order
+        new.deal_pos = self.deal_pos
+        new.cursor = self.cursor
+        new.subsequent_deal = self.subsequent_deal
+        new.second_card_seen = self.second_card_seen
+        new._shoe_start = self._shoe_start
+        new._drawn = self._drawn
+        new.void_reason = self.void_reason
+        new.void_clause = self.void_clause
         outcomes: list[Outcome] = []
         new._fresh = set()          # ids of the boxes and hands this apply made (writable)
         # a decision that why_not has just found legal on this very round is not checked again
@@ -311,7 +329,9 @@ class Round:
         return new, outcomes
 
     def _clone(self) -> "Round":
-        """A shallow copy: the boxes list is its own, the boxes and hands are shared."""
+        """A shallow copy: the boxes list is its own, the boxes and hands are shared.
+        (``apply`` makes the same copy written out: a field added here goes there too;
+        tests/engine/test_properties.py's byte-for-byte check fails otherwise.)"""
         new = Round.__new__(Round)
         new.profile = self.profile
         new.decks = self.decks
@@ -535,7 +555,9 @@ class Round:
 
     def _close_bets(self, event: BetsClosed, out: list[Outcome]) -> None:
         p = self.profile
-        known = _plan(p).bet_names
+        plan = _plan(p)
+        known = plan.bet_names
+        made = plan.boxes
         seen: set[int] = set()
         for number, bets in event.wagers:
             if number < 1:
@@ -544,27 +566,25 @@ class Round:
             if number in seen:
                 raise IllegalWager(f"box {number} is listed twice")
             seen.add(number)
-            placed: dict[str, Fraction] = {}
-            for name, amount in bets:
-                if name not in known:
-                    raise IllegalWager(f"box {number}: {name!r} is not a bet at {p.name} "
-                                       f"(bets: {', '.join(sorted(known))})", box=number, bet=name,
-                                       issue="unknown_bet")
-                if name in placed:
-                    raise IllegalWager(f"box {number}: {name} is listed twice")
-                whole = whole_by_id.get(id(amount))     # a shared whole amount: its int
-                if whole is None:
-                    whole = amount.numerator
-                    if whole >= 0 and not is_whole_cents(amount):
-                        raise IllegalWager(f"box {number}: {name} wager {amount} is not a whole number of cents",
-                                           box=number, bet=name, issue="not_cents")
-                if whole < 0:                  # (an int compare: Fraction's own is Python code)
-                    raise IllegalWager(f"box {number}: {name} wager {amount} is negative",
-                                       box=number, bet=name, issue="negative")
-                if whole:
-                    placed[name] = amount
-            if placed:
-                self.boxes.append(self._box_for(number, placed, out))
+            # the same wagers (by name and amount object) on the same box at the same limits
+            # make the same box: taken as made (a returned round's box is never changed in
+            # place, so rounds may share it), with the outcomes it gave
+            key = (id(self.limits), number, *[(name, id(amount)) for name, amount in bets])
+            found = made.get(key)
+            if found is not None:
+                if found[2] is not None:
+                    self.boxes.append(found[2])
+                out.extend(found[3])
+                continue
+            given = len(out)
+            placed = self._placed(number, bets, known)
+            box = self._box_for(number, placed, out) if placed else None
+            if box is not None:
+                self.boxes.append(box)
+            if len(made) >= 4096:           # box numbers and amounts come from outside: bounded
+                made.clear()
+            # (the entry holds the limits and the amounts, so the ids in its key are theirs)
+            made[key] = (self.limits, bets, box, tuple(out[given:]))
         self.boxes.sort(key=_box_number)
         # §3.11: first card to each box with a bet from the dealer's left, one to the
         # dealer, then the second card to each box. Switch §3.3/§3.6: a position's two
@@ -574,6 +594,30 @@ class Round:
         self.phase = _INITIAL_DEAL if firsts else _COMPLETE
         if not firsts:
             out.append(RoundComplete(None))
+
+    def _placed(self, number: int, bets: tuple[tuple[str, Fraction], ...],
+                known: frozenset[str]) -> dict[str, Fraction]:
+        """A box's wagers as placed, each checked (a zero wager is no bet)."""
+        placed: dict[str, Fraction] = {}
+        for name, amount in bets:
+            if name not in known:
+                raise IllegalWager(f"box {number}: {name!r} is not a bet at {self.profile.name} "
+                                   f"(bets: {', '.join(sorted(known))})", box=number, bet=name,
+                                   issue="unknown_bet")
+            if name in placed:
+                raise IllegalWager(f"box {number}: {name} is listed twice")
+            whole = whole_by_id.get(id(amount))     # a shared whole amount: its int
+            if whole is None:
+                whole = amount.numerator
+                if whole >= 0 and not is_whole_cents(amount):
+                    raise IllegalWager(f"box {number}: {name} wager {amount} is not a whole number of cents",
+                                       box=number, bet=name, issue="not_cents")
+            if whole < 0:                  # (an int compare: Fraction's own is Python code)
+                raise IllegalWager(f"box {number}: {name} wager {amount} is negative",
+                                   box=number, bet=name, issue="negative")
+            if whole:
+                placed[name] = amount
+        return placed
 
     def _box_for(self, number: int, placed: dict[str, Fraction], out: list[Outcome]) -> Box:
         p = self.profile
@@ -662,10 +706,24 @@ class Round:
         if phase is _INITIAL_DEAL:
             target = self.deal_order[self.deal_pos]
             self.deal_pos += 1
-            if target == DEALER:
+            if isinstance(target, str):         # DEALER
                 self.dealer = [*self.dealer, card]
             else:
-                self._whand(*target).cards.append(card)
+                # (_whand written out: 14 of a 7-box round's events are these)
+                bi, hi = target
+                fresh = self._fresh
+                assert fresh is not None, "a write outside apply"
+                box = self.boxes[bi]
+                if id(box) not in fresh:
+                    box = box.copy()
+                    self.boxes[bi] = box
+                    fresh.add(id(box))
+                hand = box.hands[hi]
+                if id(hand) not in fresh:
+                    hand = hand.copy()
+                    box.hands[hi] = hand
+                    fresh.add(id(hand))
+                hand.cards.append(card)
         elif phase is _PLAY:
             assert self.cursor is not None              # PLAY: a hand is in play
             bi, hi = self.cursor
@@ -1136,7 +1194,7 @@ class Round:
             total = hand_total(self.dealer)[0]
             if total >= p.rules.dealer_stands_on:
                 break
-            if not any(self._live(h) for b in self.boxes for h in b.hands):
+            if not self._any_live():
                 break   # nothing left that the dealer's total can decide
             return
         self._final_settlement(out)
@@ -1144,12 +1202,21 @@ class Round:
     def _live(self, hand: Hand) -> bool:
         return hand.done and not hand.settled and hand.status != "blackjack"
 
+    def _any_live(self) -> bool:
+        """Is any hand left that the dealer's total decides? (:meth:`_live`, without a call per hand.)"""
+        for box in self.boxes:
+            for h in box.hands:
+                if h.done and h.net is None and h.status != "blackjack":
+                    return True
+        return False
+
     def _waiting_on_dealer(self) -> bool:
         for box in self.boxes:
-            if any(f not in box.insurance_settled for f in box.insurance):
+            if box.insurance and any(f not in box.insurance_settled for f in box.insurance):
                 return True
-            if any(not h.settled for h in box.hands):
-                return True
+            for h in box.hands:
+                if h.net is None:               # (not settled)
+                    return True
         return False
 
     def _settle_dealer_second_card(self, out: list[Outcome]) -> None:
@@ -1179,6 +1246,7 @@ class Round:
         r = p.rules
         dealer_total = hand_total(self.dealer)[0]
         dealer_bj = self.dealer_blackjack
+        progressive = p.progressive is not None
         for bi in range(len(self.boxes)):
             box = self.boxes[bi]
             if dealer_bj and r.dealer_blackjack_collects == "initial_bet":
@@ -1193,7 +1261,7 @@ class Round:
                         box = self.boxes[bi]
                         self._settle(box, hand, "lose", -loss if i == 0 else ZERO, "dealer_blackjack", out)
             for hi, hand in enumerate(box.hands):
-                if not self._live(hand):
+                if not hand.done or hand.net is not None or hand.status == "blackjack":    # not live
                     continue
                 hand = self._whand(bi, hi)
                 box = self.boxes[bi]
@@ -1209,7 +1277,8 @@ class Round:
                     self._settle(box, hand, "lose", _minus(hand.at_risk), "dealer", out)
                 else:
                     self._settle(box, hand, "stand_off", ZERO, "dealer", out)
-            self._settle_progressive_end(bi, out)
+            if progressive:
+                self._settle_progressive_end(bi, out)
         self.phase = _COMPLETE
         self.cursor = None
         out.append(RoundComplete(dealer_total))
@@ -1232,7 +1301,16 @@ class Round:
         hand.result = result
         hand.net = net
         box.book("main", net)
-        out.append(hand_settled(box.number, hand.id, result, net, _plan(self.profile).clause(clause_key)))
+        settled = _plan(self.profile).settled
+        key = (box.number, hand.id, result, id(net), clause_key)
+        found = settled.get(key)
+        # (the entry holds its net, so the net's id is not another's); the records are frozen
+        if found is None or found[0] is not net:
+            found = (net, hand_settled(box.number, hand.id, result, net, _plan(self.profile).clause(clause_key)))
+            if len(settled) >= 4096:        # box numbers and amounts come from outside: bounded
+                settled.clear()
+            settled[key] = found
+        out.append(found[1])
 
     def _void(self, reason: str, out: list[Outcome], detail: str | None = None) -> None:
         """§5.5, §5.17: a voided round has no result and every bet is returned."""
@@ -1294,7 +1372,7 @@ class _Plan:
     bet names, each side bet's judge, pay table and clause, and the clause texts (a
     ``Profile.clause`` call formats its text each time)."""
 
-    __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "_clauses")
+    __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "settled", "boxes", "_clauses")
 
     def __init__(self, p: Profile) -> None:
         self.profile = p
@@ -1311,6 +1389,11 @@ class _Plan:
                    else whole_amount(m.numerator) if m.denominator == 1 else m)
             for name, table in p.side_bets.items()}
         self.hands_per_box = p.hands_per_box
+        #: the hand settlements made: (box, hand id, result, id of the net, clause key) -> (net, record)
+        self.settled: dict[tuple[int, int, str, int, str], tuple[Fraction, HandSettled]] = {}
+        #: the boxes made at "no more bets": (id of the limits, box, (bet, id of the amount)...)
+        #: -> (limits, wagers, box or None, outcomes)
+        self.boxes: dict[tuple[object, ...], tuple[object, object, Box | None, tuple[Outcome, ...]]] = {}
         self._clauses: dict[str, str] = {}
 
     def clause(self, key: str) -> str:

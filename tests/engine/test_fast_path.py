@@ -200,3 +200,30 @@ def test_the_profiles_clause_texts_are_read_once_and_the_same():
     assert _plan(profile) is plan
     for key in [*profile.clauses, "no such clause"]:
         assert plan.clause(key) == profile.clause(key)
+
+
+def test_the_same_wagers_make_the_same_box_with_the_same_outcomes_and_other_limits_their_own():
+    from firmware.engine.events import BetsClosed, CardDrawn
+    from firmware.engine.outcomes import BetReturned, WagerFlagged
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round
+
+    uk = load_profile("rws-blackjack")
+    # a side bet without a main bet is returned (§5.15); a main bet over the maximum is
+    # counted pro rata (§5.1.1)
+    wagers = {1: {"main": 600}, 2: {"player_pair": 5}, 3: {"main": 10}}
+    limits = {"main": [10, 500]}
+    first, out1 = Round.new(uk, limits=limits).apply(BetsClosed.of(wagers))
+    second, out2 = Round.new(uk, limits=limits).apply(BetsClosed.of(wagers))
+    assert out1 == out2 and [type(o) for o in out1] == [WagerFlagged, BetReturned]
+    assert [b.number for b in first.boxes] == [1, 2, 3] and not first.boxes[1].dealt
+    assert first.boxes == second.boxes and first.boxes[0].stakes["main"] == Fraction(500)
+    wide, out3 = Round.new(uk, limits={"main": [10, 1000]}).apply(BetsClosed.of(wagers))
+    assert wide.boxes[0].stakes["main"] == Fraction(600) and [type(o) for o in out3] == [BetReturned]
+    # play on from the first: the second round (sharing its boxes as made) is unchanged
+    before = settlement(second)
+    state = first
+    for card in ["8S", "9D", "7C", "8H", "2D"]:
+        state, _ = state.apply(CardDrawn(parse_card(card)))
+    assert settlement(second) == before and all(not h.cards for b in second.boxes for h in b.hands)
+    assert [c for h in state.boxes[0].hands for c in map(str, h.cards)] == ["8S", "8H"]
