@@ -290,7 +290,8 @@ class Round:
         r = cls()
         r.profile = profile
         r.decks = decks
-        r.limits = _read_limits(profile, limits or {})
+        # no limits: one shared empty mapping, so the boxes made at "no more bets" are known again
+        r.limits = _read_limits(profile, limits) if limits else _NO_LIMITS
         r.meter = None if meter is None else Fraction(meter)
         if r.meter is not None and r.meter < 0:
             raise ValueError(f"the meter cannot be negative ({meter})")
@@ -1521,6 +1522,11 @@ def _above(amount: Fraction, factor: Fraction, base: Fraction) -> bool:
         return a > f * b
     return (amount.numerator * factor.denominator * base.denominator
             > factor.numerator * base.numerator * amount.denominator)
+
+
+#: (a dict, not a read-only proxy: a round is deep-copied and pickled by tools; typed
+#: Mapping, so no typed code writes to it)
+_NO_LIMITS: Mapping[str, tuple[Fraction, Fraction]] = {}
 
 
 def _read_limits(profile: Profile, limits: Mapping[str, Sequence[object]]) -> dict[str, tuple[Fraction, Fraction]]:

@@ -227,3 +227,19 @@ def test_the_same_wagers_make_the_same_box_with_the_same_outcomes_and_other_limi
         state, _ = state.apply(CardDrawn(parse_card(card)))
     assert settlement(second) == before and all(not h.cards for b in second.boxes for h in b.hands)
     assert [c for h in state.boxes[0].hands for c in map(str, h.cards)] == ["8S", "8H"]
+
+
+def test_rounds_without_limits_share_one_empty_limits_so_their_boxes_are_made_once():
+    from firmware.engine.events import BetsClosed
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round
+
+    profile = load_profile("rws-blackjack")
+    a, b = Round.new(profile), Round.new(profile, limits={})
+    assert a.limits == {} and a.limits is b.limits
+    wagers = {1: {"main": 10, "under_13": 5}}
+    first = a.apply(BetsClosed.of(wagers))[0]
+    again = b.apply(BetsClosed.of(wagers))[0]
+    assert first.boxes[0] is again.boxes[0]
+    limited = Round.new(profile, limits={"main": [5, 500]}).apply(BetsClosed.of(wagers))[0]
+    assert limited.boxes[0] is not first.boxes[0] and limited.boxes[0] == first.boxes[0]
