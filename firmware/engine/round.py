@@ -450,7 +450,8 @@ class Round:
         """None when ``decision`` is legal now, else the reason (with its clause)."""
         global _last_legal
         try:
-            self._check(decision)
+            if not self._plain_turn_checked(decision):
+                self._check(decision)
         except RuleError as exc:
             return str(exc)
         # remembered, so that apply(decision) on this round right after does not check it
@@ -529,7 +530,7 @@ class Round:
         if isinstance(event, CardDrawn) and phase is not _BETTING:
             self._card(event.card, out)
         elif isinstance(event, Decision) and phase is not _BETTING:
-            if not checked:
+            if not checked and not self._plain_turn_checked(event):
                 self._check(event)
             self._decide(event, out)
         elif isinstance(event, VoidRound):
@@ -1015,6 +1016,25 @@ class Round:
                 raise IllegalDecision("a Blackjack takes no further decisions", p.clause("no_draw_on_21"))
             return
         raise IllegalDecision(f"unknown decision {d.action!r}")
+
+    def _plain_turn_checked(self, d: Decision) -> bool:
+        """The usual decision, a plain one on the hand in play: when every check that
+        :meth:`_check` makes before the decision's own passes, only that one is made here
+        (it raises as there). False: not such a decision, :meth:`_check` goes the long way
+        (the callers: :meth:`why_not`, :meth:`_apply`)."""
+        turn_check = _TURN_CHECKS.get(d.action)
+        cursor = self.cursor
+        if (turn_check is None or self.phase is not _PLAY or cursor is None
+                or d.amount is not None or d.hand is not None):
+            return False
+        box = self.boxes[cursor[0]]
+        if box.number != d.box or "main" not in box.stakes or box.walked_away:
+            return False
+        hand = box.hands[cursor[1]]
+        if hand.wants_card:
+            return False
+        turn_check(self, box, hand, d)
+        return True
 
     def _box_asked(self, number: int) -> Box:
         """The box a decision names: mostly the box in play, found without a search."""

@@ -243,3 +243,42 @@ def test_rounds_without_limits_share_one_empty_limits_so_their_boxes_are_made_on
     assert first.boxes[0] is again.boxes[0]
     limited = Round.new(profile, limits={"main": [5, 500]}).apply(BetsClosed.of(wagers))[0]
     assert limited.boxes[0] is not first.boxes[0] and limited.boxes[0] == first.boxes[0]
+
+
+def test_the_plain_turn_check_refuses_and_allows_exactly_what_the_long_check_does():
+    import random
+
+    from firmware.engine.events import BetsClosed, CardDrawn
+    from firmware.engine.profile import load_profile, profile_names
+    from firmware.engine.round import Round
+
+    def long_way(state, d):
+        try:
+            state._check(d)
+        except RuleError as exc:
+            return str(exc)
+        return None
+
+    rng = random.Random(17)
+    compared = 0
+    for name in profile_names():
+        profile = load_profile(name)
+        for _ in range(15):
+            shoe = [c for c in ALL_CARDS for _ in range(profile.default_decks)]
+            rng.shuffle(shoe)
+            state = Round.new(profile).apply(BetsClosed.of({1: {"main": 10}, 3: {"main": 10}, 4: {"main": 10}}))[0]
+            while not state.is_over:
+                expect = state.expecting()
+                if expect.kind == "card":
+                    state = state.apply(CardDrawn(shoe.pop()))[0]
+                    continue
+                for box in (expect.box, expect.box + 1, 2):
+                    for action in Action:
+                        for d in (Decision(box, action), Decision(box, action, None, 1),
+                                  Decision(box, action, Fraction(5))):
+                            assert state.why_not(d) == long_way(state, d), (name, d)
+                            compared += 1
+                legal = [a for a, why in state.legal_decisions(expect.box).items()
+                         if why is None and a in (Action.HIT, Action.STAND, Action.DOUBLE, Action.SPLIT)]
+                state = state.apply(Decision(expect.box, rng.choice(legal)))[0]
+    assert compared > 1000
