@@ -282,3 +282,26 @@ def test_the_plain_turn_check_refuses_and_allows_exactly_what_the_long_check_doe
                          if why is None and a in (Action.HIT, Action.STAND, Action.DOUBLE, Action.SPLIT)]
                 state = state.apply(Decision(expect.box, rng.choice(legal)))[0]
     assert compared > 1000
+
+
+def test_cards_and_decisions_made_by_their_own_init_are_the_frozen_dataclasses():
+    from firmware.engine.events import CardDrawn
+
+    card = CardDrawn(parse_card("AS"))
+    assert card == CardDrawn(card=parse_card("AS")) and hash(card) == hash(CardDrawn(parse_card("AS")))
+    assert repr(card) == "CardDrawn(card=Card(AS))" and card != CardDrawn(parse_card("AH"))
+    d = Decision(2, Action.DOUBLE, Fraction(5))
+    assert d == Decision(box=2, action=Action.DOUBLE, amount=Fraction(5), hand=None)
+    assert (d.box, d.action, d.amount, d.hand) == (2, Action.DOUBLE, Fraction(5), None)
+    assert Decision(1, Action.HIT) != Decision(1, Action.HIT, None, 1)
+    assert [f.name for f in dataclasses.fields(Decision)] == ["box", "action", "amount", "hand"]
+    assert dataclasses.replace(d, hand=1) == Decision(2, Action.DOUBLE, Fraction(5), 1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        card.card = parse_card("AH")                          # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.box = 9                                             # type: ignore[misc]
+    match d:
+        case Decision(2, Action.DOUBLE, amount):
+            assert amount == Fraction(5)
+        case _:
+            raise AssertionError("match_args lost")
