@@ -833,7 +833,9 @@ class Round:
         before any further card; Switch §3.7 progressive hands likewise (100% at the end)."""
         p = self.profile
         up = self.dealer[0]
-        side_plan = _plan(p).side
+        plan = _plan(p)
+        side_plan = plan.side
+        memo = plan.interim
         paid_at_once = p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value)
         for bi in range(len(self.boxes)):
             box = self.boxes[bi]
@@ -841,28 +843,23 @@ class Round:
                 continue
             if len(box.stakes) > 1:
                 box = self._wbox(bi)        # copied only when it has side bets to settle
-                # one new ledger and result dict per box (the old ones may be shared)
                 first_two = tuple(box.hands[0].cards[:2])
-                ledger = dict(box.ledger)
-                results = dict(box.side_results)
-                number = box.number
-                for name, stake in box.stakes.items():
-                    plan = side_plan.get(name)
-                    if plan is None:            # main, progressive
-                        continue
-                    evaluate, settle = plan
-                    category = evaluate(first_two, up)
-                    found = settle.get((number, category, id(stake)))
-                    # (the entry holds its stake, so the stake's id is not another's)
-                    if found is None or found[0] is not stake:
-                        found = _side_bet_result(settle, number, name, category, stake)
-                    _, category, net, record = found
-                    results[name] = category
-                    old = ledger.get(name)
-                    ledger[name] = net if old is None else _plus(old, net)
-                    out.append(record)
-                box.ledger = ledger
-                box.side_results = results
+                stakes = box.stakes
+                categories = [side[0](first_two, up) for name in stakes if (side := side_plan.get(name))]
+                # the same box (its stakes dict) judged the same settles the same: the new
+                # ledger entries, results and records as made before (frozen records; the
+                # dicts are replaced, never changed in place, so rounds may share them)
+                key = (box.number, id(stakes), *categories)
+                found = memo.get(key)
+                if found is None or found[0] is not stakes:
+                    found = _side_bets_settled(box.number, stakes, categories, side_plan)
+                    if len(memo) >= 4096:       # box numbers and stakes come from outside: bounded
+                        memo.clear()
+                    memo[key] = found
+                _, nets, results, records = found
+                box.ledger = nets if not box.ledger else _booked(box.ledger, nets)
+                box.side_results = results if not box.side_results else {**box.side_results, **results}
+                out.extend(records)
             for hi, hand in enumerate(box.hands):
                 if _two_card_21(hand.cards) and not hand.from_split and not hand.switched:   # is_blackjack
                     hand = self._whand(bi, hi)
@@ -1393,7 +1390,8 @@ class _Plan:
     bet names, each side bet's judge, pay table and clause, and the clause texts (a
     ``Profile.clause`` call formats its text each time)."""
 
-    __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "settled", "boxes", "_clauses")
+    __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "settled", "boxes", "interim",
+                 "_clauses")
 
     def __init__(self, p: Profile) -> None:
         self.profile = p
@@ -1415,6 +1413,9 @@ class _Plan:
         #: the boxes made at "no more bets": (id of the limits, box, (bet, id of the amount)...)
         #: -> (limits, wagers, box or None, outcomes)
         self.boxes: dict[tuple[object, ...], tuple[object, object, Box | None, tuple[Outcome, ...]]] = {}
+        #: the side bets of a box settled at the interim settlement: (box, id of its stakes,
+        #: category judged per side bet...) -> what :func:`_side_bets_settled` made
+        self.interim: dict[tuple[object, ...], SidesSettled] = {}
         self._clauses: dict[str, str] = {}
 
     def clause(self, key: str) -> str:
@@ -1467,6 +1468,44 @@ def _side_bet_result(settle: _SideSettle, number: int, name: str, category: str 
         settle.clear()
     settle[key] = found
     return found
+
+
+SidesSettled = tuple[Mapping[str, Fraction], dict[str, Fraction], dict[str, str | None],
+                     tuple[SideBetSettled, ...]]
+
+
+def _side_bets_settled(number: int, stakes: Mapping[str, Fraction], categories: list[str | None],
+                       side_plan: Mapping[str, tuple[Any, _SideSettle]]) -> SidesSettled:
+    """A box's side bets settled on their judged categories (in the order of its stakes):
+    (the stakes, each bet's net, each bet's category paid, the records)."""
+    nets: dict[str, Fraction] = {}
+    results: dict[str, str | None] = {}
+    records = []
+    judged = iter(categories)
+    for name, stake in stakes.items():
+        side = side_plan.get(name)
+        if side is None:                # main, progressive
+            continue
+        settle = side[1]
+        category = next(judged)
+        found = settle.get((number, category, id(stake)))
+        # (the entry holds its stake, so the stake's id is not another's)
+        if found is None or found[0] is not stake:
+            found = _side_bet_result(settle, number, name, category, stake)
+        _, paid, net, record = found
+        results[name] = paid
+        nets[name] = net
+        records.append(record)
+    return stakes, nets, results, tuple(records)
+
+
+def _booked(ledger: Mapping[str, Fraction], nets: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    """A new ledger: ``ledger`` with each of ``nets`` added (:meth:`Box.book` per bet)."""
+    merged = dict(ledger)
+    for name, net in nets.items():
+        old = merged.get(name)
+        merged[name] = net if old is None else _plus(old, net)
+    return merged
 
 
 _TEN_VALUES = frozenset("TJQK")

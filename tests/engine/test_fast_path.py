@@ -305,3 +305,33 @@ def test_cards_and_decisions_made_by_their_own_init_are_the_frozen_dataclasses()
             assert amount == Fraction(5)
         case _:
             raise AssertionError("match_args lost")
+
+
+def test_side_bets_judged_the_same_on_the_same_box_settle_the_same_and_merge_into_a_booked_ledger():
+    from firmware.engine.events import BetsClosed, CardDrawn
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round
+
+    def dealt(name, wagers, cards):
+        state = Round.new(load_profile(name)).apply(BetsClosed.of(wagers))[0]
+        out = []
+        for c in cards:
+            state, got = state.apply(CardDrawn(parse_card(c)))
+            out += got
+        return state, [o for o in out if isinstance(o, SideBetSettled)]
+
+    rws = {1: {"main": 10, "player_pair": 5, "under_13": 5, "over_13": 5}}
+    a, out_a = dealt("rws-blackjack", rws, ["8S", "7D", "8H"])     # pair, over 13
+    b, out_b = dealt("rws-blackjack", rws, ["8C", "7H", "8D"])     # judged the same
+    assert out_a == out_b and [o.category for o in out_a] == ["pair", None, "over_13"]
+    assert a.boxes[0].ledger == b.boxes[0].ledger == {"player_pair": 55, "under_13": -5, "over_13": 5}
+    assert list(a.boxes[0].side_results.items()) == [("player_pair", "pair"), ("under_13", None),
+                                                      ("over_13", "over_13")]
+    # TOP 3 without a 21 + 3 wager is returned first (booked at 0): the side bets settled at
+    # the interim settlement are added to that ledger, in the order of the box's bets
+    uk = {1: {"main": 10, "top_3": 5, "super_pairs": 5}}
+    c, out_c = dealt("uk-4-deck", uk, ["QS", "5D", "QH"])
+    assert [o.bet for o in out_c] == ["super_pairs"]
+    assert list(c.boxes[0].ledger.items()) == [("top_3", 0), ("super_pairs", out_c[0].net)]
+    again, _ = dealt("uk-4-deck", uk, ["QC", "5H", "QD"])
+    assert list(again.boxes[0].ledger.items()) == list(c.boxes[0].ledger.items())
