@@ -4,6 +4,7 @@ machines.
 
     python3 bench/bench_engine.py [--rounds N] [--seed S] [--vs-rounds N] [--runs K]
                                   [--cardsharp-python PATH | --no-cardsharp] [--wall]
+                                  [--baseline TREE]
 
 Times are each process's own CPU time (``time.process_time``), betbox's and cardsharp's
 alike, so a loaded shared machine does not skew the ratio; ``--wall`` measures wall-clock
@@ -21,6 +22,10 @@ on the same number of spots, in alternating runs (betbox, cardsharp, betbox, ...
 medians are printed with the ratio and cardsharp's version. "main+side" is betbox with
 ``player_pair``, ``under_13``, ``over_13`` against cardsharp's bonus payouts (>= 0.2; 0.1.0
 has none and rebuilds its shoe every round).
+
+``--baseline TREE`` measures another checkout's engine (e.g. ``git worktree add /tmp/old
+<commit>``) in the same side-by-side run, alternating with this one and cardsharp, played by
+this file's harness in its own process; it prints this engine / baseline per figure.
 """
 
 from __future__ import annotations
@@ -121,7 +126,9 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--cardsharp-worker"]:
     print(json.dumps(cardsharp_worker(*map(int, sys.argv[2:7]))))
     sys.exit(0)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# the engine measured: this checkout's, or (the --baseline worker) another checkout's, played by
+# this file's harness so both engines are measured the same way
+sys.path.insert(0, os.environ.get("BETBOX_BENCH_TREE") or str(Path(__file__).resolve().parents[1]))
 
 from firmware.engine.cards import ALL_CARDS  # noqa: E402
 from firmware.engine.events import Action, BetsClosed, CardDrawn, Decision  # noqa: E402
@@ -135,6 +142,11 @@ TABLES = {
     "uk-4-deck": {"main": 10, "super_pairs": 5, "twenty_one_plus_three": 5, "top_3": 5},
     "rws-blackjack-switch": {"main": 10, "progressive": 5},
 }
+
+
+def _betbox_worker(argv: list[str]) -> None:
+    boxes, rounds, seed, side, cpu = map(int, argv)
+    print(json.dumps(betbox_vs(boxes, bool(side), rounds, seed, bool(cpu))))
 
 
 def machine() -> str:
@@ -296,6 +308,18 @@ def betbox_vs(boxes, side_bets, rounds, seed, cpu=True) -> dict:
     return {"rounds_s": rounds / dt, "hands_s": hands / dt}
 
 
+def run_baseline(tree: str, boxes: int, rounds: int, seed: int, side: bool, cpu: bool) -> dict | None:
+    """``betbox_vs`` with the engine of another checkout (``--baseline``), in its own process."""
+    try:
+        done = subprocess.run([sys.executable, __file__, "--betbox-worker", str(boxes), str(rounds), str(seed),
+                               str(int(side)), str(int(cpu))], env={**os.environ, "BETBOX_BENCH_TREE": tree},
+                              capture_output=True, text=True, timeout=1200, check=True)
+        return json.loads(done.stdout)
+    except (subprocess.SubprocessError, OSError, ValueError) as exc:
+        print(f"  baseline run failed: {exc}")
+        return None
+
+
 def cardsharp_python(given: str | None) -> str | None:
     """The interpreter of a venv with cardsharp: given, or the bench's own (made on first use)."""
     if given:
@@ -338,7 +362,8 @@ def spread(runs: list[dict], key: str) -> str:
     return f"{values[0]:.0f}/{statistics.median(values):.0f}/{values[-1]:.0f}"
 
 
-def side_by_side(python: str | None, rounds: int, runs: int, seed: int, cpu: bool = True) -> None:
+def side_by_side(python: str | None, rounds: int, runs: int, seed: int, cpu: bool = True,
+                 baseline: str | None = None) -> None:
     print(f"side by side, rws-blackjack vs cardsharp: 6 decks, basic strategy, {rounds} rounds "
           f"a run, {runs} alternating runs; min/median/max, ratio of the medians; per "
           + ("second of the process's own CPU time (a shared machine's load does not count)" if cpu
@@ -347,8 +372,12 @@ def side_by_side(python: str | None, rounds: int, runs: int, seed: int, cpu: boo
           f"{'cardsharp rounds/s':>18s} {'hands/s':>18s}   ratio")
     for boxes in (1, 7):
         for side in (False, True):
-            ours, theirs = [], []
+            ours, theirs, before = [], [], []
             for run in range(runs):
+                if baseline:
+                    old = run_baseline(baseline, boxes, rounds, seed + run, side, cpu)
+                    if old:
+                        before.append(old)
                 ours.append(betbox_vs(boxes, side, rounds, seed + run, cpu))
                 if python:
                     got = run_cardsharp(python, boxes, rounds, seed + run, side, cpu)
@@ -362,6 +391,11 @@ def side_by_side(python: str | None, rounds: int, runs: int, seed: int, cpu: boo
             print(f"  {boxes:5d} {'main+side' if side else 'main':10s} {spread(ours, 'rounds_s'):>18s} "
                   f"{spread(ours, 'hands_s'):>18s}   {spread(theirs, 'rounds_s'):>18s} "
                   f"{spread(theirs, 'hands_s'):>18s}   {ratio:5.2f}x  ({peer})", flush=True)
+            if before:
+                b_old = med(before, "rounds_s")
+                print(f"  {'':5s} {'baseline':10s} {spread(before, 'rounds_s'):>18s} {spread(before, 'hands_s'):>18s}"
+                      f"   this engine / baseline {b_r / b_old:4.2f}x, baseline / cardsharp "
+                      f"{b_old / c_r if theirs else float('nan'):4.2f}x  ({baseline})", flush=True)
 
 
 def bench_rounds(name, wagers, rounds, seed):
@@ -420,6 +454,9 @@ def main(argv=None) -> None:
     ap.add_argument("--runs", type=int, default=3, help="alternating side-by-side runs per figure")
     ap.add_argument("--cardsharp-python", help="python of a venv that has cardsharp installed")
     ap.add_argument("--no-cardsharp", action="store_true", help="skip the side-by-side run")
+    ap.add_argument("--baseline", metavar="TREE",
+                    help="also measure the engine of another checkout (e.g. a git worktree of an older "
+                         "commit) in the side-by-side run, alternating, played by this file's harness")
     ap.add_argument("--wall", action="store_true",
                     help="side by side in wall-clock time (default: each process's own CPU time)")
     args = ap.parse_args(argv)
@@ -448,9 +485,12 @@ def main(argv=None) -> None:
     print(f"  => one apply p50 = {p50 / deepcopy_us:.2f} deepcopies = {p50 / total_us:.0f} hand_total calls")
     if not args.no_cardsharp:
         print()
-        side_by_side(cardsharp_python(args.cardsharp_python), args.vs_rounds, args.runs, args.seed, not args.wall)
+        side_by_side(cardsharp_python(args.cardsharp_python), args.vs_rounds, args.runs, args.seed, not args.wall,
+                     args.baseline)
     print("load average (1, 5, 15 min) at the end:   " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1:2] == ["--betbox-worker"]:
+    _betbox_worker(sys.argv[2:7])
+elif __name__ == "__main__":
     main()

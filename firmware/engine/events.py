@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from .cards import Card, parse_card
-from .money import parse_amount, to_json_number
+from .money import parse_amount, to_json_number, whole_amount
 
 
 class Action(StrEnum):
@@ -40,23 +40,35 @@ class BetsClosed:
 
     @classmethod
     def of(cls, wagers: Mapping[int, Mapping[str, Any]]) -> "BetsClosed":
-        return cls(tuple(
-            (int(box), tuple((str(name), parse_amount(amount)) for name, amount in bets.items()))
+        return cls(tuple([
+            (int(box), tuple([(name if type(name) is str else str(name),
+                               # (an int straight to its shared amount: no parse per bet)
+                               whole_amount(amount) if type(amount) is int else parse_amount(amount))
+                              for name, amount in bets.items()]))
             for box, bets in sorted(wagers.items(), key=lambda kv: int(kv[0]))
-        ))
+        ]))
 
     def as_dict(self) -> dict[int, dict[str, Fraction]]:
         return {box: dict(bets) for box, bets in self.wagers}
 
 
-@dataclass(frozen=True, slots=True)
+# CardDrawn and Decision are made for every card and decision: their __init__ sets the slots
+# through the slots' own setters (the frozen dataclass __init__ goes through
+# object.__setattr__ by name, two to three times slower). Still frozen, compared, hashed and
+# shown as dataclasses (tests/engine/test_fast_path.py).
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class CardDrawn:
     """A card from the shoe; who receives it follows from the dealing procedure."""
 
     card: Card
 
+    def __init__(self, card: Card) -> None:
+        _set_card(self, card)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class Decision:
     """A player's decision for a box. ``hand`` (1-based) names a hand where it matters:
     insurance or surrender on either hand in Blackjack Switch."""
@@ -65,6 +77,17 @@ class Decision:
     action: Action
     amount: Fraction | None = None
     hand: int | None = None
+
+    def __init__(self, box: int, action: Action, amount: Fraction | None = None, hand: int | None = None) -> None:
+        _set_box(self, box)
+        _set_action(self, action)
+        _set_amount(self, amount)
+        _set_hand(self, hand)
+
+
+_set_card = CardDrawn.__dict__["card"].__set__
+_set_box, _set_action, _set_amount, _set_hand = (Decision.__dict__[name].__set__
+                                                  for name in ("box", "action", "amount", "hand"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,13 @@ def parse_amount(value: Any) -> Fraction:
 _WHOLE: dict[int, Fraction] = {}
 
 
+#: each shared whole amount's integer, by the amount's identity (``whole_by_id.get(id(a))``:
+#: a dict look-up instead of Fraction's Python-level ``numerator``/``denominator``); the
+#: table above never lets go of an amount, so an id here is never reused for another object.
+#: Read only: written by :func:`whole_amount`.
+whole_by_id: dict[int, int] = {}
+
+
 def whole_amount(n: int) -> Fraction:
     """``Fraction(n)``, from a bounded table of shared values."""
     found = _WHOLE.get(n)
@@ -51,6 +58,7 @@ def whole_amount(n: int) -> Fraction:
         found = Fraction(n)
         if len(_WHOLE) < 65536:        # amounts come from outside: keep the table bounded
             _WHOLE[n] = found
+            whole_by_id[id(found)] = n
     return found
 
 
@@ -81,6 +89,9 @@ def to_json_number(amount: Fraction) -> int | float | str:
     anything that does not (it cannot arise from settlement) is written as a string
     fraction rather than rounded silently.
     """
+    whole = whole_by_id.get(id(amount))
+    if whole is not None:              # a shared whole amount: no Fraction property read
+        return whole
     if amount.denominator == 1:
         return amount.numerator        # (int(amount) is Python code: this runs per amount)
     d = Decimal(amount.numerator) / Decimal(amount.denominator)

@@ -21,15 +21,17 @@ from .cards import Card, ShoeComposition, card_index
 from .errors import BettingOpen, IllegalDecision, IllegalWager, NotYourTurn, RoundOver, RuleError, UnexpectedCard
 from .events import TURN_ACTIONS, Action, BetsClosed, CardDrawn, Decision, Event, VoidRound, WalkedAway
 from .hand import describe, hand_total
-from .money import is_whole_cents, whole_amount
+from .money import is_whole_cents, whole_amount, whole_by_id
 from .outcomes import (
     BetReturned,
     EnvyBonus,
+    HandSettled,
     InsuranceSettled,
     Outcome,
     ProgressiveHit,
     RoundComplete,
     RoundVoided,
+    SideBetSettled,
     WagerFlagged,
     hand_settled,
     side_bet_settled,
@@ -38,7 +40,7 @@ from .profile import Profile
 from .progressive import PROGRESSIVE_HANDS
 from .sidebets import SIDE_BETS
 
-ZERO = Fraction(0)
+ZERO = whole_amount(0)          # the shared zero: a JSON projection knows it by identity
 DEALER = "dealer"
 #: the events of a round as a persistent list, newest first: (event, the earlier cell)
 EventCell = tuple[Event, "EventCell | None"]
@@ -61,7 +63,7 @@ _HIT, _STAND, _DOUBLE, _SPLIT = Action.HIT, Action.STAND, Action.DOUBLE, Action.
 _SURRENDER, _SWITCH, _INSURANCE, _EVEN_MONEY = Action.SURRENDER, Action.SWITCH, Action.INSURANCE, Action.EVEN_MONEY
 
 
-_new_hand = _new_box = object.__new__
+_new_hand = _new_box = _new_round = object.__new__
 
 
 @dataclass(slots=True)
@@ -124,7 +126,9 @@ class Hand:
 
     @property
     def at_risk(self) -> Fraction:
-        return _plus(self.stake, self.doubled) if self.doubled else self.stake
+        doubled = self.doubled
+        # (ZERO by identity first: Fraction's bool is Python code)
+        return _plus(self.stake, doubled) if doubled is not ZERO and doubled else self.stake
 
 
 @dataclass(slots=True)
@@ -286,7 +290,8 @@ class Round:
         r = cls()
         r.profile = profile
         r.decks = decks
-        r.limits = _read_limits(profile, limits or {})
+        # no limits: one shared empty mapping, so the boxes made at "no more bets" are known again
+        r.limits = _read_limits(profile, limits) if limits else _NO_LIMITS
         r.meter = None if meter is None else Fraction(meter)
         if r.meter is not None and r.meter < 0:
             raise ValueError(f"the meter cannot be negative ({meter})")
@@ -296,7 +301,24 @@ class Round:
     def apply(self, event: Event) -> tuple["Round", list[Outcome]]:
         """The round after ``event`` and what it produced; ``self`` is unchanged.
         An illegal event raises a :class:`RuleError` that explains itself."""
-        new = self._clone()
+        # a shallow copy (:meth:`_clone`, written out: this runs for every event)
+        new = _new_round(Round)
+        new.profile = self.profile
+        new.decks = self.decks
+        new.limits = self.limits
+        new.meter = self.meter
+        new.phase = self.phase
+        new.boxes = self.boxes[:]
+        new.dealer = self.dealer
+        new.deal_order = self.deal_order
+        new.deal_pos = self.deal_pos
+        new.cursor = self.cursor
+        new.subsequent_deal = self.subsequent_deal
+        new.second_card_seen = self.second_card_seen
+        new._shoe_start = self._shoe_start
+        new._drawn = self._drawn
+        new.void_reason = self.void_reason
+        new.void_clause = self.void_clause
         outcomes: list[Outcome] = []
         new._fresh = set()          # ids of the boxes and hands this apply made (writable)
         # a decision that why_not has just found legal on this very round is not checked again
@@ -308,7 +330,9 @@ class Round:
         return new, outcomes
 
     def _clone(self) -> "Round":
-        """A shallow copy: the boxes list is its own, the boxes and hands are shared."""
+        """A shallow copy: the boxes list is its own, the boxes and hands are shared.
+        (``apply`` makes the same copy written out: a field added here goes there too;
+        tests/engine/test_properties.py's byte-for-byte check fails otherwise.)"""
         new = Round.__new__(Round)
         new.profile = self.profile
         new.decks = self.decks
@@ -426,7 +450,8 @@ class Round:
         """None when ``decision`` is legal now, else the reason (with its clause)."""
         global _last_legal
         try:
-            self._check(decision)
+            if not self._plain_turn_checked(decision):
+                self._check(decision)
         except RuleError as exc:
             return str(exc)
         # remembered, so that apply(decision) on this round right after does not check it
@@ -505,7 +530,7 @@ class Round:
         if isinstance(event, CardDrawn) and phase is not _BETTING:
             self._card(event.card, out)
         elif isinstance(event, Decision) and phase is not _BETTING:
-            if not checked:
+            if not checked and not self._plain_turn_checked(event):
                 self._check(event)
             self._decide(event, out)
         elif isinstance(event, VoidRound):
@@ -532,7 +557,9 @@ class Round:
 
     def _close_bets(self, event: BetsClosed, out: list[Outcome]) -> None:
         p = self.profile
-        known = set(p.bet_names())
+        plan = _plan(p)
+        known = plan.bet_names
+        made = plan.boxes
         seen: set[int] = set()
         for number, bets in event.wagers:
             if number < 1:
@@ -541,25 +568,26 @@ class Round:
             if number in seen:
                 raise IllegalWager(f"box {number} is listed twice")
             seen.add(number)
-            placed: dict[str, Fraction] = {}
-            for name, amount in bets:
-                if name not in known:
-                    raise IllegalWager(f"box {number}: {name!r} is not a bet at {p.name} "
-                                       f"(bets: {', '.join(sorted(known))})", box=number, bet=name,
-                                       issue="unknown_bet")
-                if name in placed:
-                    raise IllegalWager(f"box {number}: {name} is listed twice")
-                if amount.numerator < 0:       # (an int compare: Fraction's own is Python code)
-                    raise IllegalWager(f"box {number}: {name} wager {amount} is negative",
-                                       box=number, bet=name, issue="negative")
-                if not is_whole_cents(amount):
-                    raise IllegalWager(f"box {number}: {name} wager {amount} is not a whole number of cents",
-                                       box=number, bet=name, issue="not_cents")
-                if amount.numerator:
-                    placed[name] = amount
-            if placed:
-                self.boxes.append(self._box_for(number, placed, out))
-        self.boxes.sort(key=lambda b: b.number)
+            # the same wagers (by name and amount object) on the same box at the same limits
+            # make the same box: taken as made (a returned round's box is never changed in
+            # place, so rounds may share it), with the outcomes it gave
+            key = (id(self.limits), number, *[(name, id(amount)) for name, amount in bets])
+            found = made.get(key)
+            if found is not None:
+                if found[2] is not None:
+                    self.boxes.append(found[2])
+                out.extend(found[3])
+                continue
+            given = len(out)
+            placed = self._placed(number, bets, known)
+            box = self._box_for(number, placed, out) if placed else None
+            if box is not None:
+                self.boxes.append(box)
+            if len(made) >= 4096:           # box numbers and amounts come from outside: bounded
+                made.clear()
+            # (the entry holds the limits and the amounts, so the ids in its key are theirs)
+            made[key] = (self.limits, bets, box, tuple(out[given:]))
+        self.boxes.sort(key=_box_number)
         # §3.11: first card to each box with a bet from the dealer's left, one to the
         # dealer, then the second card to each box. Switch §3.3/§3.6: a position's two
         # boxes are dealt as two boxes.
@@ -569,12 +597,37 @@ class Round:
         if not firsts:
             out.append(RoundComplete(None))
 
+    def _placed(self, number: int, bets: tuple[tuple[str, Fraction], ...],
+                known: frozenset[str]) -> dict[str, Fraction]:
+        """A box's wagers as placed, each checked (a zero wager is no bet)."""
+        placed: dict[str, Fraction] = {}
+        for name, amount in bets:
+            if name not in known:
+                raise IllegalWager(f"box {number}: {name!r} is not a bet at {self.profile.name} "
+                                   f"(bets: {', '.join(sorted(known))})", box=number, bet=name,
+                                   issue="unknown_bet")
+            if name in placed:
+                raise IllegalWager(f"box {number}: {name} is listed twice")
+            whole = whole_by_id.get(id(amount))     # a shared whole amount: its int
+            if whole is None:
+                whole = amount.numerator
+                if whole >= 0 and not is_whole_cents(amount):
+                    raise IllegalWager(f"box {number}: {name} wager {amount} is not a whole number of cents",
+                                       box=number, bet=name, issue="not_cents")
+            if whole < 0:                  # (an int compare: Fraction's own is Python code)
+                raise IllegalWager(f"box {number}: {name} wager {amount} is negative",
+                                   box=number, bet=name, issue="negative")
+            if whole:
+                placed[name] = amount
+        return placed
+
     def _box_for(self, number: int, placed: dict[str, Fraction], out: list[Outcome]) -> Box:
         p = self.profile
-        box = Box(number=number, wagers=dict(placed), stakes={})
+        plan = _plan(p)
+        box = _make_box(number, dict(placed), {})
         main = placed.get("main")
         if main is not None:
-            box.stakes["main"] = self._within_limits(box, "main", main, out)
+            box.stakes["main"] = main if not self.limits else self._within_limits(box, "main", main, out)
         for name, amount in placed.items():
             if name == "main":
                 continue
@@ -591,17 +644,18 @@ class Round:
                                        box=number, bet=name, issue="progressive_amount")
                 box.stakes[name] = amount
                 continue
-            table = p.side_bets[name]
-            if table.requires is not None and table.requires not in placed:
+            requires, max_of_initial_bet = plan.limits[name]
+            if requires is not None and requires not in placed:
                 # UK poster, TOP 3: "to play this bet, a player must have a 21 + 3 wager"
-                self._return(box, name, amount, f"requires_{table.requires}", p.clause(name), out)
+                self._return(box, name, amount, f"requires_{requires}", p.clause(name), out)
                 continue
-            if table.max_of_initial_bet is not None and _above(amount, table.max_of_initial_bet, placed["main"]):
+            if max_of_initial_bet is not None and _above(amount, max_of_initial_bet, main):
                 raise IllegalWager(f"box {number}: {name} {amount} is above the initial bet {placed['main']}",
                                    p.clause("side_bet_limit"), box=number, bet=name, issue="above_initial_bet")
-            box.stakes[name] = self._within_limits(box, name, amount, out)
-        if box.dealt:
-            box.hands = [Hand(family=f, stake=box.stakes["main"], id=f + 1) for f in range(p.hands_per_box)]
+            box.stakes[name] = amount if not self.limits else self._within_limits(box, name, amount, out)
+        if main is not None:                # (dealt: a main bet is counted whatever the limits)
+            stake = box.stakes["main"]
+            box.hands = [_make_hand(f, stake, f + 1) for f in range(plan.hands_per_box)]
         return box
 
     def _within_limits(self, box: Box, name: str, amount: Fraction, out: list[Outcome]) -> Fraction:
@@ -654,10 +708,24 @@ class Round:
         if phase is _INITIAL_DEAL:
             target = self.deal_order[self.deal_pos]
             self.deal_pos += 1
-            if target == DEALER:
+            if isinstance(target, str):         # DEALER
                 self.dealer = [*self.dealer, card]
             else:
-                self._whand(*target).cards.append(card)
+                # (_whand written out: 14 of a 7-box round's events are these)
+                bi, hi = target
+                fresh = self._fresh
+                assert fresh is not None, "a write outside apply"
+                box = self.boxes[bi]
+                if id(box) not in fresh:
+                    box = box.copy()
+                    self.boxes[bi] = box
+                    fresh.add(id(box))
+                hand = box.hands[hi]
+                if id(hand) not in fresh:
+                    hand = hand.copy()
+                    box.hands[hi] = hand
+                    fresh.add(id(hand))
+                hand.cards.append(card)
         elif phase is _PLAY:
             assert self.cursor is not None              # PLAY: a hand is in play
             bi, hi = self.cursor
@@ -765,42 +833,40 @@ class Round:
         before any further card; Switch §3.7 progressive hands likewise (100% at the end)."""
         p = self.profile
         up = self.dealer[0]
-        side_plan = _side_plan(p)
+        plan = _plan(p)
+        side_plan = plan.side
+        memo = plan.interim
+        paid_at_once = p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value)
         for bi in range(len(self.boxes)):
             box = self.boxes[bi]
             if not box.dealt:
                 continue
             if len(box.stakes) > 1:
                 box = self._wbox(bi)        # copied only when it has side bets to settle
-                # one new ledger and result dict per box (the old ones may be shared)
                 first_two = tuple(box.hands[0].cards[:2])
-                ledger = dict(box.ledger)
-                results = dict(box.side_results)
-                for name, stake in box.stakes.items():
-                    plan = side_plan.get(name)
-                    if plan is None:            # main, progressive
-                        continue
-                    evaluate, pays, clause = plan
-                    category = evaluate(first_two, up)
-                    odds = pays.get(category) if category else None
-                    if odds is None:
-                        category = None
-                        net = _minus(stake)
-                    else:
-                        net = _times(stake, odds)
-                    results[name] = category
-                    old = ledger.get(name)
-                    ledger[name] = net if old is None else _plus(old, net)
-                    out.append(side_bet_settled(box.number, name, category, odds, stake, net, clause))
-                box.ledger = ledger
-                box.side_results = results
+                stakes = box.stakes
+                categories = [side[0](first_two, up) for name in stakes if (side := side_plan.get(name))]
+                # the same box (its stakes dict) judged the same settles the same: the new
+                # ledger entries, results and records as made before (frozen records; the
+                # dicts are replaced, never changed in place, so rounds may share them)
+                key = (box.number, id(stakes), *categories)
+                found = memo.get(key)
+                if found is None or found[0] is not stakes:
+                    found = _side_bets_settled(box.number, stakes, categories, side_plan)
+                    if len(memo) >= 4096:       # box numbers and stakes come from outside: bounded
+                        memo.clear()
+                    memo[key] = found
+                _, nets, results, records = found
+                box.ledger = nets if not box.ledger else _booked(box.ledger, nets)
+                box.side_results = results if not box.side_results else {**box.side_results, **results}
+                out.extend(records)
             for hi, hand in enumerate(box.hands):
-                if hand.is_blackjack:
+                if _two_card_21(hand.cards) and not hand.from_split and not hand.switched:   # is_blackjack
                     hand = self._whand(bi, hi)
                     box = self.boxes[bi]        # (the box as this apply writes it)
                     hand.status = "blackjack"
                     hand.done = True
-                    if p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value):
+                    if paid_at_once:
                         # §3.15 (and Switch §3.8: immediately, kept whatever the dealer draws)
                         self._settle(box, hand, "blackjack", _times(hand.stake, p.rules.blackjack_pays),
                                      "blackjack_settlement", out)
@@ -947,6 +1013,25 @@ class Round:
                 raise IllegalDecision("a Blackjack takes no further decisions", p.clause("no_draw_on_21"))
             return
         raise IllegalDecision(f"unknown decision {d.action!r}")
+
+    def _plain_turn_checked(self, d: Decision) -> bool:
+        """The usual decision, a plain one on the hand in play: when every check that
+        :meth:`_check` makes before the decision's own passes, only that one is made here
+        (it raises as there). False: not such a decision, :meth:`_check` goes the long way
+        (the callers: :meth:`why_not`, :meth:`_apply`)."""
+        turn_check = _TURN_CHECKS.get(d.action)
+        cursor = self.cursor
+        if (turn_check is None or self.phase is not _PLAY or cursor is None
+                or d.amount is not None or d.hand is not None):
+            return False
+        box = self.boxes[cursor[0]]
+        if box.number != d.box or "main" not in box.stakes or box.walked_away:
+            return False
+        hand = box.hands[cursor[1]]
+        if hand.wants_card:
+            return False
+        turn_check(self, box, hand, d)
+        return True
 
     def _box_asked(self, number: int) -> Box:
         """The box a decision names: mostly the box in play, found without a search."""
@@ -1127,7 +1212,7 @@ class Round:
             total = hand_total(self.dealer)[0]
             if total >= p.rules.dealer_stands_on:
                 break
-            if not any(self._live(h) for b in self.boxes for h in b.hands):
+            if not self._any_live():
                 break   # nothing left that the dealer's total can decide
             return
         self._final_settlement(out)
@@ -1135,12 +1220,21 @@ class Round:
     def _live(self, hand: Hand) -> bool:
         return hand.done and not hand.settled and hand.status != "blackjack"
 
+    def _any_live(self) -> bool:
+        """Is any hand left that the dealer's total decides? (:meth:`_live`, without a call per hand.)"""
+        for box in self.boxes:
+            for h in box.hands:
+                if h.done and h.net is None and h.status != "blackjack":
+                    return True
+        return False
+
     def _waiting_on_dealer(self) -> bool:
         for box in self.boxes:
-            if any(f not in box.insurance_settled for f in box.insurance):
+            if box.insurance and any(f not in box.insurance_settled for f in box.insurance):
                 return True
-            if any(not h.settled for h in box.hands):
-                return True
+            for h in box.hands:
+                if h.net is None:               # (not settled)
+                    return True
         return False
 
     def _settle_dealer_second_card(self, out: list[Outcome]) -> None:
@@ -1170,6 +1264,7 @@ class Round:
         r = p.rules
         dealer_total = hand_total(self.dealer)[0]
         dealer_bj = self.dealer_blackjack
+        progressive = p.progressive is not None
         for bi in range(len(self.boxes)):
             box = self.boxes[bi]
             if dealer_bj and r.dealer_blackjack_collects == "initial_bet":
@@ -1184,7 +1279,7 @@ class Round:
                         box = self.boxes[bi]
                         self._settle(box, hand, "lose", -loss if i == 0 else ZERO, "dealer_blackjack", out)
             for hi, hand in enumerate(box.hands):
-                if not self._live(hand):
+                if not hand.done or hand.net is not None or hand.status == "blackjack":    # not live
                     continue
                 hand = self._whand(bi, hi)
                 box = self.boxes[bi]
@@ -1200,7 +1295,8 @@ class Round:
                     self._settle(box, hand, "lose", _minus(hand.at_risk), "dealer", out)
                 else:
                     self._settle(box, hand, "stand_off", ZERO, "dealer", out)
-            self._settle_progressive_end(bi, out)
+            if progressive:
+                self._settle_progressive_end(bi, out)
         self.phase = _COMPLETE
         self.cursor = None
         out.append(RoundComplete(dealer_total))
@@ -1223,7 +1319,16 @@ class Round:
         hand.result = result
         hand.net = net
         box.book("main", net)
-        out.append(hand_settled(box.number, hand.id, result, net, self.profile.clause(clause_key)))
+        settled = _plan(self.profile).settled
+        key = (box.number, hand.id, result, id(net), clause_key)
+        found = settled.get(key)
+        # (the entry holds its net, so the net's id is not another's); the records are frozen
+        if found is None or found[0] is not net:
+            found = (net, hand_settled(box.number, hand.id, result, net, _plan(self.profile).clause(clause_key)))
+            if len(settled) >= 4096:        # box numbers and amounts come from outside: bounded
+                settled.clear()
+            settled[key] = found
+        out.append(found[1])
 
     def _void(self, reason: str, out: list[Outcome], detail: str | None = None) -> None:
         """§5.5, §5.17: a voided round has no result and every bet is returned."""
@@ -1249,13 +1354,24 @@ assert _TURN_CHECKS.keys() == TURN_ACTIONS
 def _times(amount: Fraction, odds: Fraction) -> Fraction:
     """``amount * odds``, exact; whole numbers (most stakes and odds) without Fraction's
     Python-level arithmetic."""
+    a = whole_by_id.get(id(amount))
+    if a is not None:
+        b = whole_by_id.get(id(odds))
+        if b is not None:
+            return whole_amount(a * b)
     if amount.denominator == 1 and odds.denominator == 1:
         return whole_amount(amount.numerator * odds.numerator)
     return amount * odds
 
 
 def _plus(a: Fraction, b: Fraction) -> Fraction:
-    """``a + b``, exact; whole numbers on integers."""
+    """``a + b``, exact; whole numbers on integers (shared whole amounts known by identity,
+    without Fraction's Python-level ``numerator``)."""
+    x = whole_by_id.get(id(a))
+    if x is not None:
+        y = whole_by_id.get(id(b))
+        if y is not None:
+            return whole_amount(x + y)
     if a.denominator == 1 and b.denominator == 1:
         return whole_amount(a.numerator + b.numerator)
     return a + b
@@ -1263,25 +1379,193 @@ def _plus(a: Fraction, b: Fraction) -> Fraction:
 
 def _minus(a: Fraction) -> Fraction:
     """``-a``, exact; a whole number from the shared table."""
+    x = whole_by_id.get(id(a))
+    if x is not None:
+        return whole_amount(-x)
     return whole_amount(-a.numerator) if a.denominator == 1 else -a
 
 
-#: per profile (by identity; the profile is held so its id is not reused): each side bet's
-#: judge, pay table and clause, looked up once instead of per box and bet
-_SIDE_PLANS: dict[int, tuple[Profile, dict[str, tuple[Any, Mapping[str, Fraction], str]]]] = {}
+class _Plan:
+    """What the engine reads of a profile on every round, worked out once per profile: the
+    bet names, each side bet's judge, pay table and clause, and the clause texts (a
+    ``Profile.clause`` call formats its text each time)."""
 
+    __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "settled", "boxes", "interim",
+                 "_clauses")
 
-def _side_plan(p: Profile) -> dict[str, tuple[Any, Mapping[str, Fraction], str]]:
-    found = _SIDE_PLANS.get(id(p))
-    if found is not None and found[0] is p:
-        return found[1]
-    plan = {name: (SIDE_BETS[name].evaluate, table.pays,
-                   p.clause(name) if name in p.clauses else p.clause("side_bets"))
+    def __init__(self, p: Profile) -> None:
+        self.profile = p
+        self.bet_names = frozenset(p.bet_names())
+        # whole odds as the shared whole amounts, so stake x odds is integer arithmetic
+        self.side: dict[str, tuple[Any, _SideSettle]] = {
+            name: (SIDE_BETS[name].evaluate, _SideSettle(
+                {c: whole_amount(o.numerator) if o.denominator == 1 else o for c, o in table.pays.items()},
+                p.clause(name) if name in p.clauses else p.clause("side_bets")))
             for name, table in p.side_bets.items()}
-    if len(_SIDE_PLANS) >= 64:          # profiles are few; a test may make many
-        _SIDE_PLANS.clear()
-    _SIDE_PLANS[id(p)] = (p, plan)
+        # each side bet's (requires, max_of_initial_bet), a whole factor as the shared amount
+        self.limits: dict[str, tuple[str | None, Fraction | None]] = {
+            name: (table.requires, None if (m := table.max_of_initial_bet) is None
+                   else whole_amount(m.numerator) if m.denominator == 1 else m)
+            for name, table in p.side_bets.items()}
+        self.hands_per_box = p.hands_per_box
+        #: the hand settlements made: (box, hand id, result, id of the net, clause key) -> (net, record)
+        self.settled: dict[tuple[int, int, str, int, str], tuple[Fraction, HandSettled]] = {}
+        #: the boxes made at "no more bets": (id of the limits, box, (bet, id of the amount)...)
+        #: -> (limits, wagers, box or None, outcomes)
+        self.boxes: dict[tuple[object, ...], tuple[object, object, Box | None, tuple[Outcome, ...]]] = {}
+        #: the side bets of a box settled at the interim settlement: (box, id of its stakes,
+        #: category judged per side bet...) -> what :func:`_side_bets_settled` made
+        self.interim: dict[tuple[object, ...], SidesSettled] = {}
+        self._clauses: dict[str, str] = {}
+
+    def clause(self, key: str) -> str:
+        """``Profile.clause(key)``, formatted once."""
+        text = self._clauses.get(key)
+        if text is None:
+            text = self._clauses[key] = self.profile.clause(key)
+        return text
+
+
+#: per profile (by identity; the plan holds the profile so its id is not reused)
+_PLANS: dict[int, _Plan] = {}
+
+
+def _plan(p: Profile) -> _Plan:
+    found = _PLANS.get(id(p))
+    if found is not None and found.profile is p:
+        return found
+    if len(_PLANS) >= 64:               # profiles are few; a test may make many
+        _PLANS.clear()
+    plan = _PLANS[id(p)] = _Plan(p)
     return plan
+
+
+class _SideSettle(dict[tuple[int, str | None, int], tuple[Fraction, str | None, Fraction, SideBetSettled]]):
+    """One side bet's pay table and clause, and its settlements as made: (box, category as
+    judged, id of the stake) -> (stake, category paid, net, record). The records are frozen,
+    so a box that wins the same category on the same stake again gets the same record."""
+
+    __slots__ = ("pays", "clause")
+
+    def __init__(self, pays: Mapping[str, Fraction], clause: str) -> None:
+        super().__init__()
+        self.pays = pays
+        self.clause = clause
+
+
+def _side_bet_result(settle: _SideSettle, number: int, name: str, category: str | None,
+                     stake: Fraction) -> tuple[Fraction, str | None, Fraction, SideBetSettled]:
+    """A side bet's settlement (the stake, the category paid, the net, the record), remembered."""
+    key = (number, category, id(stake))
+    odds = settle.pays.get(category) if category else None
+    if odds is None:
+        category = None
+        net = _minus(stake)
+    else:
+        net = _times(stake, odds)
+    found = (stake, category, net, side_bet_settled(number, name, category, odds, stake, net, settle.clause))
+    if len(settle) >= 4096:             # box numbers and stakes come from outside: bounded
+        settle.clear()
+    settle[key] = found
+    return found
+
+
+SidesSettled = tuple[Mapping[str, Fraction], dict[str, Fraction], dict[str, str | None],
+                     tuple[SideBetSettled, ...]]
+
+
+def _side_bets_settled(number: int, stakes: Mapping[str, Fraction], categories: list[str | None],
+                       side_plan: Mapping[str, tuple[Any, _SideSettle]]) -> SidesSettled:
+    """A box's side bets settled on their judged categories (in the order of its stakes):
+    (the stakes, each bet's net, each bet's category paid, the records)."""
+    nets: dict[str, Fraction] = {}
+    results: dict[str, str | None] = {}
+    records = []
+    judged = iter(categories)
+    for name, stake in stakes.items():
+        side = side_plan.get(name)
+        if side is None:                # main, progressive
+            continue
+        settle = side[1]
+        category = next(judged)
+        found = settle.get((number, category, id(stake)))
+        # (the entry holds its stake, so the stake's id is not another's)
+        if found is None or found[0] is not stake:
+            found = _side_bet_result(settle, number, name, category, stake)
+        _, paid, net, record = found
+        results[name] = paid
+        nets[name] = net
+        records.append(record)
+    return stakes, nets, results, tuple(records)
+
+
+def _booked(ledger: Mapping[str, Fraction], nets: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    """A new ledger: ``ledger`` with each of ``nets`` added (:meth:`Box.book` per bet)."""
+    merged = dict(ledger)
+    for name, net in nets.items():
+        old = merged.get(name)
+        merged[name] = net if old is None else _plus(old, net)
+    return merged
+
+
+_TEN_VALUES = frozenset("TJQK")
+
+
+def _two_card_21(cards: list[Card]) -> bool:
+    """Two cards making 21: an Ace and a ten-value card (``hand_total`` of two cards == 21)."""
+    if len(cards) != 2:
+        return False
+    a, b = cards[0].rank, cards[1].rank
+    return (a == "A" and b in _TEN_VALUES) or (b == "A" and a in _TEN_VALUES)
+
+
+def _box_number(box: Box) -> int:
+    return box.number
+
+
+def _make_hand(family: int, stake: Fraction, hand_id: int) -> Hand:
+    """``Hand(family=family, stake=stake, id=hand_id)`` slot by slot (the dataclass ``__init__``
+    is several times slower; tests/engine/test_fast_path.py holds them equal)."""
+    new = _new_hand(Hand)
+    new.family = family
+    new.stake = stake
+    new.id = hand_id
+    new.cards = []
+    new.doubled = ZERO
+    new.from_split = False
+    new.split_aces = False
+    new.switched = False
+    new.wants_card = False
+    new.done = False
+    new.decided = False
+    new.status = "play"
+    new.result = None
+    new.net = None
+    return new
+
+
+def _make_box(number: int, wagers: dict[str, Fraction], stakes: dict[str, Fraction]) -> Box:
+    """``Box(number=number, wagers=wagers, stakes=stakes)`` slot by slot, each container its own."""
+    new = _new_box(Box)
+    new.number = number
+    new.wagers = wagers
+    new.stakes = stakes
+    new.hands = []
+    new.insurance = {}
+    new.insurance_settled = set()
+    new.walked_away = False
+    new.switched = False
+    new.acted = False
+    new.ledger = {}
+    new.side_results = {}
+    new.flags = []
+    new.returned = []
+    new.progressive_hand = None
+    new.progressive_award = None
+    new.progressive_share = None
+    new.progressive_pending = False
+    new.envy_from = []
+    return new
 
 
 #: (round, decision) that :meth:`Round.why_not` last found legal: ``apply`` of that very
@@ -1292,8 +1576,16 @@ _last_legal: tuple[object, object] = (None, None)
 
 def _above(amount: Fraction, factor: Fraction, base: Fraction) -> bool:
     """``amount > factor * base``, exact, by cross-multiplied integers."""
+    a, f, b = whole_by_id.get(id(amount)), whole_by_id.get(id(factor)), whole_by_id.get(id(base))
+    if a is not None and f is not None and b is not None:
+        return a > f * b
     return (amount.numerator * factor.denominator * base.denominator
             > factor.numerator * base.numerator * amount.denominator)
+
+
+#: (a dict, not a read-only proxy: a round is deep-copied and pickled by tools; typed
+#: Mapping, so no typed code writes to it)
+_NO_LIMITS: Mapping[str, tuple[Fraction, Fraction]] = {}
 
 
 def _read_limits(profile: Profile, limits: Mapping[str, Sequence[object]]) -> dict[str, tuple[Fraction, Fraction]]:

@@ -10,11 +10,11 @@ from fractions import Fraction
 from typing import Any, Iterable
 
 from .hand import hand_total
-from .money import to_json_number, whole_amount
+from .money import to_json_number, whole_amount, whole_by_id
 from .outcomes import BetReturned, WagerFlagged, record_maker
 from .round import Box, Phase, Round
 
-ZERO = Fraction(0)
+ZERO = whole_amount(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +33,7 @@ class HandSettlement:
     def to_json(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"id": self.id, "cards": list(self.cards), "total": self.total,
                                  "soft": self.soft, "result": self.result, "stake": to_json_number(self.stake)}
-        if self.doubled:
+        if self.doubled is not ZERO and self.doubled:      # (Fraction's bool is Python code)
             entry["doubled"] = to_json_number(self.doubled)
         if self.switched is not None:
             entry["switched"] = self.switched
@@ -86,10 +86,10 @@ class BoxSettlement:
         if self.void:
             bets: dict[str, int | float | str] = dict.fromkeys(self.returned_bets, 0)
         else:
-            bets = {name: to_json_number(amount) for name, amount in self.bets}
+            bets = _json_amounts(self.bets)
         b: dict[str, Any] = {
             "hands": [h.to_json() for h in self.hands],
-            "wagered": {n: to_json_number(a) for n, a in self.wagered},
+            "wagered": _json_amounts(self.wagered),
             "bets": bets,
             "net": to_json_number(self.net),
         }
@@ -110,6 +110,15 @@ class BoxSettlement:
         if self.walked_away:
             b["walked_away"] = True
         return b
+
+
+def _json_amounts(pairs: Iterable[tuple[str, Fraction]]) -> dict[str, int | float | str]:
+    """``{name: to_json_number(amount)}``; a shared whole amount by a look-up, without the call."""
+    out: dict[str, int | float | str] = {}
+    for name, amount in pairs:
+        whole = whole_by_id.get(id(amount))
+        out[name] = whole if whole is not None else to_json_number(amount)
+    return out
 
 
 #: the projection's records made field by field (the same frozen types, a third of the time)
@@ -149,7 +158,10 @@ def _total(amounts: Iterable[Fraction]) -> Fraction:
     whole = 0
     rest = ZERO
     for amount in amounts:
-        if amount.denominator == 1:
+        n = whole_by_id.get(id(amount))
+        if n is not None:
+            whole += n
+        elif amount.denominator == 1:
             whole += amount.numerator
         else:
             rest += amount
@@ -159,13 +171,14 @@ def _total(amounts: Iterable[Fraction]) -> Fraction:
 def _wagered(box: Box) -> tuple[tuple[str, Fraction], ...]:
     """What the box put at risk per bet (:meth:`Round.wagered`, without finding the box again)."""
     out: list[tuple[str, Fraction]] = []
+    hands = box.hands
     for name, stake in box.stakes.items():
         if name != "main":
             out.append((name, stake))
-        elif len(box.hands) == 1:
-            out.append((name, box.hands[0].at_risk))
+        elif len(hands) == 1:
+            out.append((name, hands[0].at_risk))
         else:
-            out.append((name, _total(h.at_risk for h in box.hands)))
+            out.append((name, _total([h.at_risk for h in hands])))
     if box.insurance:
         out.append(("insurance", _total(box.insurance.values())))
     return tuple(out)
@@ -174,8 +187,10 @@ def _wagered(box: Box) -> tuple[tuple[str, Fraction], ...]:
 def _settle_box(box: Box, void: bool, switch: bool) -> BoxSettlement:
     hands = []
     for hand in box.hands:
-        total, soft = hand_total(hand.cards)
-        hands.append(_hand_settlement(hand.id, tuple(map(str, hand.cards)), total, soft,
+        cards = hand.cards
+        total, soft = hand_total(cards)
+        # rank + suit is the card's text (Card.__str__), without a Python-level call per card
+        hands.append(_hand_settlement(hand.id, tuple([c.rank + c.suit for c in cards]), total, soft,
                                       None if void else hand.result, hand.stake, hand.doubled,
                                       hand.switched if switch else None))
     # §5.17: every bet of a voided round is returned
@@ -184,11 +199,13 @@ def _settle_box(box: Box, void: bool, switch: bool) -> BoxSettlement:
     progressive = None
     if "progressive" in box.stakes:
         progressive = ProgressiveSettlement(box.progressive_hand, box.progressive_award)
+    ledger = box.ledger
+    insurance = box.insurance
     return _box_settlement(
-        box.number, void, tuple(hands), _wagered(box), tuple(box.ledger.items()), returned_bets,
-        ZERO if void else _total(box.ledger.values()), tuple(box.side_results.items()), progressive,
-        tuple(box.envy_from), tuple(sorted(box.insurance.items())), tuple(box.flags), tuple(box.returned),
-        box.walked_away)
+        box.number, void, tuple(hands), _wagered(box), tuple(ledger.items()), returned_bets,
+        ZERO if void else _total(ledger.values()), tuple(box.side_results.items()), progressive,
+        tuple(box.envy_from), tuple(sorted(insurance.items())) if insurance else (), tuple(box.flags),
+        tuple(box.returned), box.walked_away)
 
 
 def settlement(state: Round) -> dict[str, Any]:

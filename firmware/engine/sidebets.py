@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from .cards import POKER_ORDER, Card
+from .cards import POKER_ORDER, RANKS, Card
 
 
 class SideBetError(ValueError):
@@ -93,26 +93,29 @@ def three_card_category(cards: Sequence[Card]) -> str | None:
 def player_pair(cards: Sequence[Card], dealer: Card | None = None) -> str | None:
     """``rws-blackjack-v5 §1.21, §3.13.1``: same number or picture type, regardless of colour
     and suit. K-K is a pair, K-Q is not (both are worth 10, but §1.21 says *type*)."""
-    a, b = _two(cards, "player_pair")
-    return "pair" if a.rank == b.rank else None
+    if len(cards) != 2:             # (_two, written out: judged for every box of every round)
+        _two(cards, "player_pair")
+    return "pair" if cards[0].rank == cards[1].rank else None
 
 
-def _point_total(a: Card, b: Card) -> int:
-    """``rws-blackjack-v5 §3.13.2``: all Aces 1 point, pictures 10."""
-    return a.value + b.value
+#: ``rws-blackjack-v5 §3.13.2``: each rank's points for under/over 13, all Aces 1 point,
+#: pictures 10 (a look-up per card: judged for every box of every round)
+_POINTS = {rank: Card(rank, "S").value for rank in RANKS}
 
 
 def under_13(cards: Sequence[Card], dealer: Card | None = None) -> str | None:
     """``rws-blackjack-v5 §3.13.2 a``: wins below 13. Blackjack counts as under 13 (A+T is 11
     with the Ace at 1, so the rule and the count agree); exactly 13 loses (§3.13.2 c)."""
-    a, b = _two(cards, "under_13")
-    return "under_13" if _point_total(a, b) < 13 else None
+    if len(cards) != 2:
+        _two(cards, "under_13")
+    return "under_13" if _POINTS[cards[0].rank] + _POINTS[cards[1].rank] < 13 else None
 
 
 def over_13(cards: Sequence[Card], dealer: Card | None = None) -> str | None:
     """``rws-blackjack-v5 §3.13.2 b``: wins above 13; exactly 13 loses (§3.13.2 c)."""
-    a, b = _two(cards, "over_13")
-    return "over_13" if _point_total(a, b) > 13 else None
+    if len(cards) != 2:
+        _two(cards, "over_13")
+    return "over_13" if _POINTS[cards[0].rank] + _POINTS[cards[1].rank] > 13 else None
 
 
 def perfect_pairs(cards: Sequence[Card], dealer: Card | None = None) -> str | None:

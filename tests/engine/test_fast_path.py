@@ -117,3 +117,221 @@ def test_the_round_reads_its_shoe_from_the_cards_drawn():
     state, _ = state.apply(CardDrawn(parse_card("AS")))                   # a fifth AS: foreign
     assert state.void_reason is not None and state.void_reason.startswith("foreign_card")
     assert state.shoe == before
+
+
+# --- session 6: whole amounts by identity, slot-by-slot makers, remembered side-bet records ----
+
+def test_a_shared_whole_amount_gives_the_same_json_and_sums_as_an_equal_fraction():
+    from firmware.engine.money import to_json_number
+    from firmware.engine.round import _minus, _plus, _times
+
+    for n in (-250, -1, 0, 1, 7, 10**15):
+        shared, other = whole_amount(n), Fraction(3 * n, 3)
+        assert shared is not other or n == 0
+        assert to_json_number(shared) == to_json_number(other) == n
+        assert type(to_json_number(shared)) is int
+    half = Fraction(25, 2)
+    for a in (whole_amount(10), Fraction(10), half, Fraction(-7, 4)):
+        for b in (whole_amount(3), Fraction(3), half, Fraction(3, 2)):
+            assert _plus(a, b) == a + b and type(_plus(a, b)) is Fraction
+            assert _times(a, b) == a * b and type(_times(a, b)) is Fraction
+        assert _minus(a) == -a
+    assert to_json_number(half) == 12.5
+
+
+def test_the_fast_box_and_hand_makers_equal_the_dataclass_ones():
+    from firmware.engine.round import Box, Hand, _make_box, _make_hand
+
+    hand = _make_hand(1, whole_amount(10), 2)
+    assert hand == Hand(family=1, stake=Fraction(10), id=2)
+    assert all(hasattr(hand, f.name) for f in dataclasses.fields(Hand))
+    box = _make_box(3, {"main": Fraction(10)}, {"main": Fraction(10)})
+    assert box == Box(number=3, wagers={"main": Fraction(10)}, stakes={"main": Fraction(10)})
+    assert all(hasattr(box, f.name) for f in dataclasses.fields(Box))
+    other = _make_box(4, {}, {})
+    for f in dataclasses.fields(Box):            # no container shared between two new boxes
+        value = getattr(box, f.name)
+        if isinstance(value, (list, dict, set)):
+            assert value is not getattr(other, f.name)
+
+
+def test_two_card_21_is_an_ace_and_a_ten_value():
+    from firmware.engine.cards import ALL_CARDS
+    from firmware.engine.hand import hand_total
+    from firmware.engine.round import _two_card_21
+
+    for a in ALL_CARDS[:13]:
+        for b in ALL_CARDS[13:26]:
+            assert _two_card_21([a, b]) == (hand_total([a, b])[0] == 21)
+    assert not _two_card_21([parse_card("AS"), parse_card("5D"), parse_card("5C")])
+
+
+def test_side_bet_records_remembered_per_box_category_and_stake_are_the_ones_made_fresh():
+    from firmware.engine.events import BetsClosed, CardDrawn
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round
+
+    profile = load_profile("rws-blackjack")
+
+    def interim(stake, cards):
+        state = Round.new(profile).apply(BetsClosed.of({1: {"main": 10, "player_pair": stake}}))[0]
+        out = []
+        for c in cards:
+            state, got = state.apply(CardDrawn(parse_card(c)))
+            out += got
+        return [o for o in out if isinstance(o, SideBetSettled)]
+
+    first = interim(5, ["8S", "2D", "8H"])
+    again = interim(5, ["8C", "3D", "8D"])                   # the same box, category and stake
+    half = interim("2.5", ["8C", "3D", "8D"])                # another stake: its own record
+    lost = interim(5, ["8C", "3D", "9D"])
+    assert first == again == [SideBetSettled(1, "player_pair", "pair", Fraction(11), Fraction(5),
+                                             Fraction(55), first[0].clause)]
+    assert half[0].net == Fraction(55, 2) and half[0].stake == Fraction(5, 2)
+    assert lost[0].category is None and lost[0].odds is None and lost[0].net == Fraction(-5)
+
+
+def test_the_profiles_clause_texts_are_read_once_and_the_same():
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import _plan
+
+    profile = load_profile("uk-4-deck")
+    plan = _plan(profile)
+    assert _plan(profile) is plan
+    for key in [*profile.clauses, "no such clause"]:
+        assert plan.clause(key) == profile.clause(key)
+
+
+def test_the_same_wagers_make_the_same_box_with_the_same_outcomes_and_other_limits_their_own():
+    from firmware.engine.events import BetsClosed, CardDrawn
+    from firmware.engine.outcomes import BetReturned, WagerFlagged
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round
+
+    uk = load_profile("rws-blackjack")
+    # a side bet without a main bet is returned (§5.15); a main bet over the maximum is
+    # counted pro rata (§5.1.1)
+    wagers = {1: {"main": 600}, 2: {"player_pair": 5}, 3: {"main": 10}}
+    limits = {"main": [10, 500]}
+    first, out1 = Round.new(uk, limits=limits).apply(BetsClosed.of(wagers))
+    second, out2 = Round.new(uk, limits=limits).apply(BetsClosed.of(wagers))
+    assert out1 == out2 and [type(o) for o in out1] == [WagerFlagged, BetReturned]
+    assert [b.number for b in first.boxes] == [1, 2, 3] and not first.boxes[1].dealt
+    assert first.boxes == second.boxes and first.boxes[0].stakes["main"] == Fraction(500)
+    wide, out3 = Round.new(uk, limits={"main": [10, 1000]}).apply(BetsClosed.of(wagers))
+    assert wide.boxes[0].stakes["main"] == Fraction(600) and [type(o) for o in out3] == [BetReturned]
+    # play on from the first: the second round (sharing its boxes as made) is unchanged
+    before = settlement(second)
+    state = first
+    for card in ["8S", "9D", "7C", "8H", "2D"]:
+        state, _ = state.apply(CardDrawn(parse_card(card)))
+    assert settlement(second) == before and all(not h.cards for b in second.boxes for h in b.hands)
+    assert [c for h in state.boxes[0].hands for c in map(str, h.cards)] == ["8S", "8H"]
+
+
+def test_rounds_without_limits_share_one_empty_limits_so_their_boxes_are_made_once():
+    from firmware.engine.events import BetsClosed
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round
+
+    profile = load_profile("rws-blackjack")
+    a, b = Round.new(profile), Round.new(profile, limits={})
+    assert a.limits == {} and a.limits is b.limits
+    wagers = {1: {"main": 10, "under_13": 5}}
+    first = a.apply(BetsClosed.of(wagers))[0]
+    again = b.apply(BetsClosed.of(wagers))[0]
+    assert first.boxes[0] is again.boxes[0]
+    limited = Round.new(profile, limits={"main": [5, 500]}).apply(BetsClosed.of(wagers))[0]
+    assert limited.boxes[0] is not first.boxes[0] and limited.boxes[0] == first.boxes[0]
+
+
+def test_the_plain_turn_check_refuses_and_allows_exactly_what_the_long_check_does():
+    import random
+
+    from firmware.engine.events import BetsClosed, CardDrawn
+    from firmware.engine.profile import load_profile, profile_names
+    from firmware.engine.round import Round
+
+    def long_way(state, d):
+        try:
+            state._check(d)
+        except RuleError as exc:
+            return str(exc)
+        return None
+
+    rng = random.Random(17)
+    compared = 0
+    for name in profile_names():
+        profile = load_profile(name)
+        for _ in range(15):
+            shoe = [c for c in ALL_CARDS for _ in range(profile.default_decks)]
+            rng.shuffle(shoe)
+            state = Round.new(profile).apply(BetsClosed.of({1: {"main": 10}, 3: {"main": 10}, 4: {"main": 10}}))[0]
+            while not state.is_over:
+                expect = state.expecting()
+                if expect.kind == "card":
+                    state = state.apply(CardDrawn(shoe.pop()))[0]
+                    continue
+                for box in (expect.box, expect.box + 1, 2):
+                    for action in Action:
+                        for d in (Decision(box, action), Decision(box, action, None, 1),
+                                  Decision(box, action, Fraction(5))):
+                            assert state.why_not(d) == long_way(state, d), (name, d)
+                            compared += 1
+                legal = [a for a, why in state.legal_decisions(expect.box).items()
+                         if why is None and a in (Action.HIT, Action.STAND, Action.DOUBLE, Action.SPLIT)]
+                state = state.apply(Decision(expect.box, rng.choice(legal)))[0]
+    assert compared > 1000
+
+
+def test_cards_and_decisions_made_by_their_own_init_are_the_frozen_dataclasses():
+    from firmware.engine.events import CardDrawn
+
+    card = CardDrawn(parse_card("AS"))
+    assert card == CardDrawn(card=parse_card("AS")) and hash(card) == hash(CardDrawn(parse_card("AS")))
+    assert repr(card) == "CardDrawn(card=Card(AS))" and card != CardDrawn(parse_card("AH"))
+    d = Decision(2, Action.DOUBLE, Fraction(5))
+    assert d == Decision(box=2, action=Action.DOUBLE, amount=Fraction(5), hand=None)
+    assert (d.box, d.action, d.amount, d.hand) == (2, Action.DOUBLE, Fraction(5), None)
+    assert Decision(1, Action.HIT) != Decision(1, Action.HIT, None, 1)
+    assert [f.name for f in dataclasses.fields(Decision)] == ["box", "action", "amount", "hand"]
+    assert dataclasses.replace(d, hand=1) == Decision(2, Action.DOUBLE, Fraction(5), 1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        card.card = parse_card("AH")                          # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.box = 9                                             # type: ignore[misc]
+    match d:
+        case Decision(2, Action.DOUBLE, amount):
+            assert amount == Fraction(5)
+        case _:
+            raise AssertionError("match_args lost")
+
+
+def test_side_bets_judged_the_same_on_the_same_box_settle_the_same_and_merge_into_a_booked_ledger():
+    from firmware.engine.events import BetsClosed, CardDrawn
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round
+
+    def dealt(name, wagers, cards):
+        state = Round.new(load_profile(name)).apply(BetsClosed.of(wagers))[0]
+        out = []
+        for c in cards:
+            state, got = state.apply(CardDrawn(parse_card(c)))
+            out += got
+        return state, [o for o in out if isinstance(o, SideBetSettled)]
+
+    rws = {1: {"main": 10, "player_pair": 5, "under_13": 5, "over_13": 5}}
+    a, out_a = dealt("rws-blackjack", rws, ["8S", "7D", "8H"])     # pair, over 13
+    b, out_b = dealt("rws-blackjack", rws, ["8C", "7H", "8D"])     # judged the same
+    assert out_a == out_b and [o.category for o in out_a] == ["pair", None, "over_13"]
+    assert a.boxes[0].ledger == b.boxes[0].ledger == {"player_pair": 55, "under_13": -5, "over_13": 5}
+    assert list(a.boxes[0].side_results.items()) == [("player_pair", "pair"), ("under_13", None),
+                                                      ("over_13", "over_13")]
+    # TOP 3 without a 21 + 3 wager is returned first (booked at 0): the side bets settled at
+    # the interim settlement are added to that ledger, in the order of the box's bets
+    uk = {1: {"main": 10, "top_3": 5, "super_pairs": 5}}
+    c, out_c = dealt("uk-4-deck", uk, ["QS", "5D", "QH"])
+    assert [o.bet for o in out_c] == ["super_pairs"]
+    assert list(c.boxes[0].ledger.items()) == [("top_3", 0), ("super_pairs", out_c[0].net)]
+    again, _ = dealt("uk-4-deck", uk, ["QC", "5H", "QD"])
+    assert list(again.boxes[0].ledger.items()) == list(c.boxes[0].ledger.items())
