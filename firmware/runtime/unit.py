@@ -351,7 +351,7 @@ class Unit(UnitState, ABC):
         finally:
             self.journal.notify_committed()      # then its reports go (the table's messages first)
         try:
-            self.journal.mark_delivered([m.seq for m in outs])
+            self.journal.mark_delivered([m.seq for m in outs], later=True)   # with the next step
             if self.at_round_boundary() and self.journal.wants_rotation(self.current_round()):
                 self.journal.rotate(self.checkpoint())
         except StorageFull as exc:
