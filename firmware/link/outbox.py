@@ -115,6 +115,7 @@ class Outbox:
         # idempotency keys known stored (committed), the newest keep_keys: a reporter looks
         # at every step whether its round's reports were made; asked here, not SQLite
         self._known: dict[str, None] = {}
+        self._behind: dict[str, int] | None = None     # the behind mark, once read or made
         # the reports the puts of this process committed, newest last (FRESH at most), for
         # the link to hand to paho as written (:meth:`committed`), and the highest seq
         # committed (a sender with nothing past it has nothing to read)
@@ -180,6 +181,7 @@ class Outbox:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA synchronous=FULL")
             bound_wal(db)
+            db.execute("PRAGMA wal_autocheckpoint=0")   # the journal's checkpointer folds it
             db.executescript(_DDL.format(meta=JOURNAL_META))
         except sqlite3.DatabaseError as exc:
             if db is not None:
@@ -405,8 +407,11 @@ class Outbox:
     def behind(self) -> dict[str, int] | None:
         """Set once the controller confirmed seqs this outbox never numbered (the unit was
         restarted from an older copy): ``{"outbox_seq": n, "confirmed": m}``."""
-        row = self._read(lambda db: db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone())
-        return None if row is None else json.loads(row[0])
+        if self._behind is None:            # set once, never cleared: read until it is
+            row = self._read(lambda db: db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone())
+            if row is not None:
+                self._behind = json.loads(row[0])
+        return None if self._behind is None else dict(self._behind)
 
     @property
     def numbered(self) -> bool:
@@ -431,6 +436,8 @@ class Outbox:
 
         with self._lock:                # durable: the numbers after it must never be reused
             result: dict[str, int] | None = self._write(mark)
+            if result is not None:
+                self._behind = dict(result)
             return result
 
     def confirm_through(self, seq: int) -> int:

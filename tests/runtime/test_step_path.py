@@ -96,6 +96,26 @@ def test_a_step_asks_nothing_about_reports_it_knows_are_reported(tmp_path):
     journal.close()
 
 
+def test_the_behind_mark_is_read_until_it_is_set_then_known(tmp_path):
+    """A seat's reporter asks at every step whether its outbox is behind (a read each step)."""
+    dealer, journal, outbox = open_dealer(tmp_path)
+    dealer.step("device", dict(SHOE_DOWN))
+    assert outbox.behind is None
+    assert outbox.mark_behind(outbox.last_seq + 5) == {"outbox_seq": 1, "confirmed": 6}
+    sql = Statements(journal._db, outbox._db)
+    assert outbox.behind == {"outbox_seq": 1, "confirmed": 6}
+    assert outbox.behind == {"outbox_seq": 1, "confirmed": 6}
+    assert sql.count("SELECT") == 0
+    outbox.close()
+    journal.close()
+    again_journal = Journal(tmp_path / "journal.db", "t/dealer", "dealer")
+    from firmware.link.outbox import Outbox
+    again = Outbox(tmp_path / "outbox.db", "t/dealer", journal=again_journal)
+    assert again.behind == {"outbox_seq": 1, "confirmed": 6}       # durable, read back
+    again.close()
+    again_journal.close()
+
+
 def test_a_report_of_a_step_rolled_back_is_not_known_reported(tmp_path):
     dealer, journal, outbox = open_dealer(tmp_path)
 
@@ -151,3 +171,27 @@ def test_a_committed_report_goes_to_paho_without_being_read_back(tmp_path, broke
         bus.close()
         outbox.close()
         journal.close()
+
+
+def test_a_step_never_checkpoints_the_wal_itself(tmp_path):
+    """Folding the WAL into the main file (a write and an fsync of that file) used to run
+    inside every ~9th step's COMMIT; the journal's checkpointer thread does it now, and the
+    WAL stays bounded."""
+    from firmware.runtime.storage import WAL_AUTOCHECKPOINT
+    from tests.link.helpers import wait_until
+
+    dealer, journal, outbox = open_dealer(tmp_path)
+    main = tmp_path / "journal.db"
+    wal = tmp_path / "journal.db-wal"
+    before = main.read_bytes()
+    with journal.checkpointer.held():                      # the thread does nothing meanwhile
+        for n in range(12):                                 # ~84 pages: past WAL_AUTOCHECKPOINT
+            assert dealer.step("device", dict(SHOE_DOWN if n % 2 == 0 else SHOE_UP))
+        assert main.read_bytes() == before                  # no step folded the WAL in
+    wait_until(lambda: main.read_bytes() != before, 10, "the checkpointer's fold", step=0.01)
+    for n in range(40):
+        dealer.step("device", dict(SHOE_DOWN if n % 2 == 0 else SHOE_UP))
+        assert wal.stat().st_size <= (2 * WAL_AUTOCHECKPOINT + 16) * (4096 + 24)   # bounded all along
+    outbox.close()
+    journal.close()
+    assert not wal.exists()                                 # closed cleanly: folded in, removed
