@@ -64,6 +64,8 @@ SCHEMA_VERSION = 2          # 2: each record's time (utc, mono); the unit's star
 JOURNAL_NAME = "journal.db"
 NEW_SUFFIX = ".new"
 SEGMENT = re.compile(r"^journal-(\d+)-(\d+)\.db$")
+#: records per INSERT statement (8 values each, well under SQLite's bound on them)
+ROWS_PER_INSERT = 500
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -303,11 +305,13 @@ class Journal:
         (the unit first publishes its messages, which are on the table's critical path)."""
         step = self.last_step + 1
         utc, mono = _utc_now(), time.monotonic()
-        statements = [("INSERT INTO record (step, dir, kind, seq, round, body, utc, mono) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       (step, r.dir, r.kind, r.seq, r.round, json.dumps(r.body, sort_keys=True,
-                                                                          separators=(",", ":")), utc, mono))
-                      for r in records]
+        # one statement for the step's records: each statement inside the transaction lets
+        # the process's other threads take the interpreter (paho, the sender)
+        rows = [(step, r.dir, r.kind, r.seq, r.round, json.dumps(r.body, sort_keys=True, separators=(",", ":")),
+                 utc, mono) for r in records]
+        statements = [("INSERT INTO record (step, dir, kind, seq, round, body, utc, mono) VALUES "
+                       + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(part)), tuple(v for row in part for v in row))
+                      for part in (rows[i:i + ROWS_PER_INSERT] for i in range(0, len(rows), ROWS_PER_INSERT))]
         marks = self._take_delivered()
         if marks:                           # the steps before's delivered marks ride along
             statements.append(_mark_statement(marks))

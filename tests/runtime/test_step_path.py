@@ -195,3 +195,18 @@ def test_a_step_never_checkpoints_the_wal_itself(tmp_path):
     outbox.close()
     journal.close()
     assert not wal.exists()                                 # closed cleanly: folded in, removed
+
+
+def test_a_steps_records_are_one_statement(tmp_path):
+    """Each statement inside the step's transaction lets the other threads of the unit's
+    process take the interpreter (and hold it up to a switch interval): the step's input
+    and messages go in one INSERT."""
+    dealer, journal, outbox = open_dealer(tmp_path)
+    sql = Statements(journal._db, outbox._db)
+    assert dealer.step("device", dict(SHOE_DOWN))             # its input and its alarm message
+    inserts = [s for s in sql.seen if s.startswith("INSERT INTO RECORD")]
+    assert len(inserts) == 1
+    steps = list(journal.steps())
+    assert [r.dir for r in steps[-1]] == ["in", "out"]          # in order, one step
+    outbox.close()
+    journal.close()
