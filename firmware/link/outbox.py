@@ -181,7 +181,6 @@ class Outbox:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA synchronous=FULL")
             bound_wal(db)
-            db.execute("PRAGMA wal_autocheckpoint=0")   # the journal's checkpointer folds it
             db.executescript(_DDL.format(meta=JOURNAL_META))
         except sqlite3.DatabaseError as exc:
             if db is not None:

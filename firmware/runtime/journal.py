@@ -58,8 +58,6 @@ from firmware.runtime.storage import (
     set_open_mark,
 )
 
-from .checkpointer import Checkpointer
-
 SCHEMA_VERSION = 2          # 2: each record's time (utc, mono); the unit's starts
 JOURNAL_NAME = "journal.db"
 NEW_SUFFIX = ".new"
@@ -199,8 +197,6 @@ class Journal:
         self.rotate_rounds = rotate_rounds       # rounds per segment (None: never rotate)
         self.keep_segments = keep_segments       # segments kept for recall (None: all)
         _finish_rotation(self.path)              # only the unit itself ever finishes its rotation
-        # folds the WAL into the main file off the step's thread (never inside a step's COMMIT)
-        self.checkpointer = Checkpointer(self.path)
         if not self.path.exists() and (kept := segments(self.path)):
             raise JournalError(
                 f"{self.path} is missing but this unit's journal segments are beside it "
@@ -222,7 +218,6 @@ class Journal:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={synchronous}")
             bound_wal(db)
-            db.execute("PRAGMA wal_autocheckpoint=0")   # the checkpointer's, not a step's
             db.executescript(_DDL)
             _add_columns(db)
             meta = dict(db.execute("SELECT key, value FROM meta"))
@@ -256,7 +251,7 @@ class Journal:
             if is_full(exc):
                 raise JournalFull(f"{full_error(self.path)}: cannot open the journal") from None
             raise JournalError(f"{self.path}: cannot open the journal: {exc}") from None
-        self._closer = weakref.finalize(self, _close_clean, db, self.checkpointer)
+        self._closer = weakref.finalize(self, _close_clean, db)
         self.writes = getattr(self, "writes", 0)
 
     def _record_start(self) -> None:
@@ -321,7 +316,6 @@ class Journal:
             self._give_back(marks)
             raise
         self.last_step = step
-        self.checkpointer.poke(self._db)
         if notify:
             self.notify_committed()
         for r in records:
@@ -464,14 +458,13 @@ class Journal:
         if segment.exists():
             raise JournalError(f"{segment} exists already: rounds {first}-{last} were archived before")
         companion = self.companion
-        with self.checkpointer.held():  # its connection closed too, the old file renamed
-            if companion is None:
-                return self._rotate(text, str(checkpoint.get("format")), segment, last)
-            companion.pause()           # its connection closed: the old file can leave WAL mode
-            try:
-                return self._rotate(text, str(checkpoint.get("format")), segment, last)
-            finally:
-                companion.resume()      # on the new active file (or the old one, not rotated)
+        if companion is None:
+            return self._rotate(text, str(checkpoint.get("format")), segment, last)
+        companion.pause()               # its connection closed: the old file can leave WAL mode
+        try:
+            return self._rotate(text, str(checkpoint.get("format")), segment, last)
+        finally:
+            companion.resume()          # on the new active file (or the old one, not rotated)
 
     def _rotate(self, text: str, fmt: str, segment: Path, last: int) -> Path:
         new = self.path.with_name(self.path.name + NEW_SUFFIX)
@@ -570,7 +563,7 @@ class Journal:
                 self.mark_delivered([])     # the marks waiting for the next step
             except sqlite3.Error:
                 pass                        # safe to lose: those messages go again
-            self._closer()                  # (the checkpointer's connection first: see below)
+            self._closer()
 
 
 def _mark_statement(seqs: list[int]) -> tuple[str, tuple]:
@@ -581,11 +574,8 @@ def _utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _close_clean(db: sqlite3.Connection, checkpointer: Checkpointer | None = None) -> None:
-    """Mark the file closed cleanly, then close it (also when a journal is dropped unclosed);
-    the checkpointer's connection first, so this one is the last and SQLite folds the WAL in."""
-    if checkpointer is not None:
-        checkpointer.stop()
+def _close_clean(db: sqlite3.Connection) -> None:
+    """Mark the file closed cleanly, then close it (also when a journal is dropped unclosed)."""
     try:
         set_open_mark(db, "0")
     except sqlite3.Error:

@@ -173,30 +173,6 @@ def test_a_committed_report_goes_to_paho_without_being_read_back(tmp_path, broke
         journal.close()
 
 
-def test_a_step_never_checkpoints_the_wal_itself(tmp_path):
-    """Folding the WAL into the main file (a write and an fsync of that file) used to run
-    inside every ~9th step's COMMIT; the journal's checkpointer thread does it now, and the
-    WAL stays bounded."""
-    from firmware.runtime.storage import WAL_AUTOCHECKPOINT
-    from tests.link.helpers import wait_until
-
-    dealer, journal, outbox = open_dealer(tmp_path)
-    main = tmp_path / "journal.db"
-    wal = tmp_path / "journal.db-wal"
-    before = main.read_bytes()
-    with journal.checkpointer.held():                      # the thread does nothing meanwhile
-        for n in range(12):                                 # ~84 pages: past WAL_AUTOCHECKPOINT
-            assert dealer.step("device", dict(SHOE_DOWN if n % 2 == 0 else SHOE_UP))
-        assert main.read_bytes() == before                  # no step folded the WAL in
-    wait_until(lambda: main.read_bytes() != before, 10, "the checkpointer's fold", step=0.01)
-    for n in range(40):
-        dealer.step("device", dict(SHOE_DOWN if n % 2 == 0 else SHOE_UP))
-        assert wal.stat().st_size <= (2 * WAL_AUTOCHECKPOINT + 16) * (4096 + 24)   # bounded all along
-    outbox.close()
-    journal.close()
-    assert not wal.exists()                                 # closed cleanly: folded in, removed
-
-
 def test_a_steps_records_are_one_statement(tmp_path):
     """Each statement inside the step's transaction lets the other threads of the unit's
     process take the interpreter (and hold it up to a switch interval): the step's input
