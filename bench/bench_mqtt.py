@@ -1,6 +1,7 @@
 """The MQTT link's costs against a real mosquitto on loopback.
 
     python3 bench/bench_mqtt.py [--runs 3] [--n 300] [--burst 5000] [--rounds 60] [--retained 2000]
+                                [--only c2r] [--split]
 
 The broker is configured as shipped (tests/link/broker.py: persistence on a time basis, as
 docs/mqtt/mosquitto.conf) and holds ``--retained`` retained messages (what a link of ~125
@@ -21,7 +22,9 @@ as min / median / max, beside its baseline from the same runs:
   dealer waits for the table to show the card before dealing the next (the bench waits on a
   condition, not a poll). Each unit's outbox is in its journal, both with their reporters, as
   ``betbox run`` wires them. Printed beside a bare paho round trip and a bare fsynced commit
-  of the same run, with a stage-by-stage trace (:data:`TRACE`). ``--only c2r``: only this.
+  of the same run, with a stage-by-stage trace (:data:`TRACE`) and the process's CPU time per
+  unit step. ``--only c2r``: only this. ``--split``: the seat and the controller each in a
+  process of their own (as on a table; in one process the units share one interpreter lock).
 """
 
 from __future__ import annotations
