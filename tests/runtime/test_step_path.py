@@ -186,3 +186,22 @@ def test_a_steps_records_are_one_statement(tmp_path):
     assert [r.dir for r in steps[-1]] == ["in", "out"]          # in order, one step
     outbox.close()
     journal.close()
+
+
+def test_a_step_yields_to_the_link_once_its_messages_are_handed(tmp_path, monkeypatch):
+    """paho writes from its network thread, woken to do so; the step's thread yields right
+    after handing its messages and reports over, before the rest of its work (its marks, the
+    lamps and screen), instead of keeping the interpreter up to a switch interval."""
+    import os
+
+    dealer, journal, outbox = open_dealer(tmp_path)
+    order: list[str] = []
+    publish, after_step = dealer.bus.publish, dealer.after_step
+    dealer.bus.publish = lambda m: (order.append("message"), publish(m))[1]
+    outbox.add_listener(lambda: order.append("report"))
+    dealer.after_step = lambda: (order.append("after_step"), after_step())[1]
+    monkeypatch.setattr(os, "sched_yield", lambda: order.append("yield"))
+    assert dealer.step("device", dict(SHOE_DOWN))
+    assert order == ["message", "report", "yield", "after_step"]
+    outbox.close()
+    journal.close()
