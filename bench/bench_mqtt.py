@@ -1,6 +1,7 @@
 """The MQTT link's costs against a real mosquitto on loopback.
 
     python3 bench/bench_mqtt.py [--runs 3] [--n 300] [--burst 5000] [--rounds 60] [--retained 2000]
+                                [--only c2r] [--split]
 
 The broker is configured as shipped (tests/link/broker.py: persistence on a time basis, as
 docs/mqtt/mosquitto.conf) and holds ``--retained`` retained messages (what a link of ~125
@@ -21,7 +22,9 @@ as min / median / max, beside its baseline from the same runs:
   dealer waits for the table to show the card before dealing the next (the bench waits on a
   condition, not a poll). Each unit's outbox is in its journal, both with their reporters, as
   ``betbox run`` wires them. Printed beside a bare paho round trip and a bare fsynced commit
-  of the same run, with a stage-by-stage trace (:data:`TRACE`). ``--only c2r``: only this.
+  of the same run, with a stage-by-stage trace (:data:`TRACE`) and the process's CPU time per
+  unit step. ``--only c2r``: only this. ``--split``: the seat and the controller each in a
+  process of their own (as on a table; in one process the units share one interpreter lock).
 """
 
 from __future__ import annotations
@@ -346,14 +349,22 @@ class BareSubscriber:
         self.c.loop_stop()
 
 
-#: the stages of the card-to-report trace, in order (each the first after the one before); a
-#: step is "written" once its commit's callbacks run (after the unit handed its messages to
-#: paho; firmware before #17.5: when write_step returned, before that)
-STAGES = ("dealer_begin", "dealer_commit", "seat_in", "seat_begin", "seat_commit", "report_sent")
-TRACE = ("card -> dealer step starts writing", "dealer step written (+ messages out)",
-         "-> seat input queued", "seat input -> seat step starts writing",
-         "seat step + reports written (+ msgs out)", "-> report handed to paho",
-         "report handed to paho -> its PUBACK arrives")
+#: the stages of the card-to-report trace, in order (each the first mark after the one
+#: before): ``d_``/``s_`` the dealer's / the seat's; ``step`` its step starts, ``handled`` the
+#: input checked and applied (the engine), ``reported`` its records and reports written in
+#: the open transaction, ``committed`` COMMIT returned (the fsync), ``published`` its messages
+#: handed to paho, ``wire`` paho's network thread wrote a packet, ``s_in`` the seat's paho
+#: thread queued the dealer's message, ``report`` the seat's report handed to paho
+STAGES = ("d_step", "d_handled", "d_reported", "d_committed", "d_published", "d_wire", "s_in",
+          "s_step", "s_handled", "s_reported", "s_committed", "s_published", "report", "s_wire")
+TRACE = ("card at the shoe port -> dealer step starts", "dealer: input checked, engine applies",
+         "dealer: records + reports written (in tx)", "dealer: COMMIT (one fsync)",
+         "dealer: its messages handed to paho", "-> dealer's paho thread starts writing",
+         "-> broker -> seat's paho thread queues it", "seat: queue -> its step starts",
+         "seat: input checked, engine applies", "seat: records + reports (settlement) in tx",
+         "seat: COMMIT (one fsync)", "seat: its messages handed to paho",
+         "seat: its report handed to paho", "-> seat's paho thread starts writing",
+         "-> broker's PUBACK arrives")
 
 
 class _Inbox:
@@ -367,32 +378,93 @@ class _Inbox:
 
 
 class _Timing:
-    """The bench's hooks: reports put and acknowledged, each unit's step written, the seat's
-    input queued."""
+    """The bench's hooks (on the instances, the firmware untouched): reports put and
+    acknowledged, each stage of :data:`STAGES`, the dealer's steps in its journal."""
 
-    def __init__(self, dealer, seat, sbus) -> None:
+    def __init__(self, dealer=None, seat=None, dbus=None, sbus=None) -> None:
+        """Either unit may be in another process (``--split``): its own _Timing there."""
         self.puts: dict[int, tuple[float, str]] = {}
         self.acked: dict[int, float] = {}
         self.marks: dict[str, list[float]] = {k: [] for k in STAGES}
         self.steps = [0]                            # dealer steps in its journal (committed)
         self.durable = threading.Condition()        # told at each: the bench waits without polling
+        self._mids: dict[int, int] = {}
+        self.sent: dict[int, float] = {}            # report seq -> first handed to paho
+        self._puback_at: dict[int, float] = {}
+        for tag, unit, bus in (("d", dealer, dbus), ("s", seat, sbus)):
+            if unit is None:
+                continue
+            self._around(unit, "step", f"{tag}_step", None)
+            self._around(unit, "handle", None, f"{tag}_handled")
+            self._around(unit, "_report", None, f"{tag}_reported")
+            self._around(unit.journal, "_tx_locked", None, f"{tag}_committed")
+            self._around(unit.journal, "notify_committed", f"{tag}_published", None)
+            self._wire(bus._client, f"{tag}_wire")
+        # what caused what: a report -> the dealer's message the seat's step took -> the card
+        # whose dealer step emitted it (``inputs``: the bench's (time, "card"|"button"))
+        self.inputs: list[tuple[float, str]] = []
+        self.cause: dict[int, int] = {}             # report seq -> dealer message seq
+        self.card_of: dict[int, float] = {}         # dealer message seq -> its card's time
+        self._taking: dict[str, list] = {"d": [None], "s": [None]}     # what each unit's step took
+        if dealer is not None:
+            self._counted(dealer.journal)
+            self._taken(dealer, "d", lambda kind, body: self.inputs[-1][0] if kind == "card" and self.inputs else None)
+        if seat is not None:
+            self._seat(seat, sbus)
+            self._taken(seat, "s", lambda kind, body: body.get("seq") if kind == "msg" and str(
+                body.get("sender", "")).endswith("/dealer") else None)
+
+    def _taken(self, unit, tag: str, read) -> None:
+        """Note what the step under way took (the card's time, the dealer message's seq)."""
+        inner, taking = unit.step, self._taking[tag]
+
+        def step(kind, body):
+            taking[0] = read(kind, body)
+            return inner(kind, body)
+        unit.step = step
+
+    def _seat(self, seat, sbus) -> None:
         self._put, self._mark = sbus.outbox.put, sbus.outbox.mark_acked_many
         sbus.outbox.put, sbus.outbox.mark_acked_many = self.put, self.mark
-        self._timed_step(dealer.journal, "dealer", True)
-        self._timed_step(seat.journal, "seat", False)
         self._post = seat.inbox.put
         seat.inbox = _Inbox(self.seat_in, seat.inbox)
-        self._mids: dict[int, int] = {}
-        self._puback_at: dict[int, float] = {}
         self._publish, self._reports = sbus._client.publish, topics.report_topic(seat.unit_id)
         self._on_publish = sbus._client.on_publish
         sbus._client.publish, sbus._client.on_publish = self.publish, self.on_publish
 
+    def _around(self, obj, name: str, before: str | None, after: str | None) -> None:
+        """Mark ``before`` as ``obj.name`` is called and ``after`` as it returns."""
+        inner = getattr(obj, name)
+        xs, ys = self.marks[before] if before else None, self.marks[after] if after else None
+
+        def timed(*args, **kwargs):
+            if xs is not None:
+                xs.append(time.perf_counter())
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                if ys is not None:
+                    ys.append(time.perf_counter())
+        setattr(obj, name, timed)
+
+    def _wire(self, client, stage: str) -> None:
+        """Mark each time paho's network thread starts writing queued packets out."""
+        inner, xs = client._packet_write, self.marks[stage]
+
+        def packet_write():
+            if client._out_packet:              # it starts writing what was queued
+                xs.append(time.perf_counter())
+            return inner()
+        client._packet_write = packet_write
+
     def publish(self, topic, payload=None, *args, **kwargs):
         info = self._publish(topic, payload, *args, **kwargs)
         if topic == self._reports:
-            self.marks["report_sent"].append(time.perf_counter())
-            self._mids[info.mid] = json.loads(payload)["seq"]
+            now = time.perf_counter()
+            self.marks["report"].append(now)
+            seq = json.loads(payload)["seq"]
+            self._mids[info.mid] = seq
+            self.sent.setdefault(seq, now)
         return info
 
     def on_publish(self, client, userdata, mid, *args) -> None:
@@ -407,6 +479,8 @@ class _Timing:
         seq = self._put(topic, kind, body, key=key, extra=extra)
         if seq is not None:
             self.puts[seq] = (time.perf_counter(), kind)
+            if self._taking["s"][0] is not None:
+                self.cause[seq] = self._taking["s"][0]
         return seq
 
     def mark(self, seqs):
@@ -416,24 +490,22 @@ class _Timing:
             self.acked.setdefault(q, now)
 
     def seat_in(self, item) -> None:
-        self.marks["seat_in"].append(time.perf_counter())
+        self.marks["s_in"].append(time.perf_counter())
         self._post(item)
 
-    def _timed_step(self, journal, name: str, count: bool) -> None:
+    def _counted(self, journal) -> None:
+        """The dealer's steps once in its journal: the bench deals the next card then."""
         write_step = journal.write_step
 
         def step_hook(records, *args, **kwargs):
-            self.marks[f"{name}_begin"].append(time.perf_counter())
-            committed = self.marks[f"{name}_commit"]
-            if hasattr(journal, "after_commit"):    # first of what runs once it committed
-                journal.after_commit(lambda: committed.append(time.perf_counter()))
             out = write_step(records, *args, **kwargs)
-            if not hasattr(journal, "after_commit"):
-                committed.append(time.perf_counter())
-            if count:
-                with self.durable:
-                    self.steps[0] += 1
-                    self.durable.notify_all()
+            if self._taking["d"][0] is not None:
+                for r in records:
+                    if r.dir == "out" and r.seq is not None:
+                        self.card_of[r.seq] = self._taking["d"][0]
+            with self.durable:
+                self.steps[0] += 1
+                self.durable.notify_all()
             return out
         journal.write_step = step_hook
 
@@ -451,24 +523,100 @@ def unit_bus(url: str, tmp: Path, unit_id: str, journal, role: str):
     return connect_bus(url, unit_id, role=role, outbox=outbox)
 
 
-def trace(card: float, marks: dict[str, list[float]], acked: float) -> list[float] | None:
-    """The stage durations (s) of one card's path: each stage's first mark after the last."""
+def trace(card: float, marks: dict[str, list[float]], sent: float, acked: float) -> list[float] | None:
+    """The stage durations (s) of one card's path: the dealer's stages forward from the card
+    (each the first mark after the one before), the seat's backward from its report handed
+    to paho at ``sent`` (each the last mark before the one after: the seat may take a
+    message of the dealer's step before the one that makes the report), then the PUBACK."""
     import bisect
 
+    split = STAGES.index("s_in")
     at, out = card, []
-    for stage in STAGES:
+    for stage in STAGES[:split]:
         xs = marks[stage]
         i = bisect.bisect_left(xs, at)
         if i == len(xs):
             return None
         out.append(xs[i] - at)
         at = xs[i]
-    out.append(acked - at)
+    back, later = [], sent
+    for stage in reversed(STAGES[split:-2]):
+        xs = marks[stage]
+        i = bisect.bisect_right(xs, later) - 1
+        if i < 0 or xs[i] < at:
+            return None
+        back.append(later - xs[i])
+        later = xs[i]
+    out.append(later - at)
+    wire = marks["s_wire"]
+    i = bisect.bisect_left(wire, sent)
+    written = wire[i] if i < len(wire) and wire[i] <= acked else sent   # else a write under way took it
+    return out + back[::-1] + [written - sent, acked - written]
+
+
+def _deal_round(dealer, shoe, console, sim, inputs: list[tuple[float, str]], timing: "_Timing") -> None:
+    """Deal the round in play as a dealer: the next card (or button) once the dealer's step
+    for the one before is durable (in its journal); ``inputs`` gets (time, "card"|"button")."""
+    from firmware.engine.events import Action, Decision
+
+    steps = timing.steps
+    while dealer.phase == "play":
+        state = dealer.round
+        n, written = len(state.history), steps[0]
+        expect = state.expecting()
+        if expect.kind == "nothing":        # the round is over; the dealer's phase follows
+            wait_until(lambda: dealer.phase != "play", 10, "the round's end", step=0.0002)
+            continue
+        if expect.kind == "card":
+            inputs.append((time.perf_counter(), "card"))
+            shoe.deal(str(sim.draw()))
+        elif expect.kind == "decision":
+            legal = [a for a in (Action.STAND, Action.SWITCH, Action.HIT, *Action)
+                     if state.why_not(Decision(expect.box, a, None)) is None]
+            if not legal:
+                raise RuntimeError(f"no action to press for {expect}")
+            inputs.append((time.perf_counter(), "button"))
+            console.press(str(legal[0]))
+        else:                               # the dealer's own step (bets closing) comes first
+            wait_until(lambda n=n: len(dealer.round.history) > n or dealer.phase != "play", 10,
+                       f"the dealer's {expect.kind}", step=0.0005)
+            continue
+        # as a dealer: the next card once this one's step is durable (journalled)
+        with timing.durable:
+            if not timing.durable.wait_for(lambda n=n, written=written: steps[0] > written and (
+                    len(dealer.round.history) > n or dealer.phase != "play"), 10):
+                raise RuntimeError("the dealer's step was not in its journal within 10 s")
+
+
+def _latencies(puts: dict[int, tuple[float, str]], cause: dict[int, float], acked: dict[int, float],
+               pubacked: dict[int, float], sent: dict[int, float], marks: dict[str, list[float]],
+               traces: list[list[float]] | None) -> tuple[list[float], list[float]]:
+    """Each report a card caused (the wager booked at the deal, the result; ``cause``: report
+    seq -> its card's time): card -> its PUBACK, card -> marked acknowledged; ``traces``
+    gets its stages."""
+    out: tuple[list[float], list[float]] = ([], [])
+    for q, (_t, kind) in puts.items():
+        card = cause.get(q)
+        if kind not in ("progressive_wager", "round_result") or card is None:
+            continue
+        if q not in acked or q not in pubacked:
+            print(f"  (report {q} {kind} was put after the run's last wait and not timed)")
+            continue
+        out[0].append(pubacked[q] - card)
+        out[1].append(acked[q] - card)
+        staged = trace(card, marks, sent[q], pubacked[q])
+        if traces is not None and staged is not None:
+            traces.append(staged)
     return out
 
 
-def card_to_report(url: str, rounds: int, tmp: Path, traces: list[list[float]] | None = None
-                   ) -> tuple[list[float], list[float]]:
+def _card_causes(report_msg: dict[int, int], card_of: dict[int, float]) -> dict[int, float]:
+    """report seq -> the time of the card whose dealer step emitted the message it came of."""
+    return {q: card_of[m] for q, m in report_msg.items() if m in card_of}
+
+
+def card_to_report(url: str, rounds: int, tmp: Path, traces: list[list[float]] | None = None,
+                   cpu: list | None = None) -> tuple[list[float], list[float]]:
     """Latencies (s) from shoe.deal(card) to the broker's PUBACK of the report it causes
     arriving at the seat, and to the seat's outbox marking it acknowledged (bookkeeping
     after the PUBACK); ``traces`` gets each one's stage durations (:data:`TRACE`)."""
@@ -476,7 +624,6 @@ def card_to_report(url: str, rounds: int, tmp: Path, traces: list[list[float]] |
     from fractions import Fraction
 
     from firmware.commands.run import serve
-    from firmware.engine.events import Action, Decision
     from firmware.engine.profile import load_profile
     from firmware.jackpot.service import JackpotService
     from firmware.link.presence import ControllerWatch
@@ -509,9 +656,9 @@ def card_to_report(url: str, rounds: int, tmp: Path, traces: list[list[float]] |
     lamps.start(lambda e: None)
     seat = SeatUnit("c2r/seat-1", "c2r", 1, sbus, sjournal, chipset.registry(1, len(spots)), spots, lamps)
     shoe, console, reader = MockCardShoe("shoe"), MockConsole("console"), MockChipReader("reader", spots)
-    inputs: list[tuple[float, str]] = []            # (time, "card"|"button")
-    timing = _Timing(dealer, seat, sbus)
-    puts, acked, marks, steps = timing.puts, timing.acked, timing.marks, timing.steps
+    timing = _Timing(dealer, seat, dbus, sbus)
+    inputs = timing.inputs                          # (time, "card"|"button")
+    puts, acked, marks = timing.puts, timing.acked, timing.marks
     SeatReporter(seat, sbus)
     DealerReporter(dealer, dbus)                    # as under betbox run: the dealer reports too
     for unit, bus in ((dealer, dbus), (seat, sbus)):
@@ -528,6 +675,7 @@ def card_to_report(url: str, rounds: int, tmp: Path, traces: list[list[float]] |
     for t in threads:
         t.start()
     wait_until(lambda: seat.controller.link == "up" and 1 in dealer.online, 30, "seat up, controller up")
+    cpu0, steps0 = time.process_time(), dealer.journal.last_step + seat.journal.last_step
     sim = SimShoe(6, random.Random(1))
     main_chips = chipset.chips_for(Fraction(10), 1, spots.index("main"), 0)
     prog_chips = chipset.chips_for(profile.progressive.wager, 1, spots.index("progressive"), 0)
@@ -546,38 +694,15 @@ def card_to_report(url: str, rounds: int, tmp: Path, traces: list[list[float]] |
             wait_until(lambda: set(seat.offered or {}) == {"main", "progressive"}, 10, "the offer", step=0.0005)
             console.press("no_more_bets")
             wait_until(lambda: dealer.phase == "play", 10, "bets closed", step=0.0005)
-            while dealer.phase == "play":
-                state = dealer.round
-                n, written = len(state.history), steps[0]
-                expect = state.expecting()
-                if expect.kind == "nothing":        # the round is over; the dealer's phase follows
-                    wait_until(lambda: dealer.phase != "play", 10, "the round's end", step=0.0002)
-                    continue
-                if expect.kind == "card":
-                    inputs.append((time.perf_counter(), "card"))
-                    shoe.deal(str(sim.draw()))
-                elif expect.kind == "decision":
-                    legal = [a for a in (Action.STAND, Action.SWITCH, Action.HIT, *Action)
-                             if state.why_not(Decision(expect.box, a, None)) is None]
-                    if not legal:
-                        raise RuntimeError(f"no action to press for {expect}")
-                    inputs.append((time.perf_counter(), "button"))
-                    console.press(str(legal[0]))
-                else:                               # the dealer's own step (bets closing) comes first
-                    wait_until(lambda n=n: len(dealer.round.history) > n or dealer.phase != "play", 10,
-                               f"the dealer's {expect.kind}", step=0.0005)
-                    continue
-                # as a dealer: the next card once this one's step is durable (journalled)
-                with timing.durable:
-                    if not timing.durable.wait_for(lambda n=n, written=written: steps[0] > written and (
-                            len(dealer.round.history) > n or dealer.phase != "play"), 10):
-                        raise RuntimeError("the dealer's step was not in its journal within 10 s")
+            _deal_round(dealer, shoe, console, sim, inputs, timing)
             wait_until(lambda: seat.phase in ("over", "void"), 10, "the seat's result", step=0.0005)
             reader.remove_chips("main")
             reader.remove_chips("progressive")
             for _ in range(4):
                 reader.cycle(1)
         wait_until(lambda: all(q in acked for q in puts), 30, "every report acknowledged")
+        if cpu is not None:
+            cpu[:] = [time.process_time() - cpu0, dealer.journal.last_step + seat.journal.last_step - steps0]
     finally:
         stop.set()
         for t in threads:
@@ -587,22 +712,198 @@ def card_to_report(url: str, rounds: int, tmp: Path, traces: list[list[float]] |
         svc.stop()
         ctl.close()
         sys.setswitchinterval(switch)
-    pubacked = timing.pubacks()
-    out: tuple[list[float], list[float]] = ([], [])
-    for q, (t_put, kind) in puts.items():
-        if kind not in ("progressive_wager", "round_result"):
-            continue
-        cause = [x for x in inputs if x[0] < t_put]
-        if cause and cause[-1][1] == "card":
-            if q not in acked or q not in pubacked:
-                print(f"  (report {q} {kind} was put after the run's last wait and not timed)")
-                continue
-            out[0].append(pubacked[q] - cause[-1][0])
-            out[1].append(acked[q] - cause[-1][0])
-            staged = trace(cause[-1][0], marks, pubacked[q])
-            if traces is not None and staged is not None:
-                traces.append(staged)
-    return out
+    return _latencies(puts, _card_causes(timing.cause, timing.card_of), acked, timing.pubacks(), timing.sent,
+                      marks, traces)
+
+
+# -- --split: the seat and the controller each in a process of their own -------------------
+
+SEAT = "c2r/seat-1"
+
+
+def _seat_unit(url: str, tmp: Path):
+    """The seat as ``betbox run`` wires it: journal, outbox in it, reporter, controller watch."""
+    from firmware.engine.profile import load_profile
+    from firmware.link.presence import ControllerWatch
+    from firmware.link.reporter import SeatReporter
+    from firmware.runtime.journal import Journal
+    from firmware.runtime.seat import SeatUnit
+    from firmware.runtime.spots import seat_spots
+    from firmware.sim import chipset
+    from hal.mock import MockChipReader, MockLamps
+
+    spots = list(seat_spots(load_profile("rws-blackjack-switch")))
+    sjournal = Journal(tmp / "c2r-seat.db", SEAT, "seat")
+    sbus = unit_bus(url, tmp, SEAT, sjournal, "seat")
+    lamps = MockLamps("lamps", ["progressive", "bets_locked"])
+    lamps.start(lambda e: None)
+    seat = SeatUnit(SEAT, "c2r", 1, sbus, sjournal, chipset.registry(1, len(spots)), spots, lamps)
+    reader = MockChipReader("reader", spots)
+    timing = _Timing(seat=seat, sbus=sbus)
+    SeatReporter(seat, sbus)
+    ControllerWatch(sbus, "main", "c2r").feed(seat)
+    reader.start(seat.post)
+    seat.recover()
+    seat.start()
+    return seat, sbus, reader, spots, timing
+
+
+def seat_child(url: str, tmp: Path) -> None:
+    """``--seat-child URL DIR``: the seat in its own process, told by lines on stdin
+    (``bet N``: place its chips once round N is open, answer ``offered``; ``clear``: take
+    them off once the round is over; ``stop``: print its marks as one JSON line)."""
+    from fractions import Fraction
+
+    from firmware.commands.run import quick_handoffs, serve
+    from firmware.engine.profile import load_profile
+    from firmware.sim import chipset
+
+    quick_handoffs()
+    seat, sbus, reader, spots, timing = _seat_unit(url, tmp)
+    stop = threading.Event()
+    thread = threading.Thread(target=serve, args=(seat, stop.is_set), daemon=True)
+    thread.start()
+    wait_until(lambda: seat.controller.link == "up", 30, "the controller up")
+    wager = load_profile("rws-blackjack-switch").progressive.wager
+    chips = {"main": chipset.chips_for(Fraction(10), 1, spots.index("main"), 0),
+             "progressive": chipset.chips_for(wager, 1, spots.index("progressive"), 0)}
+    print("ready", flush=True)
+    cpu0, steps0 = time.process_time(), seat.journal.last_step
+    for line in sys.stdin:
+        word, *args = line.split()
+        if word == "bet":
+            wait_until(lambda n=int(args[0]): seat.phase == "open" and seat.round_no == n, 10, "bets open",
+                       step=0.0005)
+            for spot, on in chips.items():
+                reader.place_chips(spot, on)
+            for _ in range(3):
+                reader.cycle(1)
+            wait_until(lambda: set(seat.offered or {}) == set(chips), 10, "the offer", step=0.0005)
+            print("offered", flush=True)
+        elif word == "clear":
+            wait_until(lambda: seat.phase in ("over", "void"), 10, "the seat's result", step=0.0005)
+            for spot in chips:
+                reader.remove_chips(spot)
+            for _ in range(4):
+                reader.cycle(1)
+            print("cleared", flush=True)
+        elif word == "stop":
+            break
+    wait_until(lambda: all(q in timing.acked for q in timing.puts), 30, "every report acknowledged")
+    cpu, steps = time.process_time() - cpu0, seat.journal.last_step - steps0
+    stop.set()
+    thread.join(5)
+    sbus.close()
+    print(json.dumps({"marks": {k: v for k, v in timing.marks.items() if k.startswith("s_") or k == "report"},
+                      "puts": timing.puts, "acked": timing.acked, "sent": timing.sent, "cause": timing.cause,
+                      "pubacks": timing.pubacks(), "cpu": cpu, "steps": steps}), flush=True)
+
+
+def controller_child(url: str, db: Path) -> None:
+    """``--controller-child URL DB``: the jackpot controller in its own process, until
+    stdin closes."""
+    svc = JackpotService(controller(db), config_from_url(url), tick=0.02).start()
+    print("up", flush=True)
+    sys.stdin.read()
+    svc.stop()
+
+
+class _Child:
+    """A child process of this bench, talked to by lines."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, __file__, *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def ask(self, line: str | None, answer: str) -> str:
+        if line is not None:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        got = self.proc.stdout.readline()
+        if not got.startswith(answer):
+            raise RuntimeError(f"{self.proc.args[2]}: {answer!r} expected, got {got!r}")
+        return got
+
+    def end(self) -> None:
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def card_to_report_split(url: str, rounds: int, tmp: Path, traces: list[list[float]] | None = None,
+                         cpu: list | None = None) -> tuple[list[float], list[float]]:
+    """:func:`card_to_report` with the seat and the controller each in a process of their
+    own, as on a table (a seat's computer, the dealer's, the controller elsewhere): the
+    units do not share an interpreter lock. Every mark is time.perf_counter, one clock
+    (CLOCK_MONOTONIC) across the processes."""
+    import random
+
+    from firmware.commands.run import quick_handoffs, serve
+    from firmware.engine.profile import load_profile
+    from firmware.link.presence import ControllerWatch
+    from firmware.link.reporter import DealerReporter
+    from firmware.runtime.dealer import DealerUnit
+    from firmware.runtime.journal import Journal
+    from firmware.sim.shoe import SimShoe
+    from hal.mock import MockCardShoe, MockConsole
+
+    switch = sys.getswitchinterval()
+    quick_handoffs()
+    fresh_controller_session(url)
+    ctl = _Child("--controller-child", url, str(tmp / "c2r-jackpot.db"))
+    ctl.ask(None, "up")
+    djournal = Journal(tmp / "c2r-dealer.db", "c2r/dealer", "dealer")
+    dbus = unit_bus(url, tmp, "c2r/dealer", djournal, "dealer")
+    dealer = DealerUnit("c2r/dealer", "c2r", dbus, djournal, load_profile("rws-blackjack-switch"), decks=6,
+                        close_wait=None)
+    shoe, console = MockCardShoe("shoe"), MockConsole("console")
+    timing = _Timing(dealer=dealer, dbus=dbus)
+    DealerReporter(dealer, dbus)
+    ControllerWatch(dbus, "main", "c2r").feed(dealer)
+    shoe.start(dealer.post)
+    console.start(dealer.post)
+    dealer.recover()
+    dealer.start()
+    stop = threading.Event()
+    thread = threading.Thread(target=serve, args=(dealer, stop.is_set), daemon=True)
+    thread.start()
+    seat = _Child("--seat-child", url, str(tmp))
+    inputs = timing.inputs
+    try:
+        seat.ask(None, "ready")
+        wait_until(lambda: 1 in dealer.online, 30, "the seat online at the dealer")
+        cpu0, steps0 = time.process_time(), djournal.last_step
+        sim = SimShoe(6, random.Random(1))
+        for _r in range(rounds):
+            if sim.cut_card_out:
+                sim.shuffle()
+                shoe.shuffle()
+            console.press("open_bets")
+            seat.ask(f"bet {dealer.round_no + 1}", "offered")
+            wait_until(lambda: set(dealer.offers.get(1, {})) == {"main", "progressive"}, 10, "the offer at the dealer",
+                       step=0.0005)
+            console.press("no_more_bets")
+            wait_until(lambda: dealer.phase == "play", 10, "bets closed", step=0.0005)
+            _deal_round(dealer, shoe, console, sim, inputs, timing)
+            seat.ask("clear", "cleared")
+        got = json.loads(seat.ask("stop", "{"))
+        if cpu is not None:
+            cpu[:] = [time.process_time() - cpu0 + got["cpu"], djournal.last_step - steps0 + got["steps"]]
+    finally:
+        stop.set()
+        thread.join(5)
+        dbus.close()
+        seat.end()
+        ctl.end()
+        sys.setswitchinterval(switch)
+    marks = {**timing.marks, **got["marks"]}
+    puts = {int(q): (t, kind) for q, (t, kind) in got["puts"].items()}
+    ints = {name: {int(q): t for q, t in got[name].items()} for name in ("acked", "sent", "pubacks", "cause")}
+    causes = _card_causes(ints["cause"], timing.card_of)
+    return _latencies(puts, causes, ints["acked"], ints["pubacks"], ints["sent"], marks, traces)
 
 
 def spread(xs: list[float], unit: str, scale: float = 1.0, width: int = 8, digits: int = 0) -> str:
@@ -620,7 +921,15 @@ def main() -> None:
     ap.add_argument("--retained", type=int, default=2000, help="retained messages on the broker (default 2000)")
     ap.add_argument("--only", choices=("all", "c2r"), default="all",
                     help="c2r: only the card-to-report figures and their baselines (default all)")
+    ap.add_argument("--split", action="store_true",
+                    help="card to report with the seat and the controller in processes of their own")
+    ap.add_argument("--seat-child", nargs=2, metavar=("URL", "DIR"), help=argparse.SUPPRESS)
+    ap.add_argument("--controller-child", nargs=2, metavar=("URL", "DB"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.seat_child:
+        return seat_child(args.seat_child[0], Path(args.seat_child[1]))
+    if args.controller_child:
+        return controller_child(args.controller_child[0], Path(args.controller_child[1]))
     everything = args.only == "all"
     traces: list[list[float]] = []
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.2f} at the start")
@@ -657,7 +966,10 @@ def main() -> None:
                     add("broker_ctl", rate)
                     add("gaps", gaps)
                     add("old_broker_ctl", ingest_via_broker(old.url, min(args.burst, 2000), 4, tmp)[0])
-                c2r, c2r_marked = card_to_report(broker.url, args.rounds, tmp / f"r{run}", traces)
+                cpu = [0.0, 0]
+                c2r, c2r_marked = (card_to_report_split if args.split else card_to_report)(
+                    broker.url, args.rounds, tmp / f"r{run}", traces, cpu)
+                add("cpu_step", cpu[0] / max(cpu[1], 1))
                 add("c2r_p50", pct(c2r, 50))
                 add("c2r_p99", pct(c2r, 99))
                 add("c2r_mark_p50", pct(c2r_marked, 50))
@@ -693,9 +1005,13 @@ def main() -> None:
     print(f"  card -> PUBACK marked in the outbox p50 {spread(fig['c2r_mark_p50'], 'ms', 1000, 7, 3)}")
     print(f"  card -> PUBACK marked in the outbox p99 {spread(fig['c2r_mark_p99'], 'ms', 1000, 7, 3)}")
     print(f"  bare fsynced commit p50 (WAL, FULL) {spread(fig['commit_p50'], 'ms', 1000, 7, 3)}")
-    print(f"  stage by stage, median over every timed report of the runs (n={len(traces)}):")
+    print(f"  CPU time of the process per unit step (every thread: units, paho, controller) "
+          f"{spread(fig['cpu_step'], 'ms', 1000, 7, 3)}")
+    print(f"  stage by stage over every timed report of the runs (n={len(traces)}), p50 / p90:")
     for i, name in enumerate(TRACE):
-        print(f"    {name:42s} {statistics.median(t[i] for t in traces) * 1000:7.3f} ms")
+        xs = sorted(t[i] for t in traces)
+        print(f"    {name:44s} {pct(xs, 50) * 1000:7.3f} / {pct(xs, 90) * 1000:7.3f} ms")
+    print(f"    {'sum of the stage medians':44s} {sum(pct([t[i] for t in traces], 50) for i in range(len(TRACE))) * 1000:7.3f} ms")
 
 
 if __name__ == "__main__":

@@ -608,7 +608,7 @@ class MqttBus:
     def _send_step(self, inflight: list[tuple[mqtt.MQTTMessageInfo, int]]
                    ) -> list[tuple[mqtt.MQTTMessageInfo, int]]:
         assert self.outbox is not None               # the sender runs only with an outbox
-        self._wake.wait(0.5)
+        woken = self._wake.wait(0.5)
         self._wake.clear()
         with self._lock:
             inflight, self._handed = inflight + self._handed, []
@@ -630,6 +630,8 @@ class MqttBus:
         self._resend_if_stalled(len(inflight))
         with self._lock:
             gen, after = self._gen, self._sent_through
+        if woken and after >= self.outbox.put_through:
+            return inflight                # a PUBACK: nothing committed past what was sent
         rows = self.outbox.pending(after=after, limit=256)
         for row in rows:
             if self._closing or len(inflight) >= MAX_INFLIGHT:
@@ -665,7 +667,7 @@ class MqttBus:
                 self._wake.set()
                 return
             gen = self._gen
-            for row in self.outbox.pending(after=self._sent_through, limit=8):
+            for row in self.outbox.committed(after=self._sent_through):    # as written: no read
                 if row.seq != self._sent_through + 1 or gen != self._gen:
                     break                             # a gap (not yet committed): the sender's
                 info = self._client.publish(row.topic, row.payload, qos=1)
@@ -676,6 +678,8 @@ class MqttBus:
                 self._handed_through = max(self._handed_through, row.seq)
                 if info.rc != mqtt.MQTT_ERR_SUCCESS:
                     break                             # link went down: the next connect resends
+            if self._sent_through >= self.outbox.put_through:
+                return                                # all handed: the PUBACK wakes the sender
         self._wake.set()
 
     def drained(self) -> bool:

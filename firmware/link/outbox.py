@@ -63,6 +63,8 @@ NUMBERED_KEY = re.compile(r"^([a-z_]+)/(\d+)$")
 META, JOURNAL_META = "meta", "outbox_meta"
 #: What an outbox file of firmware before becomes once moved into the journal.
 MIGRATED_SUFFIX = ".migrated"
+#: Reports just committed kept in memory for the link to hand to paho without reading them.
+FRESH = 64
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -110,6 +112,16 @@ class Outbox:
         self.journal = journal
         self._m = META if journal is None else JOURNAL_META
         self._listeners: list[Callable[[], None]] = []
+        # idempotency keys known stored (committed), the newest keep_keys: a reporter looks
+        # at every step whether its round's reports were made; asked here, not SQLite
+        self._known: dict[str, None] = {}
+        self._behind: dict[str, int] | None = None     # the behind mark, once read or made
+        # the reports the puts of this process committed, newest last (FRESH at most), for
+        # the link to hand to paho as written (:meth:`committed`), and the highest seq
+        # committed (a sender with nothing past it has nothing to read)
+        self._fresh: list[Pending] = []
+        self._fresh_lock = threading.Lock()
+        self.put_through = 0
         if journal is not None:
             self._db = self._connect_journal()
             try:
@@ -119,6 +131,7 @@ class Outbox:
                 raise
             self._closer = weakref.finalize(self, _close_quietly, self._db)
             journal.companion = self
+            self.put_through = self._meta("next_seq") - 1
             return
         had_wal = Path(str(self.path) + "-wal").exists()
         db: sqlite3.Connection | None = None
@@ -147,6 +160,7 @@ class Outbox:
                 db.close()
             raise self._open_error(exc) from None
         self._closer = weakref.finalize(self, _close_clean, db)
+        self.put_through = self._meta("next_seq") - 1
 
     def _open_error(self, exc: BaseException) -> BaseException:
         if isinstance(exc, OutboxError):
@@ -243,9 +257,23 @@ class Outbox:
         """``listener()`` whenever reports were committed (the sender may send them)."""
         self._listeners.append(listener)
 
-    def _committed(self) -> None:
+    def _committed(self, row: Pending | None = None) -> None:
+        if row is not None:
+            with self._fresh_lock:
+                self._fresh.append(row)
+                del self._fresh[:-FRESH]
+                self.put_through = max(self.put_through, row.seq)
         for listener in self._listeners:
             listener()
+
+    def committed(self, after: int, limit: int = 8) -> list[Pending]:
+        """The reports after seq ``after``, in order: as this process's puts committed them
+        (no read: a step's reports go to paho on the card's way), else read from the file."""
+        with self._fresh_lock:
+            fresh = [p for p in self._fresh if p.seq > after][:limit]
+        if fresh and fresh[0].seq == after + 1 and all(b.seq == a.seq + 1 for a, b in zip(fresh, fresh[1:], strict=False)):
+            return fresh
+        return self.pending(after=after, limit=limit)
 
     # -- a file of its own ---------------------------------------------------------------------
 
@@ -305,6 +333,10 @@ class Outbox:
             extra: dict[str, Any] | None = None) -> int | None:
         """Store a report; its seq, or None when ``key`` was already reported (idempotent).
         Inside the journal's step (on its thread) it is part of the step's transaction."""
+        if key is not None and key in self._known:
+            return None
+        written: list[Pending] = []
+
         def store(db: sqlite3.Connection) -> int | None:
             if key is not None and self._reported(db, key):
                 return None
@@ -316,6 +348,7 @@ class Outbox:
             db.execute("INSERT INTO outbox (seq, id, key, topic, payload) VALUES (?, ?, ?, ?, ?)",
                        (seq, rid, key, topic, payload))
             db.execute(f"UPDATE {self._m} SET value = ? WHERE key = 'next_seq'", (str(seq + 1),))
+            written.append(Pending(seq, rid, topic, payload, False))
             return seq
 
         step = self.journal.step_db() if self.journal is not None else None
@@ -328,15 +361,24 @@ class Outbox:
                 if is_full(exc):
                     raise OutboxFull(f"{full_error(self.path)}: the report was not stored") from None
                 raise
+            assert self.journal is not None
+            if key is not None:                 # known once the step holding it commits
+                self.journal.after_commit(lambda: self._know(key))
             if seq is not None:
-                assert self.journal is not None
-                self.journal.after_commit(self._committed)
+                self.journal.after_commit(lambda: self._committed(written[0]))
             return seq
         with self._lock:
             seq = self._write(store)
+        if key is not None:
+            self._know(key)
         if seq is not None:
-            self._committed()
+            self._committed(written[0])
         return seq
+
+    def _know(self, key: str) -> None:
+        self._known[key] = None
+        if len(self._known) > self.keep_keys:
+            del self._known[next(iter(self._known))]
 
     def _reported(self, db: sqlite3.Connection, key: str) -> bool:
         """Was ``key`` reported: waiting here, confirmed and kept, or under its name's mark."""
@@ -364,8 +406,11 @@ class Outbox:
     def behind(self) -> dict[str, int] | None:
         """Set once the controller confirmed seqs this outbox never numbered (the unit was
         restarted from an older copy): ``{"outbox_seq": n, "confirmed": m}``."""
-        row = self._read(lambda db: db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone())
-        return None if row is None else json.loads(row[0])
+        if self._behind is None:            # set once, never cleared: read until it is
+            row = self._read(lambda db: db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone())
+            if row is not None:
+                self._behind = json.loads(row[0])
+        return None if self._behind is None else dict(self._behind)
 
     @property
     def numbered(self) -> bool:
@@ -390,6 +435,8 @@ class Outbox:
 
         with self._lock:                # durable: the numbers after it must never be reused
             result: dict[str, int] | None = self._write(mark)
+            if result is not None:
+                self._behind = dict(result)
             return result
 
     def confirm_through(self, seq: int) -> int:

@@ -62,6 +62,8 @@ SCHEMA_VERSION = 2          # 2: each record's time (utc, mono); the unit's star
 JOURNAL_NAME = "journal.db"
 NEW_SUFFIX = ".new"
 SEGMENT = re.compile(r"^journal-(\d+)-(\d+)\.db$")
+#: records per INSERT statement (8 values each, well under SQLite's bound on them)
+ROWS_PER_INSERT = 500
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -185,6 +187,10 @@ class Journal:
         self.companion: Companion | None = None      # the outbox, when it lives in this file
         self._step_thread: int | None = None         # the thread whose step is being written
         self._after_commit: list[Callable[[], None]] = []
+        # seqs handed to the transport, marked delivered inside the next step's commit (safe
+        # to lose: a message not marked only goes again); the lock guards the list alone
+        self._delivered: list[int] = []
+        self._delivered_lock = threading.Lock()
         # every writer of this file in this process takes it (the outbox's connection too):
         # waiting on it wakes at once, where SQLite's busy handler sleeps in steps of ms
         self.write_lock = threading.Lock()
@@ -294,11 +300,21 @@ class Journal:
         (the unit first publishes its messages, which are on the table's critical path)."""
         step = self.last_step + 1
         utc, mono = _utc_now(), time.monotonic()
-        self._tx([("INSERT INTO record (step, dir, kind, seq, round, body, utc, mono) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                   (step, r.dir, r.kind, r.seq, r.round, json.dumps(r.body, sort_keys=True,
-                                                                      separators=(",", ":")), utc, mono))
-                  for r in records], within)
+        # one statement for the step's records: each statement inside the transaction lets
+        # the process's other threads take the interpreter (paho, the sender)
+        rows = [(step, r.dir, r.kind, r.seq, r.round, json.dumps(r.body, sort_keys=True, separators=(",", ":")),
+                 utc, mono) for r in records]
+        statements = [("INSERT INTO record (step, dir, kind, seq, round, body, utc, mono) VALUES "
+                       + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(part)), tuple(v for row in part for v in row))
+                      for part in (rows[i:i + ROWS_PER_INSERT] for i in range(0, len(rows), ROWS_PER_INSERT))]
+        marks = self._take_delivered()
+        if marks:                           # the steps before's delivered marks ride along
+            statements.append(_mark_statement(marks))
+        try:
+            self._tx(statements, within)
+        except BaseException:
+            self._give_back(marks)
+            raise
         self.last_step = step
         if notify:
             self.notify_committed()
@@ -326,18 +342,39 @@ class Journal:
         """Call ``callback`` once the step being written has committed (never if it fails)."""
         self._after_commit.append(callback)
 
-    def mark_delivered(self, seqs: list[int]) -> None:
+    def mark_delivered(self, seqs: list[int], later: bool = False) -> None:
         """The transport took these messages. Safe to lose (a message not marked goes again
         after a restart; its receivers drop it by sequence number): committed without an
-        fsync of its own, the next step's makes it durable."""
+        fsync of its own, the next step's makes it durable. ``later``: no transaction now,
+        the mark goes into the next step's (a unit's own steps: a second commit per step
+        on the card's way would cost as much as the step's), or the next read of what is
+        undelivered, rotation or close."""
+        if later:
+            with self._delivered_lock:
+                self._delivered.extend(seqs)
+            return
+        seqs = [*self._take_delivered(), *seqs]
         if seqs:
             self._writable()
             self._db.execute("PRAGMA synchronous=NORMAL")
             try:
-                self._tx([(f"UPDATE record SET delivered = 1 WHERE seq IN ({','.join('?' * len(seqs))})",
-                           tuple(seqs))])
+                self._tx([_mark_statement(seqs)])
+            except BaseException:
+                self._give_back(seqs)
+                raise
             finally:
                 self._db.execute(f"PRAGMA synchronous={self.synchronous}")
+
+    def _take_delivered(self) -> list[int]:
+        with self._delivered_lock:
+            marks, self._delivered = self._delivered, []
+        return marks
+
+    def _give_back(self, marks: list[int]) -> None:
+        """Marks whose transaction failed wait for the next one."""
+        if marks:
+            with self._delivered_lock:
+                self._delivered[:0] = marks
 
     def free_bytes(self) -> int:
         """Bytes still free on the partition holding the journal."""
@@ -376,6 +413,8 @@ class Journal:
             yield current
 
     def undelivered(self) -> list[Record]:
+        if not self.readonly:
+            self.mark_delivered([])         # the marks waiting for the next step first
         return [r for r in self.records() if r.dir == "out" and not r.delivered]
 
     # -- rotation ----------------------------------------------------------------------
@@ -409,6 +448,7 @@ class Journal:
         unit's state after the last step). Not while anything is undelivered (it must be
         re-sent from the active file). Returns the segment written, or None."""
         self._writable()
+        self.mark_delivered([])             # the marks waiting for the next step first
         pending = self._db.execute("SELECT COUNT(*) FROM record WHERE dir = 'out' AND delivered = 0").fetchone()[0]
         first, last = self._db.execute("SELECT MIN(round), MAX(round) FROM record").fetchone()
         if pending or first is None:
@@ -492,6 +532,8 @@ class Journal:
 
     def stats(self) -> dict[str, Any]:
         """Per unit over every kept segment and the active file."""
+        if not self.readonly:
+            self.mark_delivered([])         # the marks waiting for the next step first
         emitted = pending = accepted = 0
         highest = 0
         kept = segments(self.path)
@@ -517,7 +559,15 @@ class Journal:
         if self.readonly:
             self._db.close()
         else:
+            try:
+                self.mark_delivered([])     # the marks waiting for the next step
+            except sqlite3.Error:
+                pass                        # safe to lose: those messages go again
             self._closer()
+
+
+def _mark_statement(seqs: list[int]) -> tuple[str, tuple]:
+    return (f"UPDATE record SET delivered = 1 WHERE seq IN ({','.join('?' * len(seqs))})", tuple(seqs))
 
 
 def _utc_now() -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import time
 from abc import ABC, abstractmethod
@@ -350,8 +351,12 @@ class Unit(UnitState, ABC):
                 self.bus.publish(message)
         finally:
             self.journal.notify_committed()      # then its reports go (the table's messages first)
+        # paho's network thread, woken (its socketpair) to write them, waits for the
+        # interpreter while this thread goes on (up to a switch interval): let it go first
+        if hasattr(os, "sched_yield"):          # (Linux, the units' system)
+            os.sched_yield()
         try:
-            self.journal.mark_delivered([m.seq for m in outs])
+            self.journal.mark_delivered([m.seq for m in outs], later=True)   # with the next step
             if self.at_round_boundary() and self.journal.wants_rotation(self.current_round()):
                 self.journal.rotate(self.checkpoint())
         except StorageFull as exc:
