@@ -72,7 +72,7 @@ DISPLAY_LANGUAGES: dict[str, str] = {"en": "English", "zh": "简体中文", "ms"
 DISPLAY_SIZES: dict[str, tuple[int, int]] = {"800x480": (800, 480), "1024x600": (1024, 600),
                                              "1280x800": (1280, 800)}
 #: a technician PIN's salted hash (ui.service.hash_pin: scrypt$N$r$p$salt$hash, hex)
-PIN_HASH = re.compile(r"^scrypt\$[0-9]{1,8}\$[0-9]{1,3}\$[0-9]{1,3}\$[0-9a-f]{16,128}\$[0-9a-f]{32,128}$")
+PIN_HASH = re.compile(r"^scrypt\$[0-9]{1,8}\$[0-9]{1,3}\$[0-9]{1,3}\$[0-9a-f]{16,128}\$[0-9a-f]{32,128}\Z")
 MAX_CONFIG_BYTES = 1_000_000                # a unit's configuration is a few hundred lines
 
 

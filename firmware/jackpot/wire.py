@@ -25,10 +25,10 @@ from firmware import wirejson
 from firmware.link import topics
 
 MAX_REPORT_BYTES = 16 * 1024
-AMOUNT = re.compile(r"^-?(0|[1-9][0-9]{0,11})(\.[0-9]{1,2})?$")
-SHARE = re.compile(r"^(0(\.[0-9]{1,4})?|1(\.0{1,4})?)$")
-REPORT_ID = re.compile(r"^[A-Za-z0-9_.:-]{8,64}$")
-CODE = re.compile(r"^[a-z0-9_]{1,64}$")          # alarm codes, bet names
+AMOUNT = re.compile(r"^-?(0|[1-9][0-9]{0,11})(\.[0-9]{1,2})?\Z")
+SHARE = re.compile(r"^(0(\.[0-9]{1,4})?|1(\.0{1,4})?)\Z")
+REPORT_ID = re.compile(r"^[A-Za-z0-9_.:-]{8,64}\Z")
+CODE = re.compile(r"^[a-z0-9_]{1,64}\Z")          # alarm codes, bet names
 MAX_DETAIL = 1000
 KINDS = ("progressive_wager", "progressive_hit", "envy_bonus", "round_result", "side_bet", "alarm",
          "round_progressive", "round_settlement")
@@ -36,7 +36,7 @@ DEALER = "dealer"                                # a table's dealer unit: <table
 DEALER_KINDS = ("alarm", "round_progressive", "round_settlement")   # what a dealer reports (no box)
 SEAT_KINDS = ("progressive_wager", "progressive_hit", "envy_bonus", "round_result", "side_bet", "alarm")
 MAX_BOXES = 99
-SEAT_UNIT = re.compile(r"^seat-([1-9][0-9]?)$")
+SEAT_UNIT = re.compile(r"^seat-([1-9][0-9]?)\Z")
 # a report's fields: a dealer's has no box
 DEALER_REQUIRED = frozenset({"schema", "id", "unit", "seq", "kind", "table", "body"})
 DEALER_FIELDS = DEALER_REQUIRED | {"round"}
@@ -174,7 +174,7 @@ def _check_body(kind: str, body: Mapping[str, Any]) -> None:
         if not isinstance(body["bet"], str) or not CODE.match(body["bet"]):
             raise ReportRejected("bad_field", f"bet: {body['bet']!r} is not a bet name")
         category = body.get("category")
-        if category is not None and (not isinstance(category, str) or not 0 < len(category) <= 64):
+        if category is not None and (not isinstance(category, str) or not CODE.match(category)):
             raise ReportRejected("bad_field", f"category: {category!r} is not a category name or null")
         _checked_amount(body, "stake")
         _checked_amount(body, "net", positive=False)
@@ -218,7 +218,7 @@ def _check_hit(body: Mapping[str, Any], where: str) -> None:
     """A progressive hit: a fixed ``award`` or a ``meter_share``; for a meter share,
     ``amount`` is what the table pays (the share of its round's meter, to the cent)."""
     _only(body, {"category", "award", "meter_share", "amount"}, {"category", "award", "meter_share"}, where)
-    if not isinstance(body["category"], str) or not 0 < len(body["category"]) <= 64:
+    if not isinstance(body["category"], str) or not CODE.match(body["category"]):
         raise ReportRejected("bad_field", f"category: {body['category']!r}")
     award = _checked_amount(body, "award", nullable=True)
     share = body["meter_share"]

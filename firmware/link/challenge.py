@@ -23,8 +23,8 @@ from . import topics
 from .mqtt import MqttBus
 
 log = logging.getLogger(__name__)
-SEED = re.compile(r"^(?:[0-9a-fA-F]{2}){8,64}$")       # 8..64 bytes, hex
-TX = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+SEED = re.compile(r"^(?:[0-9a-fA-F]{2}){8,64}\Z")       # 8..64 bytes, hex
+TX = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 
 
 def parse_challenge(payload: bytes) -> tuple[str, bytes]:

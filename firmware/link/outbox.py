@@ -56,7 +56,7 @@ SCHEMA = 1
 #: A running-numbered key (``alarm/17``: a name, a slash, a number) is kept as one mark per
 #: name instead, the highest confirmed: its reporter goes through the numbers in order.
 KEEP_KEYS = 2000
-NUMBERED_KEY = re.compile(r"^([a-z_]+)/(\d+)$")
+NUMBERED_KEY = re.compile(r"^([a-z_]+)/(\d+)\Z")
 
 #: The outbox's meta table in a file of its own; in a journal's file (whose ``meta`` is the
 #: journal's) it is ``outbox_meta``.

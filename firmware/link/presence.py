@@ -30,7 +30,7 @@ UNAVAILABLE_NO_BROKER = "progressive closed: this seat has lost its link to the 
 UNAVAILABLE_CONTROLLER = "progressive closed: the jackpot controller is offline"
 UNAVAILABLE_FLOOR = "progressive closed: the table has lost its link to the jackpot controller"
 
-CENTS = re.compile(r"^(0|[1-9][0-9]{0,11})(\.[0-9]{1,2})?$")     # the controller's meter amounts
+CENTS = re.compile(r"^(0|[1-9][0-9]{0,11})(\.[0-9]{1,2})?\Z")     # the controller's meter amounts
 
 
 def meter_problem(meter: Any, table: str | None, maximum: Fraction | None = None) -> str | None:

@@ -11,8 +11,8 @@ import re
 
 from firmware.runtime.bus import ROOT
 
-UNIT_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}/[A-Za-z0-9_.-]{1,64}$")
-LINK_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+UNIT_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}/[A-Za-z0-9_.-]{1,64}\Z")
+LINK_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
 
 
 def check_unit_id(unit_id: str) -> str:

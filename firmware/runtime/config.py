@@ -17,7 +17,7 @@ from firmware.engine.strict import Section
 
 from .dealer import CLOSE_WAIT, DEALER_LAMPS
 
-ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 MAX_BOX = 14                                # a table's boxes: [seat] box 1..14
 PORTS = {"dealer": ("card_shoe", "console"), "seat": ("chip_reader", "lamps")}
 #: Ports a role may have fitted or not: the dealer console's lamps (issue #14.4)

@@ -61,7 +61,7 @@ from firmware.runtime.storage import (
 SCHEMA_VERSION = 2          # 2: each record's time (utc, mono); the unit's starts
 JOURNAL_NAME = "journal.db"
 NEW_SUFFIX = ".new"
-SEGMENT = re.compile(r"^journal-(\d+)-(\d+)\.db$")
+SEGMENT = re.compile(r"^journal-(\d+)-(\d+)\.db\Z")
 #: records per INSERT statement (8 values each, well under SQLite's bound on them)
 ROWS_PER_INSERT = 500
 
