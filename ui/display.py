@@ -20,7 +20,7 @@ from . import screens, widgets
 from .antennas import AntennaReads
 from .i18n import LANGUAGES, tr
 from .presenter import SeatPresenter
-from .rulesinfo import cached_odds, rules_screen, warm_up
+from .rulesinfo import cached_odds, meter_amount, rules_screen, warm_up
 from .seatscreen import SeatScreen
 from .service import ANTENNAS, PinLock, lamp_restore, lamp_test, service_sections
 from .widgets import make
@@ -144,7 +144,9 @@ class SeatDisplayApp(App):
         if profile is None:
             return
         lang = self.presenter.lang
-        meter = self.feed.controller.state.meter if self.feed.controller else None
+        # the controller's meter is wire text ("25009.25"); the return is worked out on the amount
+        text = self.feed.controller.state.meter if self.feed.controller else None
+        meter = meter_amount(text)
         r = rules_screen(profile, lang, meter=meter, computed=cached_odds(profile))
         lines = [("", "   ·   ".join(r.main))]
         for sec in r.sections:

@@ -20,6 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from firmware.engine.money import parse_amount
 from firmware.engine.profile import Profile
 
 from .i18n import tr
@@ -113,6 +114,18 @@ def warm_up(profile: Profile, decks: int | None = None) -> threading.Thread:
     t = threading.Thread(target=odds_for, args=(profile, decks, True), name="odds", daemon=True)
     t.start()
     return t
+
+
+def meter_amount(text: str | None) -> Fraction | None:
+    """The controller's meter as an amount: its status carries wire text ("25009.25"); None
+    when no meter is known (or the text is not an amount: then the screen says no return)."""
+    if text is None:
+        return None
+    try:
+        return parse_amount(text)
+    except ValueError:
+        log.warning("rules screen: the controller's meter %r is not an amount", text)
+        return None
 
 
 def percent(value: Fraction) -> str:

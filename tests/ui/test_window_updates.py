@@ -71,6 +71,15 @@ def test_the_meter_draws_only_when_it_moves_and_counts_up_only_a_rise_the_eye_ne
     assert m4 == m3 and f4 == f3                            # and still again
 
 
+def test_the_rules_screen_shows_the_progressives_return_at_the_controllers_meter(display, tmp_path):  # noqa: F811
+    """The controller's meter is wire text ("25000.00"): the rules screen opened on a
+    progressive profile with the odds worked out and the meter known said nothing (its fill
+    died on text times a Fraction); it shows the return at that meter."""
+    out = probe(display, "rules_meter", tmp_path)
+    assert out["odds"] is True
+    assert any(line.startswith("Return ") and line.endswith("% at this meter") for line in out["lines"]), out["lines"]
+
+
 def test_the_service_screen_shows_each_antennas_raw_reads_live(display, tmp_path):  # noqa: F811
     """Issue 14.6: the service screen's antenna rows follow the reader while it is open
     (set in place: the same line widgets), a tag under antenna 2 shown without reopening."""

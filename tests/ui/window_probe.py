@@ -22,7 +22,7 @@ def main(scenario: str) -> dict[str, Any]:
     from ui.demo import DemoTable
 
     # the meter and the off-screen parts: a profile with a progressive
-    profile = "rws-blackjack-switch" if scenario in ("meter", "off_screen") else "rws-perfect-pairs"
+    profile = "rws-blackjack-switch" if scenario in ("meter", "off_screen", "rules_meter") else "rws-perfect-pairs"
     table = DemoTable(load_profile(profile), pace=0, auto=False)
     app = build_app(table)
     from kivy.clock import Clock
@@ -75,9 +75,9 @@ def main(scenario: str) -> dict[str, Any]:
         later(record("two_cards"))
         later(lambda: table.command(lambda t: t.deal_next()))
         later(record("three_cards"))
-    elif scenario in ("technician_key", "meter", "antennas", "off_screen"):
-        {"technician_key": technician_key_steps, "meter": meter_steps,
-         "antennas": antenna_steps, "off_screen": off_screen_steps}[scenario](app, table, later, out)
+    elif scenario in ("technician_key", "meter", "antennas", "off_screen", "rules_meter"):
+        {"technician_key": technician_key_steps, "meter": meter_steps, "antennas": antenna_steps,
+         "off_screen": off_screen_steps, "rules_meter": rules_meter_steps}[scenario](app, table, later, out)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
     Clock.schedule_once(run_steps, 1.5)
@@ -195,6 +195,23 @@ def off_screen_steps(app: Any, table: Any, later: Callable[..., None], out: dict
     later(rise)
     later(lambda: table.command(lambda t: t.key("n")), 2.0)      # the phase (header) changes
     later(shot("after"))
+
+
+def rules_meter_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str, Any]) -> None:
+    """The rules screen on a progressive profile once the odds are worked out and the
+    controller's meter is known (wire text): its return at that meter."""
+    from ui.rulesinfo import cached_odds, odds_for
+
+    def meter() -> None:
+        odds_for(table.profile)                 # the warm-up's answer (or worked out here)
+        table.controller.set(link="up", meter=Fraction(25000))
+
+    def rules() -> None:
+        app.show("rules")
+        out["odds"] = cached_odds(table.profile) is not None
+        out["lines"] = [w.text for w in reversed(app.sm.current_screen.ids.body.children)]
+    later(meter)
+    later(rules)
 
 
 if __name__ == "__main__":
