@@ -34,7 +34,7 @@ def load_layouts() -> None:
     global _loaded
     if _loaded:
         return
-    for cls in (widgets.Cached, widgets.ChipStack, widgets.BetSpot, widgets.FitLabel, widgets.WrapFit, widgets.CardLabel,
+    for cls in (widgets.Cached, widgets.FramedCached, widgets.ChipStack, widgets.BetSpot, widgets.FitLabel, widgets.WrapFit, widgets.CardLabel,
                 widgets.HandRow, SeatScreen, screens.InfoScreen, screens.RulesScreen, screens.HistoryScreen,
                 screens.HelpScreen, screens.ServiceScreen, screens.LanguageScreen, screens.PinScreen):
         Factory.register(cls.__name__, cls=cls)
