@@ -19,6 +19,7 @@ from kivy.uix.screenmanager import NoTransition, ScreenManager
 from . import screens, widgets
 from .antennas import AntennaReads
 from .i18n import LANGUAGES, tr
+from .memory import give_back
 from .presenter import SeatPresenter
 from .rulesinfo import cached_odds, meter_amount, rules_screen, warm_up
 from .seatscreen import SeatScreen
@@ -127,6 +128,10 @@ class SeatDisplayApp(App):
     # -- screens -----------------------------------------------------------------
 
     def show(self, name: str) -> None:
+        if name == "seat" and self.sm.current != "seat":
+            # the other screen's freed heap back to the system once the player's screen is
+            # drawn (and Kivy has released the textures it dropped): docs/ui.md "Memory"
+            Clock.schedule_once(lambda _dt: give_back(), 0.5)
         fill = {"rules": self._fill_rules, "history": self._fill_history, "help": self._fill_help,
                 "language": self._fill_language, "service": self._fill_service, "pin": self._fill_pin}.get(name)
         if fill is not None:

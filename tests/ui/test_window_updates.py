@@ -80,6 +80,16 @@ def test_the_rules_screen_shows_the_progressives_return_at_the_controllers_meter
     assert any(line.startswith("Return ") and line.endswith("% at this meter") for line in out["lines"]), out["lines"]
 
 
+def test_back_on_the_players_screen_the_display_gives_freed_heap_back(display, tmp_path):  # noqa: F811
+    """Issue 14 (RSS): the other screens' labels, textures and the odds' fill leave freed
+    heap that glibc keeps (~5-10 MB after every screen, llvmpipe); back on the player's
+    screen the display hands it back (``ui.memory.give_back``): one more malloc_trim
+    then finds almost nothing left to return."""
+    out = probe(display, "freed", tmp_path)
+    assert out["screen"] == "seat"
+    assert out["freed_held_mb"] < 1.5, out
+
+
 def test_the_service_screen_shows_each_antennas_raw_reads_live(display, tmp_path):  # noqa: F811
     """Issue 14.6: the service screen's antenna rows follow the reader while it is open
     (set in place: the same line widgets), a tag under antenna 2 shown without reopening."""

@@ -75,9 +75,10 @@ def main(scenario: str) -> dict[str, Any]:
         later(record("two_cards"))
         later(lambda: table.command(lambda t: t.deal_next()))
         later(record("three_cards"))
-    elif scenario in ("technician_key", "meter", "antennas", "off_screen", "rules_meter"):
+    elif scenario in ("technician_key", "meter", "antennas", "off_screen", "rules_meter", "freed"):
         {"technician_key": technician_key_steps, "meter": meter_steps, "antennas": antenna_steps,
-         "off_screen": off_screen_steps, "rules_meter": rules_meter_steps}[scenario](app, table, later, out)
+         "off_screen": off_screen_steps, "rules_meter": rules_meter_steps,
+         "freed": freed_steps}[scenario](app, table, later, out)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
     Clock.schedule_once(run_steps, 1.5)
@@ -212,6 +213,27 @@ def rules_meter_steps(app: Any, table: Any, later: Callable[..., None], out: dic
         out["lines"] = [w.text for w in reversed(app.sm.current_screen.ids.body.children)]
     later(meter)
     later(rules)
+
+
+def freed_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str, Any]) -> None:
+    """Every screen opened in turn in each language, then the player's screen again: how much freed heap the
+    process still holds then (what one more ``malloc_trim`` gives back, in MB)."""
+    import ctypes
+
+    def rss_mb() -> float:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * 4096 / 2**20
+
+    for lang in ("zh", "ms", "en"):
+        later(lambda lang=lang: app.set_language(lang), 0.5)
+        for name in ("rules", "history", "help", "language", "service", "seat"):
+            later(lambda name=name: app.show(name), 0.5)
+
+    def held() -> None:
+        before = rss_mb()
+        ctypes.CDLL(None).malloc_trim(0)
+        out["freed_held_mb"] = before - rss_mb()
+        out["screen"] = app.sm.current
+    later(held)
 
 
 if __name__ == "__main__":
