@@ -68,6 +68,7 @@ class SeatDisplayApp(App):
         self._antennas = None
         self._antenna_lines: tuple[Any, list] = (None, [])    # the tap, its lines on the service screen
         self._live: Any = None              # the service screen's 1 s refresh while shown
+        self._warmed: str | None = None     # the profile whose odds are being worked out
 
     def build(self):
         self._resize(Window, Window.size)
@@ -78,11 +79,18 @@ class SeatDisplayApp(App):
         sm.add_widget(self.seat_screen)
         self.sm = sm
         self.presenter.listen(self._show_screen)
-        if self.feed.profile is not None:
-            warm_up(self.feed.profile)
+        self._warm_up()
         Window.bind(on_flip=self._on_flip)
         self.feed.start(self.on_snapshot)
         return sm
+
+    def _warm_up(self) -> None:
+        """The rules screen's odds, worked out in the background once the seat knows its
+        game: a real seat learns it from the dealer's state, after its screen is up."""
+        profile = self.feed.profile
+        if profile is not None and profile.name != self._warmed:
+            self._warmed = profile.name
+            warm_up(profile)
 
     def _on_flip(self, *_a) -> None:
         self.frames += 1
@@ -101,6 +109,7 @@ class SeatDisplayApp(App):
     def _deliver(self) -> None:
         snap, self._pending_snapshot = self._pending_snapshot, None
         if snap is not None:            # several snapshots in one frame: the last wins
+            self._warm_up()
             if self._antennas is None and getattr(self.feed, "source", None) is not None:
                 # the reader's raw reads per antenna from now on, for the service screen
                 self._antennas = AntennaReads.attach(self.feed.source.seat)

@@ -80,6 +80,17 @@ def test_the_rules_screen_shows_the_progressives_return_at_the_controllers_meter
     assert any(line.startswith("Return ") and line.endswith("% at this meter") for line in out["lines"]), out["lines"]
 
 
+def test_a_seat_that_learns_its_game_after_its_screen_is_up_shows_the_odds(display, tmp_path):  # noqa: F811
+    """A real seat knows its profile only from the dealer's state, after the display is
+    built: the warm-up at build had nothing to work on and the rules screen said "Working
+    out the odds..." for good; the odds are worked out once the profile is known."""
+    out = probe(display, "late_profile", tmp_path)
+    assert out["profile_at_start"] is False and out["profile_later"] is True
+    assert out["odds"] is True
+    assert not any("Working out the odds" in line for line in out["lines"]), out["lines"]
+    assert any("House edge" in line for line in out["lines"]), out["lines"]
+
+
 def test_back_on_the_players_screen_the_display_gives_freed_heap_back(display, tmp_path):  # noqa: F811
     """Issue 14 (RSS): the other screens' labels, textures and the odds' fill leave freed
     heap that glibc keeps (~5-10 MB after every screen, llvmpipe); back on the player's

@@ -17,6 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def main(scenario: str) -> dict[str, Any]:
+    if scenario == "late_profile":
+        return late_profile()
     from firmware.engine.profile import load_profile
     from ui.app import build_app
     from ui.demo import DemoTable
@@ -234,6 +236,44 @@ def freed_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str,
         out["freed_held_mb"] = before - rss_mb()
         out["screen"] = app.sm.current
     later(held)
+
+
+def late_profile() -> dict[str, Any]:
+    """A seat that learns its game only from the dealer, after its screen is up (a real
+    seat's: ``seat.profile`` comes with the dealer's state): the rules screen's odds are
+    worked out once it knows it, and the rules screen shows them."""
+    import tempfile
+
+    from firmware.engine.profile import load_profile
+    from firmware.sim.table import InProcessTable, TableSpec, seat_spots
+    from tests.ui.helpers import LIMITS, registry
+    from ui.app import build_app
+    from ui.feed import SeatFeed
+    from ui.rulesinfo import cached_odds
+    profile = load_profile("uk-4-deck")
+    table = InProcessTable(TableSpec("t1", profile, 1, Path(tempfile.mkdtemp()), boxes=1, limits=LIMITS),
+                           registry(1, len(seat_spots(profile))))
+    seat = table.seats[1]
+    out: dict[str, Any] = {"profile_at_start": seat.profile is not None}
+    app = build_app(SeatFeed(seat, table=table))
+    from kivy.clock import Clock
+
+    def boot(_dt: float) -> None:
+        table.boot()
+        table.console.press("open_bets")
+        table.settle()
+        out["profile_later"] = seat.profile is not None
+        Clock.schedule_once(rules, 6.0)
+
+    def rules(_dt: float) -> None:
+        out["odds"] = cached_odds(profile) is not None
+        app.show("rules")
+        out["lines"] = [w.text for w in reversed(app.sm.current_screen.ids.body.children)]
+        app.stop()
+    Clock.schedule_once(boot, 1.0)
+    app.run()
+    table.close()
+    return out
 
 
 if __name__ == "__main__":
