@@ -54,6 +54,48 @@ def soft_gl_mb() -> float:
     return total / 1024
 
 
+def rss_parts() -> dict[str, float]:
+    """Resident MB by kind of mapping (/proc/self/smaps): the software rasteriser's
+    libraries, the other libraries, malloc's heap (C code: Mesa, SDL, FreeType, SQLite, and
+    Python's larger objects), anonymous maps (Python's object arenas, llvmpipe's and
+    malloc's big blocks, thread stacks), X shared memory (the window's image), other files."""
+    parts: dict[str, float] = {}
+    kind = "anon"
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and not head[0].endswith(":"):
+            name = head[5] if len(head) > 5 else ""
+            kind = ("soft GL libs" if any(n in name for n in SOFT_GL) else
+                    "libraries" if ".so" in name else "malloc heap" if name == "[heap]" else
+                    "anon" if name in ("", "[stack]") else "X shm" if name.startswith("/SYSV") else "other")
+        elif head[:1] == ["Rss:"]:
+            parts[kind] = parts.get(kind, 0.0) + int(head[1]) / 1024
+    return parts
+
+
+TOUR = ("rules", "history", "help", "language", "service", "seat")
+
+
+def screens_tour(app: Any, clock: Any, done: Callable[[], None]) -> None:
+    """Every screen opened in turn in each language, then the player's screen again (a
+    long-running seat's RSS: the screens stay made once opened)."""
+    steps = [(lang, name) for lang in ("zh", "ms", "en") for name in TOUR]
+
+    def step(i: int) -> None:
+        if i == len(steps):
+            clock.schedule_once(lambda _dt: done(), 1.5)
+            return
+        lang, name = steps[i]
+        try:
+            if app.presenter.lang != lang:
+                app.set_language(lang)
+            app.show(name)
+        except Exception as exc:  # noqa: BLE001 - a screen that fails is said, the tour goes on
+            print(f"bench: the {name} screen ({lang}) failed: {exc!r}", file=sys.stderr)
+        clock.schedule_once(lambda _dt: step(i + 1), 0.4)
+    step(0)
+
+
 def gl_renderer() -> str:
     from kivy.graphics.opengl import GL_RENDERER, glGetString
     raw = glGetString(GL_RENDERER)
@@ -206,11 +248,17 @@ def child_window() -> dict[str, Any]:
                 meter[0] += Fraction(37, 4)
                 table.controller.set(link="up", meter=meter[0])
 
+            def toured() -> None:
+                res["rss_toured_mb"] = rss_mb()
+                res["parts_toured"] = rss_parts()
+                app.stop()
+
             def done(cpu: float, raster: float) -> None:
                 res["idle_cpu"], res["raster_cpu"] = cpu, raster
                 res["rss_mb"] = rss_mb()
                 res["soft_gl_mb"] = soft_gl_mb()
-                app.stop()
+                res["parts"] = rss_parts()
+                screens_tour(app, Clock, toured)
             Clock.schedule_once(lambda _dt: idle_cpu(Clock, contribute, done), 0.5)
             return
         amount = Fraction(5 * (i % 8 + 1))
@@ -267,6 +315,7 @@ def child_bare() -> dict[str, Any]:
                 res["idle_cpu"], res["raster_cpu"] = cpu, raster
                 res["rss_mb"] = rss_mb()
                 res["soft_gl_mb"] = soft_gl_mb()
+                res["parts"] = rss_parts()
                 app.stop()
             Clock.schedule_once(lambda _dt: idle_cpu(Clock, every, done), 0.5)
             return
@@ -281,20 +330,96 @@ def child_bare() -> dict[str, Any]:
     return res
 
 
+def seat_run_rss(display: str) -> dict[str, float]:
+    """RSS of a real seat process with its display (``betbox run``, as on a seat's Pi):
+    mosquitto, the jackpot controller and the dealer unit in their own processes, the shoe
+    and the seat's RFID reader simulated on ptys; the first frame, bets opened, the main
+    bet changed 10 times by the reader, then 5 s. The process's RSS and its soft GL share."""
+    import tempfile
+
+    from firmware.engine.profile import load_profile
+    from firmware.runtime.spots import seat_spots
+    from tests.link.broker import Broker
+    from tests.link.helpers import wait_until
+    from tests.link.units import CHIPS, Devices, UnitProcess, dealer_config, jackpot_config, write_toml
+    profile = load_profile("rws-blackjack-switch")
+    spots = list(seat_spots(profile))
+    with tempfile.TemporaryDirectory(prefix="bench-ui-seat-") as name:
+        tmp = Path(name)
+        broker = Broker(tmp / "mosquitto").start()
+        devices = Devices(spots)
+        units: list[Any] = []
+        try:
+            units.append(UnitProcess("jackpot", jackpot_config(tmp, broker.url, "main"), tmp))
+            dealer = UnitProcess("dealer", dealer_config(tmp, broker.url, "bench", profile, devices.shoe.transport.path),
+                                 tmp, drive=tmp / "dealer.drive")
+            units.append(dealer)
+            chips = tmp / "chips.csv"
+            chips.write_text("uid,denomination,status\n" + "".join(f"{u},{d},valid\n" for u, d in CHIPS.items()))
+            config = write_toml(tmp / "seat-1.toml", {
+                "unit": {"role": "seat", "id": "seat-1", "table": "bench", "state_dir": str(tmp / "seat-1")},
+                "link": {"broker": broker.url, "jackpot": "main"},
+                "display": {"lang": "en", "size": "800x480", "fullscreen": False},
+                "seat": {"box": 1, "spots": spots, "chips": str(chips)},
+                "hardware.chip_reader": {"backend": "serial", "port": devices.reader.transport.path, "spots": spots},
+                "hardware.lamps": {"backend": "mock", "lamps": ["progressive", "bets_locked"]}})
+            os.environ.update(DISPLAY=display, KIVY_NO_ARGS="1", KIVY_NO_CONSOLELOG="1")
+            seat = UnitProcess("seat-1", config, tmp)
+            units.append(seat)
+            wait_until(lambda: "display showing (first frame)" in seat.output(), 120, "the seat's first frame")
+            dealer.send("press open_bets")
+            time.sleep(2)
+            uids = list(CHIPS)
+            for i in range(10):
+                devices.reader.remove("main")
+                devices.reader.place("main", *uids[: 1 + i % len(uids)])
+                time.sleep(0.5)
+            time.sleep(5)
+            status = Path(f"/proc/{seat.proc.pid}/status").read_text()
+            rss = int(next(ln for ln in status.splitlines() if ln.startswith("VmRSS:")).split()[1]) / 1024
+            soft, mapped = 0, False
+            for line in Path(f"/proc/{seat.proc.pid}/smaps").read_text().splitlines():
+                head = line.split()
+                if head and "-" in head[0] and not head[0].endswith(":"):
+                    mapped = len(head) > 5 and any(n in head[5] for n in SOFT_GL)
+                elif mapped and head[:1] == ["Rss:"]:
+                    soft += int(head[1])
+            return {"rss_mb": rss, "soft_gl_mb": soft / 1024}
+        finally:
+            for unit in reversed(units):
+                unit.terminate()
+            devices.close()
+            broker.stop()
+
+
 def spread(values: list[float]) -> str:
     v = sorted(values)
     return f"{v[0]:6.1f} /{statistics.median(v):6.1f} /{v[-1]:6.1f}"
+
+
+def print_parts(rows: list[tuple[str, list[dict[str, Any]]]]) -> None:
+    """The RSS by kind of mapping, median of each configuration's runs (``rss_parts``)."""
+    kinds = ("soft GL libs", "libraries", "malloc heap", "anon", "X shm", "other")
+    print("RSS by kind of mapping, MB (median of the runs):" + "".join(f" {k:>13}" for k in kinds))
+    for name, runs in rows:
+        for label, key in (("", "parts"), (" after every screen", "parts_toured")):
+            have = [r[key] for r in runs if key in r]
+            if have:
+                print(f"  {name + label:52}" + "".join(f" {statistics.median(p.get(k, 0.0) for p in have):13.1f}"
+                                                     for k in kinds))
 
 
 def main() -> int:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         kind = sys.argv[2]
         out = (child_window() if kind == "window" else child_bare() if kind == "bare" else
-               child_headless(int(kind.split(":")[1])))
+               seat_run_rss(os.environ["DISPLAY"]) if kind == "seat_run" else child_headless(int(kind.split(":")[1])))
         print(json.dumps(out))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seat-runs", type=int, default=3,
+                    help="runs of a real `betbox run` seat with its display (RSS as on a seat's Pi)")
     ap.add_argument("--clocks", default="interrupt:30,free_all:30,interrupt:60",
                     help="Kivy clock:maxfps pairs to measure beside the default:30 baseline"
                          " (the display as shipped before issue 18)")
@@ -316,6 +441,13 @@ def main() -> int:
             raise SystemExit(out.stderr[-2000:])
         return json.loads(out.stdout.strip().splitlines()[-1])
 
+    def seat_run() -> dict[str, Any]:
+        out = subprocess.run([sys.executable, __file__, "--child", "seat_run"], capture_output=True, text=True,
+                             env=env, timeout=300, cwd=ROOT)
+        if out.returncode:
+            raise SystemExit(out.stderr[-2000:])
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
     rows: list[tuple[str, list[dict[str, Any]]]] = []
     try:
         head, one = run("headless:7"), run("headless:1")
@@ -323,6 +455,7 @@ def main() -> int:
         for clock in configs:
             rows.append((f"bare Kivy label, {clock}", [run("bare", clock) for _ in range(args.runs)]))
             rows.append((f"seat display,    {clock}", [run("window", clock) for _ in range(args.runs)]))
+        seat_runs = [seat_run() for _ in range(args.seat_runs)]
     finally:
         if xvfb is not None:
             xvfb.terminate()
@@ -356,6 +489,16 @@ def main() -> int:
           f" {head['rss_mb'] - head['modules_mb']:.0f} MB over the interpreter and modules"
           f" ({head['rss_mb']:.0f} MB without a UI); 6 of those seat units ({extra:.0f} MB) are not on a"
           f" seat's Pi (1 seat unit: {one['rss_mb']:.0f} MB without a UI)")
+    print_parts(rows)
+    if seat_runs:
+        print(f"a real seat process with its display (betbox run; mosquitto, the jackpot controller and the dealer"
+              f" in their own processes), {len(seat_runs)} runs: RSS {spread([r['rss_mb'] for r in seat_runs])} MB;"
+              f" less soft GL {spread([r['rss_mb'] - r['soft_gl_mb'] for r in seat_runs])} MB")
+    if seat:
+        toured = [r["rss_toured_mb"] - extra for r in seat]
+        print(f"after every screen in zh, ms and en, back on the player's screen: RSS"
+              f" {spread([r['rss_toured_mb'] for r in seat])} MB; as on a seat's Pi {spread(toured)} MB;"
+              f" also less soft GL: {spread([v - r['parts_toured'].get('soft GL libs', 0.0) for v, r in zip(toured, seat, strict=True)])} MB")
     if seat:
         less = [r["rss_mb"] - extra for r in seat]
         print(f"seat display's RSS as on a seat's Pi (one seat unit; the dealer's share still counted):"

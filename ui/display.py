@@ -19,8 +19,9 @@ from kivy.uix.screenmanager import NoTransition, ScreenManager
 from . import screens, widgets
 from .antennas import AntennaReads
 from .i18n import LANGUAGES, tr
+from .memory import give_back
 from .presenter import SeatPresenter
-from .rulesinfo import cached_odds, rules_screen, warm_up
+from .rulesinfo import cached_odds, meter_amount, rules_screen, warm_up
 from .seatscreen import SeatScreen
 from .service import ANTENNAS, PinLock, lamp_restore, lamp_test, service_sections
 from .widgets import make
@@ -34,7 +35,7 @@ def load_layouts() -> None:
     global _loaded
     if _loaded:
         return
-    for cls in (widgets.Cached, widgets.ChipStack, widgets.BetSpot, widgets.FitLabel, widgets.WrapFit, widgets.CardLabel,
+    for cls in (widgets.Cached, widgets.FramedCached, widgets.ChipStack, widgets.BetSpot, widgets.FitLabel, widgets.WrapFit, widgets.CardLabel,
                 widgets.HandRow, SeatScreen, screens.InfoScreen, screens.RulesScreen, screens.HistoryScreen,
                 screens.HelpScreen, screens.ServiceScreen, screens.LanguageScreen, screens.PinScreen):
         Factory.register(cls.__name__, cls=cls)
@@ -67,6 +68,7 @@ class SeatDisplayApp(App):
         self._antennas = None
         self._antenna_lines: tuple[Any, list] = (None, [])    # the tap, its lines on the service screen
         self._live: Any = None              # the service screen's 1 s refresh while shown
+        self._warmed: str | None = None     # the profile whose odds are being worked out
 
     def build(self):
         self._resize(Window, Window.size)
@@ -77,11 +79,18 @@ class SeatDisplayApp(App):
         sm.add_widget(self.seat_screen)
         self.sm = sm
         self.presenter.listen(self._show_screen)
-        if self.feed.profile is not None:
-            warm_up(self.feed.profile)
+        self._warm_up()
         Window.bind(on_flip=self._on_flip)
         self.feed.start(self.on_snapshot)
         return sm
+
+    def _warm_up(self) -> None:
+        """The rules screen's odds, worked out in the background once the seat knows its
+        game: a real seat learns it from the dealer's state, after its screen is up."""
+        profile = self.feed.profile
+        if profile is not None and profile.name != self._warmed:
+            self._warmed = profile.name
+            warm_up(profile)
 
     def _on_flip(self, *_a) -> None:
         self.frames += 1
@@ -100,6 +109,7 @@ class SeatDisplayApp(App):
     def _deliver(self) -> None:
         snap, self._pending_snapshot = self._pending_snapshot, None
         if snap is not None:            # several snapshots in one frame: the last wins
+            self._warm_up()
             if self._antennas is None and getattr(self.feed, "source", None) is not None:
                 # the reader's raw reads per antenna from now on, for the service screen
                 self._antennas = AntennaReads.attach(self.feed.source.seat)
@@ -127,6 +137,10 @@ class SeatDisplayApp(App):
     # -- screens -----------------------------------------------------------------
 
     def show(self, name: str) -> None:
+        if name == "seat" and self.sm.current != "seat":
+            # the other screen's freed heap back to the system once the player's screen is
+            # drawn (and Kivy has released the textures it dropped): docs/ui.md "Memory"
+            Clock.schedule_once(lambda _dt: give_back(), 0.5)
         fill = {"rules": self._fill_rules, "history": self._fill_history, "help": self._fill_help,
                 "language": self._fill_language, "service": self._fill_service, "pin": self._fill_pin}.get(name)
         if fill is not None:
@@ -144,7 +158,9 @@ class SeatDisplayApp(App):
         if profile is None:
             return
         lang = self.presenter.lang
-        meter = self.feed.controller.state.meter if self.feed.controller else None
+        # the controller's meter is wire text ("25009.25"); the return is worked out on the amount
+        text = self.feed.controller.state.meter if self.feed.controller else None
+        meter = meter_amount(text)
         r = rules_screen(profile, lang, meter=meter, computed=cached_odds(profile))
         lines = [("", "   ·   ".join(r.main))]
         for sec in r.sections:

@@ -53,6 +53,9 @@ class OffScreen(Widget):
 
     UNDER = BG
     MARGIN = 1
+    #: a stencil buffer (4 bytes a pixel, kept in RAM by llvmpipe) only where a part draws
+    #: through one: a translucent thick ``Line`` (the meter's gold frame, ``FramedCached``)
+    STENCIL = False
     #: BETBOX_UI_OFFSCREEN=0 draws these parts directly, for a comparison (bench_ui, tests)
     ENABLED = os.environ.get("BETBOX_UI_OFFSCREEN", "1") != "0"
     _fbo = None
@@ -75,8 +78,7 @@ class OffScreen(Widget):
         )
         self.canvas = Canvas()
         with self.canvas:
-            # a stencil: a translucent thick Line (the meter's frame) draws through one
-            self._fbo = Fbo(size=(1, 1), with_stencilbuffer=True)
+            self._fbo = Fbo(size=(1, 1), with_stencilbuffer=self.STENCIL)
             Color(1, 1, 1, 1)
             self._blit = Rectangle(size=(1, 1), texture=self._fbo.texture)
         with self._fbo.before:
@@ -131,6 +133,13 @@ class Cached(OffScreen):
         super()._place()
         for child in self.children:
             child.pos, child.size = self.pos, self.size
+
+
+class FramedCached(Cached):
+    """A ``Cached`` part with a stencil: the meter, whose translucent gold frame (a thick
+    ``Line``) draws through one (without it the frame filled the band)."""
+
+    STENCIL = True
 
 
 class ChipStack(Widget):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from fractions import Fraction
 
@@ -9,7 +10,7 @@ import pytest
 
 from firmware.engine.profile import load_profile
 from ui import fonts
-from ui.rulesinfo import odds_for, rules_screen
+from ui.rulesinfo import meter_amount, odds_for, rules_screen
 from ui.service import NOT_AVAILABLE, LogRing, PinLock, check_pin, hash_pin, lamp_restore, lamp_test, service_sections
 from ui.source import ControllerFeed
 
@@ -145,3 +146,11 @@ def test_a_seat_configuration_keeps_the_pin_only_as_a_salted_hash():
         parse_config(garbled)
     none = dict(seat, display={k: v for k, v in seat["display"].items() if k != "pin_hash"})
     assert parse_config(none).display.pin == ""            # no PIN: the service screen stays shut
+
+
+def test_the_rules_screens_meter_is_the_controllers_wire_text_as_an_amount(caplog):
+    assert meter_amount("25009.25") == Fraction(100037, 4)
+    assert meter_amount(None) is None
+    with caplog.at_level(logging.WARNING, logger="ui.rulesinfo"):
+        assert meter_amount("lots") is None
+    assert "the controller's meter 'lots' is not an amount" in caplog.text

@@ -71,6 +71,36 @@ def test_the_meter_draws_only_when_it_moves_and_counts_up_only_a_rise_the_eye_ne
     assert m4 == m3 and f4 == f3                            # and still again
 
 
+def test_the_rules_screen_shows_the_progressives_return_at_the_controllers_meter(display, tmp_path):  # noqa: F811
+    """The controller's meter is wire text ("25000.00"): the rules screen opened on a
+    progressive profile with the odds worked out and the meter known said nothing (its fill
+    died on text times a Fraction); it shows the return at that meter."""
+    out = probe(display, "rules_meter", tmp_path)
+    assert out["odds"] is True
+    assert any(line.startswith("Return ") and line.endswith("% at this meter") for line in out["lines"]), out["lines"]
+
+
+def test_a_seat_that_learns_its_game_after_its_screen_is_up_shows_the_odds(display, tmp_path):  # noqa: F811
+    """A real seat knows its profile only from the dealer's state, after the display is
+    built: the warm-up at build had nothing to work on and the rules screen said "Working
+    out the odds..." for good; the odds are worked out once the profile is known."""
+    out = probe(display, "late_profile", tmp_path)
+    assert out["profile_at_start"] is False and out["profile_later"] is True
+    assert out["odds"] is True
+    assert not any("Working out the odds" in line for line in out["lines"]), out["lines"]
+    assert any("House edge" in line for line in out["lines"]), out["lines"]
+
+
+def test_back_on_the_players_screen_the_display_gives_freed_heap_back(display, tmp_path):  # noqa: F811
+    """Issue 14 (RSS): the other screens' labels, textures and the odds' fill leave freed
+    heap that glibc keeps (~5-10 MB after every screen, llvmpipe); back on the player's
+    screen the display hands it back (``ui.memory.give_back``): one more malloc_trim
+    then finds almost nothing left to return."""
+    out = probe(display, "freed", tmp_path)
+    assert out["screen"] == "seat"
+    assert out["freed_held_mb"] < 1.5, out
+
+
 def test_the_service_screen_shows_each_antennas_raw_reads_live(display, tmp_path):  # noqa: F811
     """Issue 14.6: the service screen's antenna rows follow the reader while it is open
     (set in place: the same line widgets), a tag under antenna 2 shown without reopening."""

@@ -17,12 +17,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def main(scenario: str) -> dict[str, Any]:
+    if scenario == "late_profile":
+        return late_profile()
     from firmware.engine.profile import load_profile
     from ui.app import build_app
     from ui.demo import DemoTable
 
     # the meter and the off-screen parts: a profile with a progressive
-    profile = "rws-blackjack-switch" if scenario in ("meter", "off_screen") else "rws-perfect-pairs"
+    profile = "rws-blackjack-switch" if scenario in ("meter", "off_screen", "rules_meter") else "rws-perfect-pairs"
     table = DemoTable(load_profile(profile), pace=0, auto=False)
     app = build_app(table)
     from kivy.clock import Clock
@@ -75,9 +77,10 @@ def main(scenario: str) -> dict[str, Any]:
         later(record("two_cards"))
         later(lambda: table.command(lambda t: t.deal_next()))
         later(record("three_cards"))
-    elif scenario in ("technician_key", "meter", "antennas", "off_screen"):
-        {"technician_key": technician_key_steps, "meter": meter_steps,
-         "antennas": antenna_steps, "off_screen": off_screen_steps}[scenario](app, table, later, out)
+    elif scenario in ("technician_key", "meter", "antennas", "off_screen", "rules_meter", "freed"):
+        {"technician_key": technician_key_steps, "meter": meter_steps, "antennas": antenna_steps,
+         "off_screen": off_screen_steps, "rules_meter": rules_meter_steps,
+         "freed": freed_steps}[scenario](app, table, later, out)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
     Clock.schedule_once(run_steps, 1.5)
@@ -195,6 +198,82 @@ def off_screen_steps(app: Any, table: Any, later: Callable[..., None], out: dict
     later(rise)
     later(lambda: table.command(lambda t: t.key("n")), 2.0)      # the phase (header) changes
     later(shot("after"))
+
+
+def rules_meter_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str, Any]) -> None:
+    """The rules screen on a progressive profile once the odds are worked out and the
+    controller's meter is known (wire text): its return at that meter."""
+    from ui.rulesinfo import cached_odds, odds_for
+
+    def meter() -> None:
+        odds_for(table.profile)                 # the warm-up's answer (or worked out here)
+        table.controller.set(link="up", meter=Fraction(25000))
+
+    def rules() -> None:
+        app.show("rules")
+        out["odds"] = cached_odds(table.profile) is not None
+        out["lines"] = [w.text for w in reversed(app.sm.current_screen.ids.body.children)]
+    later(meter)
+    later(rules)
+
+
+def freed_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str, Any]) -> None:
+    """Every screen opened in turn in each language, then the player's screen again: how much freed heap the
+    process still holds then (what one more ``malloc_trim`` gives back, in MB)."""
+    import ctypes
+
+    def rss_mb() -> float:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * 4096 / 2**20
+
+    for lang in ("zh", "ms", "en"):
+        later(lambda lang=lang: app.set_language(lang), 0.5)
+        for name in ("rules", "history", "help", "language", "service", "seat"):
+            later(lambda name=name: app.show(name), 0.5)
+
+    def held() -> None:
+        before = rss_mb()
+        ctypes.CDLL(None).malloc_trim(0)
+        out["freed_held_mb"] = before - rss_mb()
+        out["screen"] = app.sm.current
+    later(held)
+
+
+def late_profile() -> dict[str, Any]:
+    """A seat that learns its game only from the dealer, after its screen is up (a real
+    seat's: ``seat.profile`` comes with the dealer's state): the rules screen's odds are
+    worked out once it knows it, and the rules screen shows them."""
+    import tempfile
+
+    from firmware.engine.profile import load_profile
+    from firmware.sim.table import InProcessTable, TableSpec, seat_spots
+    from tests.ui.helpers import LIMITS, registry
+    from ui.app import build_app
+    from ui.feed import SeatFeed
+    from ui.rulesinfo import cached_odds
+    profile = load_profile("uk-4-deck")
+    table = InProcessTable(TableSpec("t1", profile, 1, Path(tempfile.mkdtemp()), boxes=1, limits=LIMITS),
+                           registry(1, len(seat_spots(profile))))
+    seat = table.seats[1]
+    out: dict[str, Any] = {"profile_at_start": seat.profile is not None}
+    app = build_app(SeatFeed(seat, table=table))
+    from kivy.clock import Clock
+
+    def boot(_dt: float) -> None:
+        table.boot()
+        table.console.press("open_bets")
+        table.settle()
+        out["profile_later"] = seat.profile is not None
+        Clock.schedule_once(rules, 6.0)
+
+    def rules(_dt: float) -> None:
+        out["odds"] = cached_odds(profile) is not None
+        app.show("rules")
+        out["lines"] = [w.text for w in reversed(app.sm.current_screen.ids.body.children)]
+        app.stop()
+    Clock.schedule_once(boot, 1.0)
+    app.run()
+    table.close()
+    return out
 
 
 if __name__ == "__main__":
