@@ -85,21 +85,30 @@ def pg_ticks(pg: PgCluster) -> int:
 
 
 def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: bool = False) -> float:
-    ctl = JackpotController(store(kind, tmp, pg), [POOL])
+    """``kind``: sqlite, postgresql (a batch at a time: ingest_batch) or postgresql-overlapped
+    (the next batch worked out while the last one commits: ingest_overlapped, as the service)."""
+    overlapped = kind == "postgresql-overlapped"
+    ctl = JackpotController(store("postgresql" if overlapped else kind, tmp, pg), [POOL])
     msgs = messages(n)
+    batches = [msgs[i:i + BATCH] for i in range(0, len(msgs), BATCH)]
     prof = cProfile.Profile() if profile else None
-    server0 = pg_ticks(pg) if pg is not None and kind == "postgresql" else 0
+    on_pg = kind.startswith("postgresql")
+    server0 = pg_ticks(pg) if pg is not None and on_pg else 0
     c0 = time.process_time()
     t0 = time.perf_counter()
     if prof:
         prof.enable()
-    for i in range(0, len(msgs), BATCH):
-        ctl.ingest_batch(msgs[i:i + BATCH])
+    if overlapped:
+        rest = iter(batches[1:])
+        ctl.ingest_overlapped(batches[0], lambda: next(rest, None), lambda results: None)
+    else:
+        for batch in batches:
+            ctl.ingest_batch(batch)
     if prof:
         prof.disable()
     dt = time.perf_counter() - t0
     CPU.setdefault(kind, []).append((time.process_time() - c0) / len(msgs) * 1e6)
-    if pg is not None and kind == "postgresql":
+    if pg is not None and on_pg:
         ticks = pg_ticks(pg) - server0
         SERVER_CPU.setdefault(kind, []).append(ticks / os.sysconf("SC_CLK_TCK") / len(msgs) * 1e6)
     assert report(ctl.db)["pools"]["main"]["meters"]["wagers"] == n // 2
@@ -123,9 +132,14 @@ def main() -> None:
     ap.add_argument("--only", choices=("sqlite", "postgresql"), help="one store only")
     ap.add_argument("--paho-publishers", action="store_true",
                     help="through the broker, load from paho clients (bench_mqtt's) instead of raw MQTT")
+    ap.add_argument("--postgres", action="store_true", help="PostgreSQL only (= --only postgresql)")
     args = ap.parse_args()
+    if args.postgres:
+        args.only = "postgresql"
     kinds = [args.only] if args.only else ["sqlite", "postgresql"]
     pg = PgCluster().start() if "postgresql" in kinds else None
+    # direct on PostgreSQL: a batch at a time and overlapped, in turn in every run
+    direct = [k for kind in kinds for k in ([kind, "postgresql-overlapped"] if kind == "postgresql" else [kind])]
     try:
         with tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
@@ -133,12 +147,12 @@ def main() -> None:
                 profile_via_broker(kinds, args.burst, tmp, pg)
                 return
             if args.profile:
-                for kind in kinds:
+                for kind in direct:
                     ingest_direct(kind, args.burst, tmp, pg, profile=True)
                 return
             figures: dict[str, list[float]] = {}
             for _ in range(args.runs):
-                for kind in kinds:
+                for kind in direct:
                     figures.setdefault(f"direct {kind}", []).append(ingest_direct(kind, args.burst, tmp, pg))
             if args.broker:
                 broker = Broker(tmp / "mosquitto").start()
