@@ -94,6 +94,7 @@ def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: b
     prof = cProfile.Profile() if profile else None
     on_pg = kind.startswith("postgresql")
     server0 = pg_ticks(pg) if pg is not None and on_pg else 0
+    sched0 = schedstat()
     c0 = time.process_time()
     t0 = time.perf_counter()
     if prof:
@@ -108,6 +109,9 @@ def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: b
         prof.disable()
     dt = time.perf_counter() - t0
     CPU.setdefault(kind, []).append((time.process_time() - c0) / len(msgs) * 1e6)
+    ran, queued = (b - a for a, b in zip(sched0, schedstat(), strict=True))
+    WAITS.setdefault(f"{kind}: for a core", []).append(queued / 1e3 / len(msgs))
+    WAITS.setdefault(f"{kind}: for the server", []).append((dt * 1e9 - ran - queued) / 1e3 / len(msgs))
     if pg is not None and on_pg:
         ticks = pg_ticks(pg) - server0
         SERVER_CPU.setdefault(kind, []).append(ticks / os.sysconf("SC_CLK_TCK") / len(msgs) * 1e6)
@@ -117,6 +121,16 @@ def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: b
         print(f"== {kind}: {len(msgs) / dt:.0f} reports/s under the profiler")
         pstats.Stats(prof).sort_stats("tottime").print_stats(18)
     return len(msgs) / dt
+
+
+WAITS: dict[str, list[float]] = {}    # the ingest thread's wall time not on a core, per report (µs)
+
+
+def schedstat() -> tuple[int, int]:
+    """This thread's time on a core and waiting in the run queue for one (ns, the kernel's
+    schedstat): the wall time left over is time it was blocked (here: on the server)."""
+    run, wait, _ = Path("/proc/thread-self/schedstat").read_text().split()
+    return int(run), int(wait)
 
 
 def spread(xs: list[float]) -> str:
@@ -180,13 +194,15 @@ def main() -> None:
                           "broker's):", CPU),
                          ("the PostgreSQL server's CPU per report, direct (µs; the postmaster and its processes; "
                           "clock ticks of 10 ms, so coarse):", SERVER_CPU),
+                         ("the ingest thread's wall time per report off a core, direct (µs): waiting for a core "
+                          "(the run queue), blocked (for the server's answers):", WAITS),
                          ("the publishers' CPU per report (µs; their process, connecting included):", PUBLISHER_CPU),
                          ("mosquitto's CPU per report (µs; the publishers' PUBLISH in, the PUBLISH out and its "
                           "PUBACK):", BROKER_CPU)):
         if table and title:
             print(title)
         for name, xs in table.items():
-            print(f"  {name:20s} {spread(xs)}")
+            print(f"  {name:40s} {spread(xs)}")
 
 
 BROKER_CPU: dict[str, list[float]] = {}

@@ -182,7 +182,7 @@ class JackpotService:
 
         def take_next() -> list[tuple[str, bytes]] | None:
             nonlocal stop
-            if stop or time.monotonic() > ends:
+            if stop or self.store_lost.is_set() or time.monotonic() > ends:
                 return None
             batch, stop = _until_stop(self._inbox.take_waiting(MAX_BATCH))
             if not batch:

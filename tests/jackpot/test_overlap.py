@@ -231,3 +231,45 @@ def _store_again(postgres: Any) -> Any:
     from firmware.jackpot.database import open_store
 
     return open_store("unused", postgres.url, postgres.password_file)
+
+
+def test_a_takeover_during_a_run_ends_it_and_the_old_controller_commits_nothing_after(postgres, tmp_path):
+    """Another controller becomes active (raises the epoch) while batches are worked out:
+    the run raises Superseded at the next fence; what it stored is whole batches, none
+    after the takeover, and every batch it reported committed is stored."""
+    import threading
+
+    from firmware.jackpot.pg import Superseded
+
+    batches, _ = _batches()
+    db = _store("postgresql", postgres, tmp_path, "superseded")
+    ctl = JackpotController(db, [POOL])
+    ctl.epoch = db.become_active("main", "old")
+    rest = iter(batches[1:])
+    done: list[list[Ingested]] = []
+    taken: list[int] = []
+    took_over = threading.Event()
+
+    def take_over() -> None:
+        other = _store_again(postgres)
+        other.become_active("main", "new")         # waits for the fenced transaction's COMMIT
+        other.close()
+        took_over.set()
+
+    def take_next() -> Messages | None:
+        taken.append(1)
+        if len(taken) == 2:
+            threading.Thread(target=take_over, daemon=True).start()
+        return next(rest, None)
+
+    with pytest.raises(Superseded):
+        ctl.ingest_overlapped(batches[0], take_next, done.append)
+    assert took_over.wait(30)
+    assert len(taken) < len(batches)            # the run stopped, not finished
+    stored = _stored_ids(postgres)
+    whole = [{_report_id(m) for m in batch} for batch in batches]
+    confirmed = set().union(*whole[:len(done)])
+    assert confirmed <= stored
+    # at most one batch more (its COMMIT went through before the takeover, unconfirmed)
+    assert stored in (confirmed, confirmed | whole[len(done)])
+    ctl.close()
