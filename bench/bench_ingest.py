@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_mqtt import dealer_payloads, ingest_via_broker, payloads, retain  # noqa: E402
 
+from firmware.jackpot import service as service_module  # noqa: E402
 from firmware.jackpot.controller import JackpotController, report  # noqa: E402
 from firmware.jackpot.database import open_store  # noqa: E402
 from firmware.jackpot.service import JackpotService  # noqa: E402
@@ -178,7 +179,7 @@ def main() -> None:
                         with broker_cpu(broker, "bare", args.burst):
                             figures.setdefault("broker bare", []).append(
                                 via_broker(broker.url, args.burst, tmp, None, args.paho_publishers))
-                        for kind in kinds:
+                        for kind in direct:
                             with broker_cpu(broker, kind, args.burst):
                                 figures.setdefault(f"broker {kind}", []).append(
                                     ingest_via_broker_on(kind, broker.url, args.burst, tmp, pg,
@@ -345,8 +346,10 @@ def _publisher_cpu(kind: str, before: resource.struct_rusage, reports: int) -> N
 
 def ingest_via_broker_on(kind: str, url: str, n: int, tmp: Path, pg: PgCluster | None,
                          paho: bool = False) -> float:
-    """A run through the broker with the controller on ``kind``."""
-    made = store(kind, tmp, pg)
+    """A run through the broker with the controller on ``kind`` (postgresql: a batch at a
+    time; postgresql-overlapped: the service's default on PostgreSQL)."""
+    made = store("postgresql" if kind == "postgresql-overlapped" else kind, tmp, pg)
+    service_module.OVERLAP = kind == "postgresql-overlapped"
     c0 = time.process_time()
     rate = via_broker(url, n, tmp, lambda: JackpotController(made, [POOL]), paho)
     # this process is the controller (paho's thread and the ingest thread; the publishers

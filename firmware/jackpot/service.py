@@ -46,6 +46,7 @@ MAX_WAITING = 4096              # reports queued for the ingest thread; then pah
 Arrived = tuple[str, bytes, Callable[[], None]]     # topic, payload, its PUBACK
 
 
+OVERLAP = True                  # PostgreSQL: the next batch worked out while the last commits (False: one at a time; the bench's A/B)
 OVERLAP_RUN = 0.5               # seconds one overlapped run (PostgreSQL) may hold the controller
 
 
@@ -159,7 +160,7 @@ class JackpotService:
         self._inbox.put((topic, payload, ack))
 
     def _ingest_loop(self) -> None:
-        overlap = self.controller.dialect == "postgresql"
+        overlap = OVERLAP and self.controller.dialect == "postgresql"
         while True:
             batch, stop = _until_stop(self._inbox.get_batch(MAX_BATCH))
             if batch and overlap:
