@@ -273,3 +273,24 @@ def test_a_takeover_during_a_run_ends_it_and_the_old_controller_commits_nothing_
     # at most one batch more (its COMMIT went through before the takeover, unconfirmed)
     assert stored in (confirmed, confirmed | whole[len(done)])
     ctl.close()
+
+
+def test_the_last_commit_of_a_run_refused_leaves_every_batch_before_it_and_nothing_of_it(postgres, tmp_path):
+    """The last batch's COMMIT (answered only when the run leaves pipeline mode) refused:
+    every batch before it confirmed and stored, nothing of it stored or kept in memory."""
+    batches, _ = _batches()
+    db = _store("postgresql", postgres, tmp_path, "last")
+    _refuse_at_commit(db, _report_id(batches[-1][0]))
+    ctl = JackpotController(db, [POOL])
+    done: list[list[Ingested]] = []
+    with pytest.raises(psycopg.Error, match="refused at commit"):
+        ctl.ingest_overlapped(batches[0], _feed(batches)[0], done.append)
+    assert len(done) == len(batches) - 1
+    assert _stored_ids(postgres) == {_report_id(m) for b in batches[:-1] for m in b}
+    _memory_is_the_database(ctl)
+    db.execute("DROP TRIGGER refuse ON event")
+    again: list[list[Ingested]] = []
+    ctl.ingest_overlapped(batches[-1], lambda: None, again.append)
+    assert [r.status for r in again[0]][:1] == ["accepted"]
+    assert _stored_ids(postgres) == {_report_id(m) for b in batches for m in b}
+    ctl.close()
