@@ -94,6 +94,17 @@ def controller_main(spec: dict[str, Any]) -> None:
         return result
 
     ctl.ingest_batch = timed
+    overlapped = ctl.ingest_overlapped
+
+    def timed_run(first: Any, take_next: Any, committed: Any) -> None:
+        # PostgreSQL (the service overlaps batches): stamped when each batch's COMMIT is confirmed
+        def stamped(results: list[Any]) -> None:
+            now = time.time()
+            commits.extend((r.unit, r.seq, now) for r in results if r.unit is not None and r.seq is not None)
+            committed(results)
+        overlapped(first, take_next, stamped)
+
+    ctl.ingest_overlapped = timed_run  # type: ignore[method-assign]
     svc = JackpotService(ctl, load_link_config(spec["link"])).start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *a: stop.set())

@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_mqtt import dealer_payloads, ingest_via_broker, payloads, retain  # noqa: E402
 
+from firmware.jackpot import service as service_module  # noqa: E402
 from firmware.jackpot.controller import JackpotController, report  # noqa: E402
 from firmware.jackpot.database import open_store  # noqa: E402
 from firmware.jackpot.service import JackpotService  # noqa: E402
@@ -85,21 +86,34 @@ def pg_ticks(pg: PgCluster) -> int:
 
 
 def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: bool = False) -> float:
-    ctl = JackpotController(store(kind, tmp, pg), [POOL])
+    """``kind``: sqlite, postgresql (a batch at a time: ingest_batch) or postgresql-overlapped
+    (the next batch worked out while the last one commits: ingest_overlapped, as the service)."""
+    overlapped = kind == "postgresql-overlapped"
+    ctl = JackpotController(store("postgresql" if overlapped else kind, tmp, pg), [POOL])
     msgs = messages(n)
+    batches = [msgs[i:i + BATCH] for i in range(0, len(msgs), BATCH)]
     prof = cProfile.Profile() if profile else None
-    server0 = pg_ticks(pg) if pg is not None and kind == "postgresql" else 0
+    on_pg = kind.startswith("postgresql")
+    server0 = pg_ticks(pg) if pg is not None and on_pg else 0
+    sched0 = schedstat()
     c0 = time.process_time()
     t0 = time.perf_counter()
     if prof:
         prof.enable()
-    for i in range(0, len(msgs), BATCH):
-        ctl.ingest_batch(msgs[i:i + BATCH])
+    if overlapped:
+        rest = iter(batches[1:])
+        ctl.ingest_overlapped(batches[0], lambda: next(rest, None), lambda results: None)
+    else:
+        for batch in batches:
+            ctl.ingest_batch(batch)
     if prof:
         prof.disable()
     dt = time.perf_counter() - t0
     CPU.setdefault(kind, []).append((time.process_time() - c0) / len(msgs) * 1e6)
-    if pg is not None and kind == "postgresql":
+    ran, queued = (b - a for a, b in zip(sched0, schedstat(), strict=True))
+    WAITS.setdefault(f"{kind}: for a core", []).append(queued / 1e3 / len(msgs))
+    WAITS.setdefault(f"{kind}: for the server", []).append((dt * 1e9 - ran - queued) / 1e3 / len(msgs))
+    if pg is not None and on_pg:
         ticks = pg_ticks(pg) - server0
         SERVER_CPU.setdefault(kind, []).append(ticks / os.sysconf("SC_CLK_TCK") / len(msgs) * 1e6)
     assert report(ctl.db)["pools"]["main"]["meters"]["wagers"] == n // 2
@@ -108,6 +122,16 @@ def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: b
         print(f"== {kind}: {len(msgs) / dt:.0f} reports/s under the profiler")
         pstats.Stats(prof).sort_stats("tottime").print_stats(18)
     return len(msgs) / dt
+
+
+WAITS: dict[str, list[float]] = {}    # the ingest thread's wall time not on a core, per report (µs)
+
+
+def schedstat() -> tuple[int, int]:
+    """This thread's time on a core and waiting in the run queue for one (ns, the kernel's
+    schedstat): the wall time left over is time it was blocked (here: on the server)."""
+    run, wait, _ = Path("/proc/thread-self/schedstat").read_text().split()
+    return int(run), int(wait)
 
 
 def spread(xs: list[float]) -> str:
@@ -123,9 +147,14 @@ def main() -> None:
     ap.add_argument("--only", choices=("sqlite", "postgresql"), help="one store only")
     ap.add_argument("--paho-publishers", action="store_true",
                     help="through the broker, load from paho clients (bench_mqtt's) instead of raw MQTT")
+    ap.add_argument("--postgres", action="store_true", help="PostgreSQL only (= --only postgresql)")
     args = ap.parse_args()
+    if args.postgres:
+        args.only = "postgresql"
     kinds = [args.only] if args.only else ["sqlite", "postgresql"]
     pg = PgCluster().start() if "postgresql" in kinds else None
+    # direct on PostgreSQL: a batch at a time and overlapped, in turn in every run
+    direct = [k for kind in kinds for k in ([kind, "postgresql-overlapped"] if kind == "postgresql" else [kind])]
     try:
         with tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
@@ -133,12 +162,12 @@ def main() -> None:
                 profile_via_broker(kinds, args.burst, tmp, pg)
                 return
             if args.profile:
-                for kind in kinds:
+                for kind in direct:
                     ingest_direct(kind, args.burst, tmp, pg, profile=True)
                 return
             figures: dict[str, list[float]] = {}
             for _ in range(args.runs):
-                for kind in kinds:
+                for kind in direct:
                     figures.setdefault(f"direct {kind}", []).append(ingest_direct(kind, args.burst, tmp, pg))
             if args.broker:
                 broker = Broker(tmp / "mosquitto").start()
@@ -150,7 +179,7 @@ def main() -> None:
                         with broker_cpu(broker, "bare", args.burst):
                             figures.setdefault("broker bare", []).append(
                                 via_broker(broker.url, args.burst, tmp, None, args.paho_publishers))
-                        for kind in kinds:
+                        for kind in direct:
                             with broker_cpu(broker, kind, args.burst):
                                 figures.setdefault(f"broker {kind}", []).append(
                                     ingest_via_broker_on(kind, broker.url, args.burst, tmp, pg,
@@ -166,13 +195,15 @@ def main() -> None:
                           "broker's):", CPU),
                          ("the PostgreSQL server's CPU per report, direct (µs; the postmaster and its processes; "
                           "clock ticks of 10 ms, so coarse):", SERVER_CPU),
+                         ("the ingest thread's wall time per report off a core, direct (µs): waiting for a core "
+                          "(the run queue), blocked (for the server's answers):", WAITS),
                          ("the publishers' CPU per report (µs; their process, connecting included):", PUBLISHER_CPU),
                          ("mosquitto's CPU per report (µs; the publishers' PUBLISH in, the PUBLISH out and its "
                           "PUBACK):", BROKER_CPU)):
         if table and title:
             print(title)
         for name, xs in table.items():
-            print(f"  {name:20s} {spread(xs)}")
+            print(f"  {name:40s} {spread(xs)}")
 
 
 BROKER_CPU: dict[str, list[float]] = {}
@@ -315,8 +346,10 @@ def _publisher_cpu(kind: str, before: resource.struct_rusage, reports: int) -> N
 
 def ingest_via_broker_on(kind: str, url: str, n: int, tmp: Path, pg: PgCluster | None,
                          paho: bool = False) -> float:
-    """A run through the broker with the controller on ``kind``."""
-    made = store(kind, tmp, pg)
+    """A run through the broker with the controller on ``kind`` (postgresql: a batch at a
+    time; postgresql-overlapped: the service's default on PostgreSQL)."""
+    made = store("postgresql" if kind == "postgresql-overlapped" else kind, tmp, pg)
+    service_module.OVERLAP = kind == "postgresql-overlapped"
     c0 = time.process_time()
     rate = via_broker(url, n, tmp, lambda: JackpotController(made, [POOL]), paho)
     # this process is the controller (paho's thread and the ingest thread; the publishers

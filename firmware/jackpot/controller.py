@@ -25,10 +25,11 @@ import logging
 import sqlite3
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from firmware.wirejson import RateLimitedLog
 
@@ -195,27 +196,106 @@ class JackpotController:
                     self._store_pools()
                     db.execute("COMMIT")
             except BaseException:
-                _rollback(db)
-                self.states.update(before)
-                self._held_upper.clear()
-                self._stage_top.clear()
-                self._known, self._next_n = {}, None
-                self._drop_writes()
-                self._stored_pools = None         # re-read from the database on the next store
-                self._unit_rows.clear()
-                self._rows_dirty.clear()
+                self._forget(before)
                 raise
             finally:
                 self._batch_claims = None
                 self._batch_bookings.clear()
-            for result in results:
-                self.counts[result.status] += 1
-                if result.status == "rejected" or result.unit is None:
-                    continue
-                self.dirty_units.add(result.unit)
-                if result.status == "accepted":
-                    self._track_hole(result.unit)
+            self._committed(results)
             return results
+
+    def _forget(self, before: dict[str, PoolState]) -> None:
+        """A batch (or a run of them) not committed: roll back and drop everything kept in
+        memory since ``before`` (the pool states the database holds)."""
+        _rollback(self.db)
+        self.states.update(before)
+        self._held_upper.clear()
+        self._stage_top.clear()
+        self._known, self._next_n = {}, None
+        self._drop_writes()
+        self._stored_pools = None         # re-read from the database on the next store
+        self._unit_rows.clear()
+        self._rows_dirty.clear()
+
+    def _committed(self, results: list[Ingested]) -> None:
+        for result in results:
+            self.counts[result.status] += 1
+            if result.status == "rejected" or result.unit is None:
+                continue
+            self.dirty_units.add(result.unit)
+            if result.status == "accepted":
+                self._track_hole(result.unit)
+
+    def ingest_overlapped(self, first: Sequence[tuple[str, bytes]],
+                          take_next: Callable[[], Sequence[tuple[str, bytes]] | None],
+                          committed: Callable[[list[Ingested]], None]) -> None:
+        """PostgreSQL: ingest ``first`` and the batches ``take_next`` hands out (until it
+        gives none), each in one transaction as :meth:`ingest_batch` does, but the next
+        batch is worked out in memory while the server stores and commits the last one:
+        one connection in pipeline mode, one writer (every transaction fenced by its epoch).
+
+        The next batch's reads go out in the last one's transaction *before* its writes (so
+        the server answers them at once), and what the last batch holds in memory that the
+        reads cannot see yet (its events, its rounds' claims and bookings) is carried over.
+        ``committed(results)`` is called for each batch, in order, once its COMMIT is
+        confirmed (its PUBACKs may go then). Any failure (a COMMIT refused, the connection
+        lost, superseded) rolls back and forgets every batch not yet confirmed, the one
+        being worked out included, and raises: the caller acknowledges none of them."""
+        with self.lock:
+            db = self.db
+            confirmed_states = dict(self.states)          # what the database holds, as far as confirmed
+            sent: deque[tuple[list[Ingested], dict[str, PoolState]]] = deque()   # COMMIT sent, not confirmed
+            try:
+                with pipeline(db):
+                    db.execute("BEGIN IMMEDIATE")
+                    fence = self._fence_later()
+                    batch: tuple[Sequence[tuple[str, bytes]], list[Any]] | None = (first, self._open(first))
+                    while batch is not None:
+                        messages, parsed = batch
+                        results = [self._ingest_one(t, p, r) for (t, p), r in zip(messages, parsed, strict=True)]
+                        following = take_next()
+                        # its reads, in this transaction and before its writes (fetching them
+                        # also takes in the answer to the last batch's COMMIT)
+                        batch = (following, self._open(following)) if following else None
+                        fence()                 # this transaction is ours: and the last COMMIT went through
+                        if sent:
+                            done, confirmed_states = sent.popleft()
+                            self._committed(done)
+                            committed(done)
+                        self._flush()
+                        self._store_units()
+                        self._store_pools()
+                        db.execute("COMMIT")
+                        sent.append((results, dict(self.states)))
+                        if batch is not None:
+                            db.execute("BEGIN IMMEDIATE")
+                            fence = self._fence_later()
+                # leaving pipeline mode waits for every answer: the COMMITs sent are confirmed
+            except BaseException:
+                self._forget(confirmed_states)
+                raise
+            finally:
+                self._batch_claims = None
+                self._batch_bookings = {}
+            for done, _ in sent:
+                self._committed(done)
+                committed(done)
+
+    def _open(self, messages: Sequence[tuple[str, bytes]]) -> list[Any]:
+        """Parse a batch and read what it needs from the database (:meth:`_look_up`,
+        :meth:`_load_claims`)."""
+        parsed = [self._parse(topic, payload) for topic, payload in messages]
+        reports = [r for r in parsed if isinstance(r, Report)]
+        self._look_up(reports)
+        self._load_claims(reports)
+        return parsed
+
+    def _fence_later(self) -> Callable[[], None]:
+        """The fence sent now, its answer checked by the function returned (pipeline mode)."""
+        if self.epoch is None:      # no fence: a statement whose answer comes after the last COMMIT's
+            cur = self.db.execute("SELECT 1")
+            return lambda: cur.fetchone()
+        return self.db.fence_later(self.link_id, self.epoch)  # type: ignore[no-any-return]
 
     @staticmethod
     def _parse(topic: str, payload: bytes) -> Report | ReportRejected:
@@ -250,23 +330,38 @@ class JackpotController:
         for unit, seq, id_ in rows:
             self._known[(unit, seq)] = id_
             self._known[id_] = id_
+        # the batch before's events not written yet (:meth:`ingest_overlapped`: these reads
+        # go out before its writes); none otherwise
+        for row in self._new_events.values():
+            self._known[(row[1], row[2])] = self._known[row[3]] = row[3]
 
     def _load_claims(self, reports: list[Report]) -> None:
         """Every claim and booking of the batch's (table, round)s, one query each:
         :meth:`_claims` and :meth:`_booked` then answer from memory."""
-        self._batch_claims, self._claim_order, self._round_items = {}, 0, {}
+        before, before_items, before_bookings = self._batch_claims, self._round_items, self._batch_bookings
+        carried = set() if before is None else self._batch_rounds
+        self._batch_claims, self._round_items = {}, {}
         self._batch_bookings = {}
         self._batch_rounds = {(r.table, r.round) for r in reports if r.round is not None}
-        if not self._batch_rounds:
+        # :meth:`ingest_overlapped`: the rounds the batch before also had are taken from its
+        # memory (its writes come after these reads); its claims' order goes on counting
+        carried &= self._batch_rounds
+        if before is not None and carried:
+            for round_ in carried:
+                keys = self._round_items[round_] = before_items.get(round_, [])
+                for key in keys:
+                    self._batch_claims[key] = before[key]
+            self._batch_bookings = {k: v for k, v in before_bookings.items() if k[:2] in carried}
+        if not self._batch_rounds - carried:
             return
         params: tuple[Any, ...]
         if self.dialect == "postgresql":
-            tables, rounds = zip(*sorted(self._batch_rounds), strict=True)
+            tables, rounds = zip(*sorted(self._batch_rounds - carried), strict=True)
             rounds_of, params = "unnest(?::text[], ?::bigint[]) AS k(t, r)", (list(tables), list(rounds))
         else:
             rounds_of = ("(SELECT json_extract(value, '$[0]') AS t, json_extract(value, '$[1]') AS r "
                          "FROM json_each(?)) AS k")
-            params = (dumps(sorted(self._batch_rounds)),)
+            params = (dumps(sorted(self._batch_rounds - carried)),)
         rows = self.db.execute("SELECT id, table_id, round, box, kind, key, source, event, value, state "
                                f"FROM {rounds_of} JOIN claim ON table_id = k.t AND round = k.r", params).fetchall()
         for cid, table, rnd, box, kind, key, source, event, value, state in rows:

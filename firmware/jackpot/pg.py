@@ -22,7 +22,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from .store import StoreError, StoreUnavailable
 
@@ -255,9 +255,21 @@ class PgDatabase:
     def fence(self, link_id: str, epoch: int) -> None:
         """Inside a transaction: hold the epoch row (a takeover waits for this commit) and
         raise :class:`Superseded` when another controller has become active since."""
-        row = self.execute("SELECT epoch FROM active WHERE link = ? FOR SHARE", (link_id,)).fetchone()
-        if row is None or row[0] != epoch:
-            raise Superseded(f"another controller is active for {link_id} (epoch {row and row[0]}, ours {epoch})")
+        self.fence_later(link_id, epoch)()
+
+    def fence_later(self, link_id: str, epoch: int) -> Callable[[], None]:
+        """:meth:`fence` sent now (pipeline mode: no wait); the function returned reads the
+        answer and raises as :meth:`fence` does (call it before the transaction's COMMIT)."""
+        cur = self.execute("SELECT epoch FROM active WHERE link = ? FOR SHARE", (link_id,))
+
+        def check() -> None:
+            try:
+                row = cur.fetchone()
+            except GONE as exc:
+                raise StoreUnavailable(f"PostgreSQL: {str(exc).strip()[:300]}") from None
+            if row is None or row[0] != epoch:
+                raise Superseded(f"another controller is active for {link_id} (epoch {row and row[0]}, ours {epoch})")
+        return check
 
     def _migrate(self) -> None:
         """Bring the schema to the newest version: one transaction per step, serialised
