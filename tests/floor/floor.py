@@ -33,10 +33,10 @@ class Relay:
     new ones (a floor switch gone), ``hold()`` forwards nothing more, ``restore()`` lets
     them through again."""
 
-    def __init__(self, target: int, idle_timeout: float | None = 2.0) -> None:
-        """``idle_timeout``: a connection whose target sends nothing for that long is dropped
-        (tests/floor/test_bridge.py's bounded-queue test relies on the bridge being dropped
-        so and resending); None: never (a quiet database session is no fault)."""
+    def __init__(self, target: int, idle_timeout: float | None = None) -> None:
+        """``idle_timeout``: a connection whose target sends nothing for that long is dropped;
+        None (the default): never, as a real link (a 2 s default once hid that a bridge
+        reconnecting again and again was what made the units send again)."""
         self.target = target
         self.idle_timeout = idle_timeout
         self.port = free_port()
@@ -118,7 +118,7 @@ class Floor:
     """``tables``: table id -> boxes. ``relay``: tables whose bridge goes through a Relay."""
 
     def __init__(self, root: Path, tables: dict[str, int], relay: tuple[str, ...] = (),
-                 table_queue: int = 0, relay_idle: float | None = 2.0) -> None:
+                 table_queue: int = 0, relay_idle: float | None = None) -> None:
         """``table_queue``: the table brokers' ``max_queued_messages`` (0: unbounded).
         ``relay_idle``: the relays' idle timeout (None: a link that never drops by itself)."""
         self.root = root
