@@ -301,24 +301,7 @@ class Round:
     def apply(self, event: Event) -> tuple["Round", list[Outcome]]:
         """The round after ``event`` and what it produced; ``self`` is unchanged.
         An illegal event raises a :class:`RuleError` that explains itself."""
-        # a shallow copy (:meth:`_clone`, written out: this runs for every event)
-        new = _new_round(Round)
-        new.profile = self.profile
-        new.decks = self.decks
-        new.limits = self.limits
-        new.meter = self.meter
-        new.phase = self.phase
-        new.boxes = self.boxes[:]
-        new.dealer = self.dealer
-        new.deal_order = self.deal_order
-        new.deal_pos = self.deal_pos
-        new.cursor = self.cursor
-        new.subsequent_deal = self.subsequent_deal
-        new.second_card_seen = self.second_card_seen
-        new._shoe_start = self._shoe_start
-        new._drawn = self._drawn
-        new.void_reason = self.void_reason
-        new.void_clause = self.void_clause
+        new = self._clone()
         outcomes: list[Outcome] = []
         new._fresh = set()          # ids of the boxes and hands this apply made (writable)
         # a decision that why_not has just found legal on this very round is not checked again
@@ -330,10 +313,8 @@ class Round:
         return new, outcomes
 
     def _clone(self) -> "Round":
-        """A shallow copy: the boxes list is its own, the boxes and hands are shared.
-        (``apply`` makes the same copy written out: a field added here goes there too;
-        tests/engine/test_properties.py's byte-for-byte check fails otherwise.)"""
-        new = Round.__new__(Round)
+        """A shallow copy: the boxes list is its own, the boxes and hands are shared."""
+        new = _new_round(Round)
         new.profile = self.profile
         new.decks = self.decks
         new.limits = self.limits
