@@ -194,9 +194,7 @@ class JackpotService:
         def committed(results: list[Any]) -> None:
             nonlocal acked
             self.batches += 1
-            if any(r.meter_changed for r in results):
-                self._meter_dirty = True
-            self._acknowledge(taken[acked])
+            self._stored(taken[acked], results)
             acked += 1
 
         try:
@@ -205,12 +203,8 @@ class JackpotService:
             self._lose_store(exc)
         except Exception:                               # noqa: BLE001 - see _ingest
             for batch in taken[acked:]:
-                results = [self._ingest_alone(t, p) for t, p, _ in batch]
-                if self.store_lost.is_set():
+                if not self._ingest_each(batch):
                     break
-                if any(r is not None and r.meter_changed for r in results):
-                    self._meter_dirty = True
-                self._acknowledge(batch)
         return stop
 
     def _ingest(self, batch: list[Arrived]) -> None:
@@ -227,9 +221,21 @@ class JackpotService:
             self._lose_store(exc)
             return
         except Exception:                               # noqa: BLE001 - see above
-            results = [self._ingest_alone(t, p) for t, p, _ in batch]
-            if self.store_lost.is_set():
-                return
+            self._ingest_each(batch)
+            return
+        self._stored(batch, results)
+
+    def _ingest_each(self, batch: list[Arrived]) -> bool:
+        """A batch that failed as one, report by report; False when the store was lost
+        meanwhile (then nothing more is acknowledged)."""
+        results = [self._ingest_alone(t, p) for t, p, _ in batch]
+        if self.store_lost.is_set():
+            return False
+        self._stored(batch, results)
+        return True
+
+    def _stored(self, batch: list[Arrived], results: list[Any]) -> None:
+        """``batch`` is stored (``results``: None for a report dropped): acknowledge it."""
         if any(r is not None and r.meter_changed for r in results):
             self._meter_dirty = True
         self._acknowledge(batch)
