@@ -131,6 +131,7 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--cardsharp-worker"]:
 sys.path.insert(0, os.environ.get("BETBOX_BENCH_TREE") or str(Path(__file__).resolve().parents[1]))
 
 from firmware.engine.cards import ALL_CARDS  # noqa: E402
+from firmware.engine.errors import RuleError  # noqa: E402
 from firmware.engine.events import Action, BetsClosed, CardDrawn, Decision  # noqa: E402
 from firmware.engine.hand import hand_total  # noqa: E402
 from firmware.engine.profile import load_profile  # noqa: E402
@@ -165,13 +166,25 @@ def machine() -> str:
 class Shoe:
     def __init__(self, decks: int, rng: random.Random):
         self.decks, self.rng = decks, rng
+        self.full = [c for c in ALL_CARDS for _ in range(decks)]    # a fresh shoe, listed once
         self.cards: list = []
 
     def draw(self):
         if len(self.cards) < 60:      # reshuffle well before the end, like a cut card
-            self.cards = [c for c in ALL_CARDS for _ in range(self.decks)]
+            self.cards = self.full[:]
             self.rng.shuffle(self.cards)
         return self.cards.pop()
+
+
+class EventShoe(Shoe):
+    """The shoe as the table's card reader delivers it: each card as its ``CardDrawn`` event
+    (made once per card of the shoe: an event is an immutable value; the engine still
+    applies every one). Shuffled and drawn as :class:`Shoe`, so the same seed deals the
+    same cards."""
+
+    def __init__(self, decks: int, rng: random.Random):
+        super().__init__(decks, rng)
+        self.full = [CardDrawn(c) for c in self.full]
 
 
 def play_round(profile, wagers, shoe, timings=None, meter=100000):
@@ -254,7 +267,7 @@ def basic_action(hand, up, first_two: bool) -> Action:
     if first_two and len(hand.cards) == 2 and hand.cards[0].value == hand.cards[1].value:
         if PAIRS.get(hand.cards[0].value, "H" * 10)[col] == "P":
             return _SPLIT
-    total, soft = hand.total, hand.soft
+    total, soft = hand_total(hand.cards)          # (hand.total and hand.soft: one count, not two)
     if soft:
         code = SOFT[min(max(total, 13), 19)][col]
     else:
@@ -269,39 +282,56 @@ _SPLIT, _SURRENDER, _HIT, _STAND = Action.SPLIT, Action.SURRENDER, Action.HIT, A
 _FALLBACK = {Action.DOUBLE: Action.HIT, Action.SURRENDER: Action.HIT, Action.SPLIT: Action.HIT}
 
 
-def play_basic(profile, wagers, boxes, shoe):
-    """One round of basic strategy through ``Round.apply``: (state, hands played)."""
+def play_basic(profile, bets: BetsClosed, shoe: EventShoe):
+    """One round of basic strategy, every event through ``Round.apply`` as at the table:
+    (state, hands played). ``bets`` is the round's "no more bets" (the same wagers every
+    round), ``shoe`` deals ``CardDrawn`` events. A decision the engine refuses (apply raises
+    and leaves the round as it was) is replaced by the fallback, asked with ``why_not``."""
     state = Round.new(profile)
-    state, _ = state.apply(BetsClosed.of({box: wagers for box in range(1, boxes + 1)}))
+    state, _ = state.apply(bets)
+    draw = shoe.draw
     while not state.is_over:
         expect = state.expecting()
         if expect.kind == "card":
-            state, _ = state.apply(CardDrawn(shoe.draw()))
+            state, _ = state.apply(draw())
             continue
         _, hand = state.hand_in_play()
         want = basic_action(hand, state.dealer[0], not hand.decided)
-        if want is _SURRENDER:
-            d = Decision(expect.box, want, None, 1)
-        else:
-            d = Decision(expect.box, want)
-        while state.why_not(d) is not None:
-            want = _FALLBACK.get(want, _STAND)
-            if want is _HIT and hand.total >= 17:
-                want = _STAND
-            d = Decision(expect.box, want)
-        state, _ = state.apply(d)
+        d = _decision(expect.box, want)
+        try:
+            state, _ = state.apply(d)
+        except RuleError:
+            while state.why_not(d) is not None:
+                want = _FALLBACK.get(want, _STAND)
+                if want is _HIT and hand.total >= 17:
+                    want = _STAND
+                d = _decision(expect.box, want)
+            state, _ = state.apply(d)
     return state, sum(len(b.hands) for b in state.boxes)
+
+
+#: the decisions of the basic-strategy player, made once per (box, action): a decision is an
+#: immutable value, as the seat's buttons would send it (surrender names the first hand)
+_DECISIONS: dict = {}
+
+
+def _decision(box: int, action: Action) -> Decision:
+    d = _DECISIONS.get((box, action))
+    if d is None:
+        d = _DECISIONS[(box, action)] = Decision(box, action, None, 1 if action is _SURRENDER else None)
+    return d
 
 
 def betbox_vs(boxes, side_bets, rounds, seed, cpu=True) -> dict:
     profile = load_profile("rws-blackjack")
     wagers = TABLES["rws-blackjack"] if side_bets else {"main": 10}
-    shoe = Shoe(6, random.Random(seed))
+    shoe = EventShoe(6, random.Random(seed))
+    bets = BetsClosed.of({box: wagers for box in range(1, boxes + 1)})
     hands = 0
     clock = time.process_time if cpu else time.perf_counter
     t0 = clock()
     for _ in range(rounds):
-        state, n = play_basic(profile, wagers, boxes, shoe)
+        state, n = play_basic(profile, bets, shoe)
         settlement(state)
         hands += n
     dt = clock() - t0

@@ -209,9 +209,11 @@ def _settle_box(box: Box, void: bool, switch: bool) -> BoxSettlement:
 
 
 def settlement(state: Round) -> dict[str, Any]:
-    """The round's settlement as JSON-ready data, each box's entry from its BoxSettlement."""
+    """The round's settlement as JSON-ready data: each box's entry is its BoxSettlement's
+    JSON (:func:`_box_json` writes the usual box's straight from the round, the same text)."""
     void = state.phase == Phase.VOID
-    dealer_total = hand_total(state.dealer)[0] if state.dealer else None
+    dealer = state.dealer
+    dealer_total = hand_total(dealer)[0] if dealer else None
     out: dict[str, Any] = {
         "profile": state.profile.name,
         "decks": state.decks,
@@ -222,9 +224,64 @@ def settlement(state: Round) -> dict[str, Any]:
         out["clause"] = state.void_clause
     out["complete"] = state.is_over
     out["dealer"] = {
-        "cards": [str(c) for c in state.dealer],
+        "cards": [c.rank + c.suit for c in dealer],         # (str(card), without a call per card)
         "total": dealer_total,
-        "blackjack": state.dealer_blackjack,
+        "blackjack": len(dealer) == 2 and dealer_total == 21,      # (Round.dealer_blackjack)
     }
-    out["boxes"] = {str(b.box): b.to_json() for b in box_settlements(state)}
+    seen, found = _last
+    if void or seen is state:
+        out["boxes"] = {str(b.box): b.to_json() for b in box_settlements(state)}
+    else:
+        # JSON only: no frozen projection made just to be written out and dropped
+        switch = state.profile.is_switch
+        out["boxes"] = {str(box.number): _box_json(box, switch) for box in state.boxes}
     return out
+
+
+def _box_json(box: Box, switch: bool) -> dict[str, Any]:
+    """``_settle_box(box, False, switch).to_json()`` written straight from the box for the
+    usual box (no insurance, flags, returned bets, progressive wager or walk-away; the rest
+    goes through the projection). tests/engine/test_fast_path.py holds the two equal."""
+    if box.insurance or box.flags or box.returned or box.walked_away or "progressive" in box.stakes:
+        return _settle_box(box, False, switch).to_json()
+    by_id = whole_by_id.get
+    hands = []
+    for hand in box.hands:
+        cards = hand.cards
+        total, soft = hand_total(cards)
+        stake = hand.stake
+        whole = by_id(id(stake))
+        entry: dict[str, Any] = {"id": hand.id, "cards": [c.rank + c.suit for c in cards], "total": total,
+                                 "soft": soft, "result": hand.result,
+                                 "stake": whole if whole is not None else to_json_number(stake)}
+        doubled = hand.doubled
+        if doubled is not ZERO and doubled:
+            entry["doubled"] = to_json_number(doubled)
+        if switch:
+            entry["switched"] = hand.switched
+        hands.append(entry)
+    wagered: dict[str, int | float | str] = {}
+    for name, stake in box.stakes.items():
+        if name == "main":
+            stake = box.hands[0].at_risk if len(box.hands) == 1 else _total([h.at_risk for h in box.hands])
+        whole = by_id(id(stake))
+        wagered[name] = whole if whole is not None else to_json_number(stake)
+    bets: dict[str, int | float | str] = {}
+    net = 0
+    for name, amount in box.ledger.items():
+        whole = by_id(id(amount))
+        if whole is None:
+            break                           # not all whole: the exact sum below
+        bets[name] = whole
+        net += whole
+    else:
+        b: dict[str, Any] = {"hands": hands, "wagered": wagered, "bets": bets, "net": net}
+        if box.side_results:
+            b["side_bets"] = dict(box.side_results)
+        return b
+    ledger = box.ledger
+    b = {"hands": hands, "wagered": wagered, "bets": _json_amounts(ledger.items()),
+         "net": to_json_number(_total(ledger.values()))}
+    if box.side_results:
+        b["side_bets"] = dict(box.side_results)
+    return b

@@ -655,3 +655,25 @@ def test_switch_outcome_names_the_hand_it_settled_after_a_later_split():
     hand = state.hand_by_id(1, settled.hand)
     assert [str(c) for c in hand.cards] == ["AS", "KS"]
     assert [str(c) for c in state.box(1).hands[1].cards] == ["8H"]   # its position moved
+
+
+@given_rounds(examples=60)
+def test_the_settlement_written_from_the_round_is_its_projections_json_byte_for_byte(table: Table,
+                                                                                       rnd: random.Random):
+    """``settlement`` writes the usual box's JSON straight from the round (issue 17 speed):
+    the same text as each box's ``BoxSettlement.to_json`` (its key order too), at the end of
+    a round and part way through it."""
+    import json
+
+    import firmware.engine.settlement as projection
+
+    played = play(table, rnd)
+    history = played.state.history
+    cut = rnd.randint(1, len(history))
+    partial, _ = replay(table.profile, history[:cut], **table.new_kwargs())
+    for state in (played.state, partial):
+        projection._last = (None, ())          # nothing projected yet: the direct path
+        direct = json.dumps(settlement(state))
+        boxes = {str(b.box): b.to_json() for b in projection.box_settlements(state)}
+        assert json.dumps(settlement(state)) == direct       # (now from the projection)
+        assert json.dumps(json.loads(direct)["boxes"]) == json.dumps(boxes)
