@@ -290,11 +290,14 @@ def play_basic(profile, bets: BetsClosed, shoe: EventShoe):
     state = Round.new(profile)
     state, _ = state.apply(bets)
     draw = shoe.draw
-    while not state.is_over:
+    while True:
         expect = state.expecting()
-        if expect.kind == "card":
+        kind = expect.kind
+        if kind == "card":
             state, _ = state.apply(draw())
             continue
+        if kind != "decision":                      # "nothing": the round is over
+            break
         _, hand = state.hand_in_play()
         want = basic_action(hand, state.dealer[0], not hand.decided)
         d = _decision(expect.box, want)

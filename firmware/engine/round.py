@@ -295,7 +295,7 @@ class Round:
         r.meter = None if meter is None else Fraction(meter)
         if r.meter is not None and r.meter < 0:
             raise ValueError(f"the meter cannot be negative ({meter})")
-        r._shoe_start = shoe if shoe is not None else ShoeComposition.of_decks(decks)
+        r._shoe_start = shoe if shoe is not None else _fresh_shoe(decks)
         return r
 
     def apply(self, event: Event) -> tuple["Round", list[Outcome]]:
@@ -349,13 +349,18 @@ class Round:
 
     def _whand(self, bi: int, hi: int) -> Hand:
         """Hand ``hi`` of box ``bi``, copied (with its box) on the first write in this apply."""
-        box = self._wbox(bi)
+        fresh = self._fresh
+        assert fresh is not None, "a write outside apply"
+        box = self.boxes[bi]
+        if id(box) not in fresh:            # (_wbox written out: a call less per hand written)
+            box = box.copy()
+            self.boxes[bi] = box
+            fresh.add(id(box))
         hand = box.hands[hi]
-        assert self._fresh is not None, "a write outside apply"
-        if id(hand) not in self._fresh:
+        if id(hand) not in fresh:
             hand = hand.copy()
             box.hands[hi] = hand
-            self._fresh.add(id(hand))
+            fresh.add(id(hand))
         return hand
 
     def _box_index(self, number: int) -> int:
@@ -408,13 +413,15 @@ class Round:
             assert self.cursor is not None              # PLAY: a hand is in play
             bi, hi = self.cursor
             box = self.boxes[bi]
-            return _expect("card" if box.hands[hi].wants_card else "decision", box.number, hi + 1)
+            key = ("card" if box.hands[hi].wants_card else "decision", box.number, hi + 1)
+            return _EXPECTS.get(key) or _expect(*key)       # (made once: a look-up, no call)
         if phase is _INITIAL_DEAL:
             target = self.deal_order[self.deal_pos]
             if isinstance(target, str):             # DEALER
                 return _DEALER_CARD
             bi, hi = target
-            return _expect("card", self.boxes[bi].number, hi + 1)
+            key = ("card", self.boxes[bi].number, hi + 1)
+            return _EXPECTS.get(key) or _expect(*key)
         if phase is _DEALER:
             return _DEALER_CARD
         if phase is _BETTING:
@@ -572,7 +579,8 @@ class Round:
         # §3.11: first card to each box with a bet from the dealer's left, one to the
         # dealer, then the second card to each box. Switch §3.3/§3.6: a position's two
         # boxes are dealt as two boxes.
-        firsts = [(bi, hi) for bi, b in enumerate(self.boxes) if b.dealt for hi in range(len(b.hands))]
+        firsts = [(bi, hi) for bi, b in enumerate(self.boxes) if "main" in b.stakes   # (Box.dealt)
+                  for hi in range(len(b.hands))]
         self.deal_order = [*firsts, DEALER, *firsts]
         self.phase = _INITIAL_DEAL if firsts else _COMPLETE
         if not firsts:
@@ -1300,12 +1308,13 @@ class Round:
         hand.result = result
         hand.net = net
         box.book("main", net)
-        settled = _plan(self.profile).settled
+        plan = _plan(self.profile)
+        settled = plan.settled
         key = (box.number, hand.id, result, id(net), clause_key)
         found = settled.get(key)
         # (the entry holds its net, so the net's id is not another's); the records are frozen
         if found is None or found[0] is not net:
-            found = (net, hand_settled(box.number, hand.id, result, net, _plan(self.profile).clause(clause_key)))
+            found = (net, hand_settled(box.number, hand.id, result, net, plan.clause(clause_key)))
             if len(settled) >= 4096:        # box numbers and amounts come from outside: bounded
                 settled.clear()
             settled[key] = found
@@ -1562,6 +1571,17 @@ def _above(amount: Fraction, factor: Fraction, base: Fraction) -> bool:
         return a > f * b
     return (amount.numerator * factor.denominator * base.denominator
             > factor.numerator * base.numerator * amount.denominator)
+
+
+#: a fresh shoe per deck count: immutable, so every round of that many decks shares one
+_FRESH_SHOES: dict[int, ShoeComposition] = {}
+
+
+def _fresh_shoe(decks: int) -> ShoeComposition:
+    found = _FRESH_SHOES.get(decks)
+    if found is None:
+        found = _FRESH_SHOES[decks] = ShoeComposition.of_decks(decks)   # (decks: the profile's range)
+    return found
 
 
 #: (a dict, not a read-only proxy: a round is deep-copied and pickled by tools; typed

@@ -335,3 +335,23 @@ def test_side_bets_judged_the_same_on_the_same_box_settle_the_same_and_merge_int
     assert list(c.boxes[0].ledger.items()) == [("top_3", 0), ("super_pairs", out_c[0].net)]
     again, _ = dealt("uk-4-deck", uk, ["QC", "5H", "QD"])
     assert list(again.boxes[0].ledger.items()) == list(c.boxes[0].ledger.items())
+
+
+# --- session 7 -------------------------------------------------------------------------------
+
+def test_rounds_of_one_deck_count_share_one_fresh_shoe_that_no_draw_changes():
+    """``Round.new`` without a shoe starts from one shared fresh shoe per deck count (it is
+    immutable): a round that draws leaves the next round's shoe full."""
+    from firmware.engine.events import BetsClosed, CardDrawn
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round
+
+    profile = load_profile("rws-blackjack")
+    first = Round.new(profile, decks=6)
+    played, _ = first.apply(BetsClosed.of({1: {"main": 10}}))
+    for text in ("AS", "AS", "KD"):
+        played, _ = played.apply(CardDrawn(parse_card(text)))
+    assert played.shoe.count(parse_card("AS")) == 4 and len(played.shoe) == 6 * 52 - 3
+    again = Round.new(profile, decks=6)
+    assert again.shoe == first.shoe == ShoeComposition.of_decks(6) and len(again.shoe) == 6 * 52
+    assert Round.new(profile, decks=4).shoe == ShoeComposition.of_decks(4)
