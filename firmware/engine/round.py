@@ -1196,9 +1196,9 @@ class Round:
             if not self.second_card_seen:
                 self.second_card_seen = True
                 self._settle_dealer_second_card(out)
-            if self.dealer_blackjack:
-                break
             total = hand_total(self.dealer)[0]
+            if total == 21 and len(self.dealer) == 2:       # (dealer_blackjack, counted once)
+                break
             if total >= p.rules.dealer_stands_on:
                 break
             if not self._any_live():
@@ -1232,7 +1232,7 @@ class Round:
         dealer_bj = self.dealer_blackjack
         for bi in range(len(self.boxes)):
             box = self.boxes[bi]
-            for family, stake in sorted(box.insurance.items()):
+            for family, stake in sorted(box.insurance.items()) if box.insurance else ():
                 net = stake * p.rules.insurance_pays if dealer_bj else -stake
                 box = self._wbox(bi)
                 box.insurance_settled = box.insurance_settled | {family}
@@ -1252,8 +1252,9 @@ class Round:
         p = self.profile
         r = p.rules
         dealer_total = hand_total(self.dealer)[0]
-        dealer_bj = self.dealer_blackjack
+        dealer_bj = dealer_total == 21 and len(self.dealer) == 2       # (dealer_blackjack)
         progressive = p.progressive is not None
+        push_total = r.dealer_push_total
         for bi in range(len(self.boxes)):
             box = self.boxes[bi]
             if dealer_bj and r.dealer_blackjack_collects == "initial_bet":
@@ -1273,17 +1274,16 @@ class Round:
                 hand = self._whand(bi, hi)
                 box = self.boxes[bi]
                 if dealer_bj:
-                    self._settle(box, hand, "lose", _minus(hand.at_risk), "dealer_blackjack", out)
-                elif r.dealer_push_total and dealer_total == r.dealer_push_total:
-                    self._settle(box, hand, "stand_off", ZERO, "dealer_push", out)   # Switch §3.19.2
-                elif dealer_total > 21:
-                    self._settle(box, hand, "win", hand.at_risk, "dealer", out)
-                elif (total := hand.total) > dealer_total:
-                    self._settle(box, hand, "win", hand.at_risk, "dealer", out)
+                    result, net, clause_key = "lose", _minus(hand.at_risk), "dealer_blackjack"
+                elif push_total and dealer_total == push_total:
+                    result, net, clause_key = "stand_off", ZERO, "dealer_push"     # Switch §3.19.2
+                elif dealer_total > 21 or (total := hand_total(hand.cards)[0]) > dealer_total:
+                    result, net, clause_key = "win", hand.at_risk, "dealer"
                 elif total < dealer_total:
-                    self._settle(box, hand, "lose", _minus(hand.at_risk), "dealer", out)
+                    result, net, clause_key = "lose", _minus(hand.at_risk), "dealer"
                 else:
-                    self._settle(box, hand, "stand_off", ZERO, "dealer", out)
+                    result, net, clause_key = "stand_off", ZERO, "dealer"
+                self._settle(box, hand, result, net, clause_key, out)
             if progressive:
                 self._settle_progressive_end(bi, out)
         self.phase = _COMPLETE
