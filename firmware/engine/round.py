@@ -559,7 +559,11 @@ class Round:
             # the same wagers (by name and amount object) on the same box at the same limits
             # make the same box: taken as made (a returned round's box is never changed in
             # place, so rounds may share it), with the outcomes it gave
-            key = (id(self.limits), number, *[(name, id(amount)) for name, amount in bets])
+            if bets:
+                names, amounts = zip(*bets, strict=True)
+                key = (id(self.limits), number, names, *map(id, amounts))
+            else:
+                key = (id(self.limits), number)
             found = made.get(key)
             if found is not None:
                 if found[2] is not None:
@@ -765,7 +769,6 @@ class Round:
     def _settle_hand_flow(self, bi: int, hi: int, out: list[Outcome]) -> bool:
         """Complete what the rules do by themselves for the hand in play; True when it is done.
         The hand is only copied (:meth:`_whand`) when the rules change it."""
-        r = self.profile.rules
         box = self.boxes[bi]
         hand = box.hands[hi]
         if hand.done:
@@ -776,7 +779,7 @@ class Round:
             # §3.21.2: a split hand receives its second card when the hand before it is complete
             self._whand(bi, hi).wants_card = True
             return False
-        total = hand.total
+        total = hand_total(hand.cards)[0]       # (Hand.total without the property call)
         if total > 21:
             hand = self._whand(bi, hi)
             hand.status = "bust"
@@ -790,11 +793,13 @@ class Round:
             hand.status = "twenty_one"
             hand.done = True
             return True
-        if hand.doubled and len(hand.cards) >= 3:
+        # (ZERO by identity first: Fraction's bool is Python code)
+        if len(hand.cards) >= 3 and hand.doubled is not ZERO and hand.doubled:
             hand = self._whand(bi, hi)
             hand.status = "doubled"   # §3.22: exactly one card after a double
             hand.done = True
             return True
+        r = self.profile.rules
         if hand.split_aces:
             # §3.21.2: split Aces draw one card each; a new pair of Aces may be split again
             # only where the rules allow it.
@@ -826,14 +831,21 @@ class Round:
         side_plan = plan.side
         memo = plan.interim
         paid_at_once = p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value)
-        for bi in range(len(self.boxes)):
-            box = self.boxes[bi]
-            if not box.dealt:
+        boxes = self.boxes
+        fresh = self._fresh
+        assert fresh is not None, "a write outside apply"
+        for bi in range(len(boxes)):
+            box = boxes[bi]
+            stakes = box.stakes
+            if "main" not in stakes:        # (not Box.dealt)
                 continue
-            if len(box.stakes) > 1:
-                box = self._wbox(bi)        # copied only when it has side bets to settle
-                first_two = tuple(box.hands[0].cards[:2])
-                stakes = box.stakes
+            if len(stakes) > 1:
+                if id(box) not in fresh:    # (_wbox written out) copied only when it has side bets to settle
+                    box = box.copy()
+                    boxes[bi] = box
+                    fresh.add(id(box))
+                cards = box.hands[0].cards
+                first_two = (cards[0], cards[1])        # (every dealt hand has its two cards now)
                 categories = [side[0](first_two, up) for name in stakes if (side := side_plan.get(name))]
                 # the same box (its stakes dict) judged the same settles the same: the new
                 # ledger entries, results and records as made before (frozen records; the
