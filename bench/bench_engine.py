@@ -262,17 +262,18 @@ PAIRS = _chart("""
 
 
 def basic_action(hand, up, first_two: bool) -> Action:
-    """Total-dependent basic strategy; the caller falls back when the engine refuses."""
-    col = (up.value if up.value > 1 else 11) - 2
-    if first_two and len(hand.cards) == 2 and hand.cards[0].value == hand.cards[1].value:
-        if PAIRS.get(hand.cards[0].value, "H" * 10)[col] == "P":
+    """Total-dependent basic strategy; the caller falls back when the engine refuses.
+    (Looked up by rank in tables made once: a Card's ``value`` is a property.)"""
+    cards = hand.cards
+    col = _UP_COLUMN[up.rank]
+    if first_two and len(cards) == 2:
+        value = _RANK_VALUE[cards[0].rank]
+        if value == _RANK_VALUE[cards[1].rank] and PAIRS.get(value, "H" * 10)[col] == "P":
             return _SPLIT
-    total, soft = hand_total(hand.cards)          # (hand.total and hand.soft: one count, not two)
+    total, soft = hand_total(cards)          # (hand.total and hand.soft: one count, not two)
     if soft:
-        code = SOFT[min(max(total, 13), 19)][col]
-    else:
-        code = HARD[min(max(total, 8), 17)][col]
-    return _CODES[code]
+        return _SOFT_ACTIONS[min(max(total, 13), 19)][col]
+    return _HARD_ACTIONS[min(max(total, 8), 17)][col]
 
 
 #: made once: an Enum member read from its class costs ~0.3 us, which the bench would
@@ -280,6 +281,11 @@ def basic_action(hand, up, first_two: bool) -> Action:
 _CODES = {"H": Action.HIT, "S": Action.STAND, "D": Action.DOUBLE, "R": Action.SURRENDER}
 _SPLIT, _SURRENDER, _HIT, _STAND = Action.SPLIT, Action.SURRENDER, Action.HIT, Action.STAND
 _FALLBACK = {Action.DOUBLE: Action.HIT, Action.SURRENDER: Action.HIT, Action.SPLIT: Action.HIT}
+#: the charts' letters as actions, each dealer up-card rank's column, each rank's value
+_HARD_ACTIONS = {total: [_CODES[c] for c in row] for total, row in HARD.items()}
+_SOFT_ACTIONS = {total: [_CODES[c] for c in row] for total, row in SOFT.items()}
+_RANK_VALUE = {c.rank: c.value for c in ALL_CARDS}
+_UP_COLUMN = {rank: (v if v > 1 else 11) - 2 for rank, v in _RANK_VALUE.items()}
 
 
 def play_basic(profile, bets: BetsClosed, shoe: EventShoe):
