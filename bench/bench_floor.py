@@ -615,8 +615,9 @@ def account(floor: Any, tmp: Path, go: dict[str, Any], done: dict[str, Any], out
     for u, a in sorted(accounts.items()):
         if [e for _, e in a["events"]] != ["connected"]:
             print(f"  {u}'s connection: {[(round(at - go['paced_start'], 1), e) for at, e in a['events']][:6]}")
-    drops = [line[:120] for line in floor.floor.log().splitlines() if "jackpot/main" in line
-             and ("timeout" in line or "disconnect" in line or "closed" in line)]
+    # (its own goodbye at the end is the last "disconnected")
+    ctl_log = [line[:120] for line in floor.floor.log().splitlines() if " jackpot/main" in line]
+    drops = [line for line in ctl_log[:-1] if "timeout" in line or "disconnect" in line or "closed" in line]
     if drops:       # its persistent session: what it had not acknowledged comes again (duplicates)
         print(f"  the controller's link to the floor broker dropped {len(drops)} times: {drops[:3]}")
     bridges = bridge_story(floor, probe, go["paced_start"])
