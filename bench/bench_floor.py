@@ -26,6 +26,16 @@ its commit time for each report: one clock, one machine); meter fan-out (a meter
 floor broker to each seat, p50/p99, and the share of seats that got it); CPU (% of one core)
 and RSS of every process; and from it, how many tables one controller serves at 60
 rounds/hour keeping half its core free.
+
+Then the accounting: after a drain (at most ``--drain`` seconds, until every unit's outbox
+is confirmed), whether every report every unit put was committed by the controller, and
+for each one that was not, where it is: in its unit's outbox never published or not
+acknowledged by the table broker, at the table broker (acknowledged, never seen at the
+floor broker), or at the floor broker / the controller's inbox; what the controller
+refused and its counts (accepted, duplicate: sent again, dropped by its store's
+constraints); the units' and the controller's lost connections; each bridge's states
+(its notification topic) and connections (the floor broker's log); brokers that died or
+logged errors; and the seats that lack the last meter.
 """
 
 from __future__ import annotations
@@ -582,8 +592,10 @@ def broker_trouble(floor: Any) -> dict[str, str]:
     out = {}
     for name, b in [("floor", floor.floor), *floor.tables.items()]:
         errors = [line for line in b.log().splitlines() if "Error" in line]
-        if b.proc is None or b.proc.poll() is not None or errors:
-            out[name] = f"exit code {None if b.proc is None else b.proc.poll()}; {errors[:3]}"
+        if b.proc is None or b.proc.poll() is not None:
+            out[name] = f"NOT RUNNING (exit code {None if b.proc is None else b.proc.poll()}); {errors[:3]}"
+        elif errors:        # e.g. its port taken before it started: the floor started it on another
+            out[name] = f"running on port {b.port}; its log: {errors[:3]}"
     return out
 
 
