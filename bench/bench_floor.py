@@ -26,6 +26,16 @@ its commit time for each report: one clock, one machine); meter fan-out (a meter
 floor broker to each seat, p50/p99, and the share of seats that got it); CPU (% of one core)
 and RSS of every process; and from it, how many tables one controller serves at 60
 rounds/hour keeping half its core free.
+
+Then the accounting: after a drain (at most ``--drain`` seconds, until every unit's outbox
+is confirmed), whether every report every unit put was committed by the controller, and
+for each one that was not, where it is: in its unit's outbox never published or not
+acknowledged by the table broker, at the table broker (acknowledged, never seen at the
+floor broker), or at the floor broker / the controller's inbox; what the controller
+refused and its counts (accepted, duplicate: sent again, dropped by its store's
+constraints); the units' and the controller's lost connections; each bridge's states
+(its notification topic) and connections (the floor broker's log); brokers that died or
+logged errors; and the seats that lack the last meter.
 """
 
 from __future__ import annotations
@@ -76,8 +86,13 @@ def make_controller(store_url: str, password_file: str | None = None) -> Any:
 
 
 def controller_main(spec: dict[str, Any]) -> None:
+    import logging
+
     from firmware.jackpot.service import JackpotService
     from firmware.link.config import load_link_config
+    # its warnings and errors (a rejected report, a gap, a lost store) to a file the summary reads
+    logging.basicConfig(filename=spec["out"] + ".log", level=logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
     ctl = make_controller(spec["store_url"], spec.get("store_password_file"))
     commits: list[tuple[str, int, float]] = []
     ingest = ctl.ingest_batch
@@ -85,13 +100,16 @@ def controller_main(spec: dict[str, Any]) -> None:
     def timed(items: list[tuple[str, bytes]]) -> Any:
         result = ingest(items)                                   # one transaction, committed
         now = time.time()
-        for _, payload in items:
-            try:
-                d = json.loads(payload)
-                commits.append((d["unit"], d["seq"], now))
-            except (ValueError, KeyError, TypeError):
-                pass
+        # what the controller holds: accepted now or before (a refused one is counted apart)
+        commits.extend((r.unit, r.seq, now) for r in result
+                       if r.status != "rejected" and r.unit is not None and r.seq is not None)
+        keep_refused(result)
         return result
+
+    refused: list[tuple[str | None, str | None]] = []
+
+    def keep_refused(results: list[Any]) -> None:
+        refused.extend((r.unit, r.reason) for r in results if r.status == "rejected")
 
     ctl.ingest_batch = timed
     overlapped = ctl.ingest_overlapped
@@ -100,7 +118,9 @@ def controller_main(spec: dict[str, Any]) -> None:
         # PostgreSQL (the service overlaps batches): stamped when each batch's COMMIT is confirmed
         def stamped(results: list[Any]) -> None:
             now = time.time()
-            commits.extend((r.unit, r.seq, now) for r in results if r.unit is not None and r.seq is not None)
+            commits.extend((r.unit, r.seq, now) for r in results
+                           if r.status != "rejected" and r.unit is not None and r.seq is not None)
+            keep_refused(results)
             committed(results)
         overlapped(first, take_next, stamped)
 
@@ -111,7 +131,8 @@ def controller_main(spec: dict[str, Any]) -> None:
     print("ready", flush=True)
     stop.wait()
     # the figures first: stopping may take long behind a full-speed backlog
-    Path(spec["out"] + ".tmp").write_text(json.dumps({"commits": list(commits), "batches": svc.batches}))
+    Path(spec["out"] + ".tmp").write_text(json.dumps({"commits": list(commits), "batches": svc.batches,
+                                                      "counts": dict(ctl.counts), "refused": refused}))
     os.replace(spec["out"] + ".tmp", spec["out"])
     print("written", flush=True)
     svc.stop()
@@ -130,6 +151,10 @@ class SimUnit:
         self.outbox = Outbox(outbox_dir / (unit.replace("/", "_") + ".db"), unit)
         self.put_at: dict[int, float] = {}
         self.meters: list[tuple[str, float]] = []
+        # each report's PUBLISH (its PUBACK from the table broker shows in is_published) and
+        # the connection's story: where a report that never reached the controller stopped
+        self.sent: dict[int, mqtt.MQTTMessageInfo] = {}
+        self.events: list[tuple[float, str]] = []
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=unit, clean_session=True)
         self.client.username_pw_set(unit, password)
         self.client.max_inflight_messages_set(64)
@@ -137,10 +162,14 @@ class SimUnit:
         self.ready = threading.Event()
         self.client.on_connect = self._on_connect
         self.client.on_message = self._on_message
+        self.client.on_disconnect = lambda c, u, flags, rc, props: self.events.append((time.time(), f"lost {rc}"))
         self.client.connect("127.0.0.1", port, keepalive=60)
         self.client.loop_start()
 
     def _on_connect(self, client, userdata, flags, rc, props) -> None:
+        self.events.append((time.time(), "connected" if not rc.is_failure else f"refused {rc}"))
+        if rc.is_failure:
+            return
         client.subscribe([(topics.meter_topic("main"), 1), (topics.confirmed_topic("main", self.unit), 1)])
         self.ready.set()
 
@@ -159,7 +188,20 @@ class SimUnit:
             return
         self.put_at[seq] = time.time()
         (p,) = self.outbox.pending(after=seq - 1, limit=1)
-        self.client.publish(p.topic, p.payload, qos=1)
+        self.sent[seq] = self.client.publish(p.topic, p.payload, qos=1)
+
+    def unconfirmed(self) -> list[int]:
+        """The reports the controller has not confirmed yet (still in the outbox)."""
+        return [p.seq for p in self.outbox.pending(limit=100000)]
+
+    def account(self) -> dict[str, Any]:
+        """Where this unit's unconfirmed reports are: never handed to paho, handed but not
+        acknowledged by the table broker, or acknowledged (the table broker has them)."""
+        left = self.unconfirmed()
+        return {"last_seq": self.outbox.last_seq, "unconfirmed": left,
+                "unsent": [q for q in left if q not in self.sent],
+                "unacked": [q for q in left if q in self.sent and not self.sent[q].is_published()],
+                "events": self.events}
 
     def close(self) -> None:
         self.client.disconnect()
@@ -184,6 +226,19 @@ def play_round(table: str, units: dict[str, SimUnit], scripts: dict[int, dict[in
         units[f"{table}/dealer"].report(kind, body, key, table=table, round=r)
 
 
+def drain(units: dict[str, SimUnit], until: float) -> float | None:
+    """Wait until the controller has confirmed every report of every unit (each outbox
+    empty), at most until ``until``. When that was, or None: not by then."""
+    waiting = dict(units)
+    while True:
+        waiting = {n: u for n, u in waiting.items() if u.outbox.pending(limit=1)}
+        if not waiting:
+            return time.time()
+        if time.time() >= until:
+            return None
+        time.sleep(0.25)
+
+
 def worker_main(spec: dict[str, Any]) -> None:
     outbox_dir = Path(spec["outbox_dir"])
     tables: dict[str, dict[str, Any]] = spec["tables"]
@@ -203,11 +258,9 @@ def worker_main(spec: dict[str, Any]) -> None:
     start, offsets = go["paced_start"], {t: random.Random(t).random() * ROUND_SECONDS for t in tables}
     due = sorted((start + off, t) for t, off in offsets.items())
     played = {t: 0 for t in tables}
-    while due and time.time() < go["paced_end"]:
+    while due and due[0][0] < go["paced_end"]:      # (a round due later must not sleep into the next phase)
         at, table = due.pop(0)
         time.sleep(max(0.0, at - time.time()))
-        if at >= go["paced_end"]:
-            break
         played[table] += 1
         play_round(table, units, scripts[table], played[table])
         due.append((at + ROUND_SECONDS, table))
@@ -221,9 +274,11 @@ def worker_main(spec: dict[str, Any]) -> None:
         for table in left:
             played[table] += 1
             play_round(table, units, scripts[table], played[table])
-    time.sleep(go["settle"])
+    drained = drain(units, go["drain_end"])
+    time.sleep(go["settle"])                    # the meter after the last commit reaches the seats
     Path(spec["out"]).write_text(json.dumps({
-        "put": {u: s.put_at for u, s in units.items()},
+        "put": {u: s.put_at for u, s in units.items()}, "drained": drained,
+        "accounts": {u: s.account() for u, s in units.items()},
         "meters": {u: s.meters for u, s in units.items() if "/seat-" in u}}))
     for u in units.values():
         u.close()
@@ -279,6 +334,8 @@ def main() -> None:
     ap.add_argument("--store-url", default=None, help="the controller's store (default sqlite:/// in a temp dir)")
     ap.add_argument("--postgres", action="store_true", help="the store on a throwaway PostgreSQL cluster")
     ap.add_argument("--store-password-file", default=None, help="the PostgreSQL password, alone in a file")
+    ap.add_argument("--drain", type=float, default=60.0,
+                    help="seconds at most, after the full-speed phase, for every unit's outbox to be confirmed")
     ap.add_argument("--outbox-dir", default=None, help="where the units' outboxes live (default: tmpfs)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--controller", help=argparse.SUPPRESS)
@@ -350,7 +407,8 @@ def run(args: argparse.Namespace) -> None:
                            "simulated units": [p.pid for p in workers]})
         now = time.time() + 1.0
         go = {"paced_start": now, "paced_end": now + args.paced, "full_start": now + args.paced,
-              "full_end": now + args.paced + args.full, "settle": 10.0}
+              "full_end": now + args.paced + args.full, "drain_end": now + args.paced + args.full + args.drain,
+              "settle": 3.0}
         for p in workers:
             assert p.stdin is not None
             p.stdin.write(json.dumps(go) + "\n")
@@ -362,15 +420,17 @@ def run(args: argparse.Namespace) -> None:
         time.sleep(max(0.0, go["full_end"] - time.time()))
         c2 = sampler.cpu()
         for p in workers:
-            p.wait(300)
+            p.wait(300 + args.drain)
         ctl.send_signal(signal.SIGTERM)
         assert ctl.stdout is not None
         if ctl.stdout.readline().strip() != "written":
             raise SystemExit("the controller did not write its commit times")
         probe.close()
-        commits = json.loads((tmp / "commits.json").read_text())["commits"]
+        done = json.loads((tmp / "commits.json").read_text())
+        commits = done["commits"]
         outs = [json.loads((tmp / f"worker-{w}.json").read_text()) for w in range(len(workers))]
         summary(args, go, commits, outs, probe.meters, (c0, c1, c2), sampler.rss, store_url)
+        account(floor, tmp, go, done, outs, probe)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -382,19 +442,36 @@ def run(args: argparse.Namespace) -> None:
 
 
 class FloorProbe:
-    """The meter as the floor broker sends it (the reference for the fan-out to the seats)."""
+    """What the floor broker passes on: the meter (the reference for the fan-out to the
+    seats), every report's (unit, seq) (what the bridges delivered), every bridge's state.
+    The harness's ``observer`` user, who may read everything at the floor broker."""
 
     def __init__(self, port: int) -> None:
-        from tests.floor.floor import CONTROLLER
+        from tests.floor.floor import OBSERVER
         self.meters: dict[str, float] = {}
-        self.client = mqtt.Client(CallbackAPIVersion.VERSION2)
-        self.client.username_pw_set("attendant", CONTROLLER["attendant"])
-        self.client.on_connect = lambda c, *a: c.subscribe(topics.meter_topic("main"), 1)
-        self.client.on_message = lambda c, u, m: self.meters.setdefault(m.payload.decode(), time.time())
-        # the attendant may not read the meter under the ACL; the controller's pattern lines let
-        # every user read it
+        self.reports: set[tuple[str, int]] = set()
+        self.bridges: dict[str, list[tuple[float, str]]] = {}
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=OBSERVER[0])
+        self.client.username_pw_set(*OBSERVER)
+        self.client.on_connect = lambda c, *a: c.subscribe(
+            [(topics.meter_topic("main"), 1), (f"{topics.ROOT}/unit/+/+/report", 1),
+             (topics.bridge_state_topic("+"), 1)])
+        self.client.on_message = self._on_message
         self.client.connect("127.0.0.1", port)
         self.client.loop_start()
+
+    def _on_message(self, client, userdata, msg) -> None:
+        now = time.time()
+        if msg.topic.endswith("/meter"):
+            self.meters.setdefault(msg.payload.decode(), now)
+        elif msg.topic.endswith("/report"):
+            try:
+                d = json.loads(msg.payload)
+                self.reports.add((d["unit"], int(d["seq"])))
+            except (ValueError, KeyError, TypeError):
+                pass
+        else:
+            self.bridges.setdefault(msg.topic.split("/")[-2], []).append((now, msg.payload.decode(errors="replace")))
 
     def close(self) -> None:
         self.client.disconnect()
@@ -476,6 +553,100 @@ def summary(args, go, commits, outs, floor_meters, cpu, rss, store_url) -> None:
             capacity((b["controller"] - a["controller"]) / in_window, sustained,
                      len(paced) / (go["paced_end"] - go["paced_start"]) / args.tables)
     print("\nRSS (max KiB of one process): " + ", ".join(f"{k} {v}" for k, v in rss.items()))
+
+
+# -- the accounting: every report every unit put, committed once, or where it stopped -------------
+
+
+def where(unit: str, seq: int, acc: dict[str, Any], floor_saw: set[tuple[str, int]]) -> str:
+    """Where a report the controller has not committed is."""
+    if seq not in acc["unconfirmed"]:
+        return "LOST: confirmed to its unit, never committed"
+    if seq in acc["unsent"]:
+        return "in the unit's outbox, never published"
+    if seq in acc["unacked"]:
+        return "in the unit's outbox, published, the table broker never acknowledged it"
+    if (unit, seq) not in floor_saw:
+        return "at the table broker (acknowledged there, never at the floor broker)"
+    return "at the floor broker or the controller's inbox (the floor broker passed it on)"
+
+
+def bridge_story(floor: Any, probe: FloorProbe, t0: float) -> dict[str, str]:
+    """Per table whose bridge did not stay up: its notification states (seconds into the run)
+    and what the floor broker's log says about its connections."""
+    floor_log = floor.floor.log()
+    out = {}
+    for table in floor.tables:
+        states = probe.bridges.get(table, [])
+        connects = floor_log.count(f" as {table}/bridge ")
+        drops = [line for line in floor_log.splitlines()
+                 if f"{table}/bridge" in line and ("disconnect" in line or "timeout" in line or "closed" in line)]
+        if connects != 1 or drops or any(v != "1" for _, v in states) or not states:
+            out[table] = (f"states {[(round(at - t0, 1), v) for at, v in states]}; the floor broker: "
+                          f"{connects} connections, {len(drops)} drops {[d[:120] for d in drops[:3]]}")
+    return out
+
+
+def broker_trouble(floor: Any) -> dict[str, str]:
+    """Brokers that are not running, or whose log names an error."""
+    out = {}
+    for name, b in [("floor", floor.floor), *floor.tables.items()]:
+        errors = [line for line in b.log().splitlines() if "Error" in line]
+        if b.proc is None or b.proc.poll() is not None:
+            out[name] = f"NOT RUNNING (exit code {None if b.proc is None else b.proc.poll()}); {errors[:3]}"
+        elif errors:        # e.g. its port taken before it started: the floor started it on another
+            out[name] = f"running on port {b.port}; its log: {errors[:3]}"
+    return out
+
+
+def account(floor: Any, tmp: Path, go: dict[str, Any], done: dict[str, Any], outs: list[dict[str, Any]],
+            probe: FloorProbe) -> None:
+    """Whether every report every unit put was committed by the controller (once: its
+    store's constraints), and if not where each one is; bridges, brokers, the last meter."""
+    committed = {(u, s) for u, s, _ in done["commits"]}
+    accounts = {u: a for o in outs for u, a in o["accounts"].items()}
+    put = [(u, int(s)) for o in outs for u, seqs in o["put"].items() for s in seqs]
+    drained = [o["drained"] for o in outs]
+    print(f"\naccounting (after a drain of at most {go['drain_end'] - go['full_end']:.0f} s):")
+    if all(d is not None for d in drained):
+        print(f"  every unit's outbox confirmed {max(drained) - go['full_end']:.1f} s after the full-speed phase")
+    else:
+        print("  NOT every unit's outbox confirmed within the drain")
+    missing = [(u, s) for u, s in put if (u, s) not in committed]
+    counts = done.get("counts", {})
+    print(f"  reports put {len(put)}, committed {len(put) - len(missing)}; the controller's counts {counts}")
+    if done.get("refused"):
+        print(f"  refused by the controller: {len(done['refused'])}, e.g. {done['refused'][:3]}")
+    by_place: dict[tuple[str, str], int] = {}
+    for u, s in missing:
+        k = (u, where(u, s, accounts[u], probe.reports))
+        by_place[k] = by_place.get(k, 0) + 1
+    print("  every report committed" if not missing else f"  NOT COMMITTED: {len(missing)}")
+    for (u, place), n in sorted(by_place.items()):
+        print(f"    {u}: {n} {place}")
+    for u, a in sorted(accounts.items()):
+        if [e for _, e in a["events"]] != ["connected"]:
+            print(f"  {u}'s connection: {[(round(at - go['paced_start'], 1), e) for at, e in a['events']][:6]}")
+    # (its own goodbye at the end is the last "disconnected")
+    ctl_log = [line[:120] for line in floor.floor.log().splitlines() if " jackpot/main" in line]
+    drops = [line for line in ctl_log[:-1] if "timeout" in line or "disconnect" in line or "closed" in line]
+    if drops:       # its persistent session: what it had not acknowledged comes again (duplicates)
+        print(f"  the controller's link to the floor broker dropped {len(drops)} times: {drops[:3]}")
+    bridges = bridge_story(floor, probe, go["paced_start"])
+    print("  every bridge up throughout (one connection each)" if not bridges else "  bridges that went down:")
+    for table, story in sorted(bridges.items()):
+        print(f"    {table}: {story}")
+    for name, trouble in sorted(broker_trouble(floor).items()):
+        print(f"  broker {name}: {trouble}")
+    last = max(probe.meters.items(), key=lambda kv: kv[1])[0] if probe.meters else None
+    seats = {u: m for o in outs for u, m in o["meters"].items()}
+    stale = sorted(u for u, m in seats.items() if not m or m[-1][0] != last)
+    print(f"  the last meter reached every seat ({len(seats)})" if not stale else
+          f"  seats without the last meter: {len(stale)} of {len(seats)}: {stale[:8]}")
+    log = tmp / "commits.json.log"
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    if lines:
+        print(f"  the controller's log: {len(lines)} warnings/errors, e.g. {[x[:160] for x in lines[:3]]}")
 
 
 if __name__ == "__main__":

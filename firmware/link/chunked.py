@@ -37,11 +37,18 @@ class ChunkedClient(mqtt.Client):
         self._chunk_at = 0
         self._chunk_sock: Any = None        # the socket the chunk came from
         self._woken = False                 # a wake for queued PUBACKs is on its way to paho's thread
+        self._reading_on = False            # in loop_read's read-on: the chunk in hand only
 
     def _sock_recv(self, bufsize: int) -> bytes:
         if self._chunk_sock is not self._sock:      # a new connection: nothing of the old one
             self._chunk, self._chunk_at, self._chunk_sock = b"", 0, self._sock
         if self._chunk_at >= len(self._chunk):
+            if self._reading_on:
+                # the chunk is done: no more from the socket until paho has written (the
+                # PUBACKs, the keepalive); a broker with a backlog never lets it run dry, and
+                # a read-on that refilled read for as long as the backlog lasted (#16).
+                # paho keeps a packet begun and goes on with it on its next read.
+                raise BlockingIOError
             # paho's own read (its TLS and closed-socket handling): BlockingIOError when the
             # kernel holds nothing, b"" at the end of the stream (both passed on as paho expects)
             self._chunk, self._chunk_at = super()._sock_recv(CHUNK), 0
@@ -100,6 +107,10 @@ class ChunkedClient(mqtt.Client):
         # paho reads one packet a pass and then waits in select, which would not wake for
         # bytes already read into the chunk: read on while the chunk holds any
         rc = super().loop_read(max_packets)
-        while rc == mqtt.MQTT_ERR_SUCCESS and self._sock is not None and self.buffered():
-            rc = super().loop_read(max_packets)
+        self._reading_on = True
+        try:
+            while rc == mqtt.MQTT_ERR_SUCCESS and self._sock is not None and self.buffered():
+                rc = super().loop_read(max_packets)
+        finally:
+            self._reading_on = False
         return rc

@@ -19,9 +19,12 @@ from firmware.link.bridge import (
 )
 from firmware.link.config import load_link_config
 from firmware.link.mqtt import MqttBus
+from firmware.runtime.bus import ROOT
 from tests.link.broker import Broker, free_port
 
 CONTROLLER = {"jackpot/main": "pw-jackpot", "attendant": "pw-attendant", "pit": "pw-pit"}
+# a test's or the bench's own client at the floor broker: reads everything, writes nothing
+OBSERVER = ("observer", "pw-observer")
 
 
 def unit_password(unit: str) -> str:
@@ -123,26 +126,39 @@ class Floor:
         ``relay_idle``: the relays' idle timeout (None: a link that never drops by itself)."""
         self.root = root
         self.boxes = dict(tables)
-        users = {**CONTROLLER, **{bridge_user(t): unit_password(bridge_user(t)) for t in tables}}
-        self.floor = Broker(root / "floor", acl=render_floor_acl(tables), users=users)
+        users = {**CONTROLLER, **{bridge_user(t): unit_password(bridge_user(t)) for t in tables},
+                 OBSERVER[0]: OBSERVER[1]}
+        self.floor = Broker(root / "floor", users=users, acl=render_floor_acl(tables)
+                            + f"\nuser {OBSERVER[0]}\ntopic read {ROOT}/#\n")
         self.relays = {t: Relay(self.floor.port, relay_idle) for t in relay}
-        self.tables: dict[str, Broker] = {}
-        for table, boxes in tables.items():
-            port = self.relays[table].port if table in self.relays else self.floor.port
-            bridge = Bridge(table, f"127.0.0.1:{port}", unit_password(bridge_user(table)), restart=(1, 2),
-                            keepalive=5)
-            # "observer": a test's own client, so it never takes over a unit's client id
-            units = {**{u: unit_password(u) for u in self.units(table)}, "observer": unit_password("observer")}
-            self.tables[table] = Broker(root / table, acl=render_table_acl(table, boxes), users=units,
-                                        extra=f"max_queued_messages {table_queue}\n" + render_bridge(bridge))
+        self.table_queue = table_queue
+        self.tables: dict[str, Broker] = {t: self._table_broker(t) for t in tables}
+
+    def _table_broker(self, table: str, port: int | None = None) -> Broker:
+        floor = self.relays[table].port if table in self.relays else self.floor.port
+        bridge = Bridge(table, f"127.0.0.1:{floor}", unit_password(bridge_user(table)), restart=(1, 2),
+                        keepalive=5)
+        # "observer": a test's own client, so it never takes over a unit's client id
+        units = {**{u: unit_password(u) for u in self.units(table)}, "observer": unit_password("observer")}
+        return Broker(self.root / table, acl=render_table_acl(table, self.boxes[table]), users=units, port=port,
+                      extra=f"max_queued_messages {self.table_queue}\n" + render_bridge(bridge))
 
     def units(self, table: str) -> list[str]:
         return [f"{table}/dealer", *(f"{table}/seat-{b}" for b in range(1, self.boxes[table] + 1))]
 
     def start(self) -> "Floor":
         self.floor.start()
-        for b in self.tables.values():
-            b.start()
+        for table in self.tables:
+            for tries in range(3):
+                try:
+                    self.tables[table].start()
+                    break
+                except RuntimeError as exc:
+                    # its port, free when picked, taken since by another process: nobody
+                    # knows a table broker's port before it starts, so it takes another
+                    if "Address already in use" not in str(exc) or tries == 2:
+                        raise
+                    self.tables[table] = self._table_broker(table, free_port())
         return self
 
     def stop(self) -> None:

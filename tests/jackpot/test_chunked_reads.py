@@ -4,9 +4,11 @@ new one."""
 
 from __future__ import annotations
 
+import queue
 import socket
 import threading
 from pathlib import Path
+from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
@@ -173,3 +175,74 @@ def test_a_message_larger_than_a_chunk_and_a_reconnect_on_a_real_broker(tmp_path
         pub.disconnect()
         pub.loop_stop()
         broker.stop()
+
+
+
+class AckGaps(ChunkedClient):
+    """Notes how many messages it had been handed at each write of PUBACKs."""
+
+    got = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.acks_at: list[int] = []
+
+    def _sock_send(self, buf: bytes | bytearray) -> int:
+        if buf[:1] == b"\x40":
+            self.acks_at.append(self.got)
+        return super()._sock_send(buf)
+
+
+def test_acknowledgements_go_out_while_a_flood_keeps_coming(tmp_path: Path):
+    """A floor broker with a backlog for the controller (after a full-speed burst, #16)
+    writes on without a pause (no in-flight limit), so the client's socket never runs dry.
+    The PUBACKs the ingest thread queues must still go out (and with them the keepalive)
+    after each chunk read, not once the flood ends: a bench run saw the floor broker drop
+    the controller for its keepalive while it stored ~45,000 reports whose PUBACKs never
+    left, then send every one of them again. Each packet is 1,001 bytes, so no 64 kB chunk
+    ends on a packet's end and the client cannot stop reading by chance."""
+    n = 20000
+    broker = Broker(tmp_path / "b", extra="max_inflight_messages 0\n").start()
+    sub = AckGaps(CallbackAPIVersion.VERSION2, client_id="flooded", clean_session=False, manual_ack=True)
+    to_ack: queue.Queue[int] = queue.Queue()
+
+    def acknowledge() -> None:                     # as the ingest thread: PUBACKs from another thread
+        while (mid := to_ack.get()) >= 0:
+            sub.ack(mid, 1)
+
+    def on_message(c, u, m) -> None:
+        sub.got += 1
+        to_ack.put(m.mid)
+
+    subscribed = threading.Event()
+    sub.on_subscribe = lambda *a: subscribed.set()
+    sub.on_message = on_message
+    pub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="flood")
+    threading.Thread(target=acknowledge, daemon=True).start()
+    try:
+        sub.connect("127.0.0.1", broker.port)      # the persistent session, then away
+        sub.subscribe("r/#", qos=1)
+        sub.loop_start()
+        assert subscribed.wait(10)
+        sub.disconnect()
+        sub.loop_stop()
+        pub.connect("127.0.0.1", broker.port)
+        pub.loop_start()
+        payload = b"x" * 991                      # and 10 bytes of header: 1,001 at the subscriber
+        assert len(_publish_packet("r/x", payload, mid=1)) == 1001
+        infos = [pub.publish("r/x", payload, qos=1) for _ in range(n)]
+        for info in infos:
+            info.wait_for_publish(60)
+        sub.reconnect()                            # the backlog, at once and without a pause
+        sub.loop_start()
+        wait_until(lambda: sub.got >= n, 120, "every message delivered")
+    finally:
+        to_ack.put(-1)
+        for c in (sub, pub):
+            c.disconnect()
+            c.loop_stop()
+        broker.stop()
+    # the most messages taken in between two writes of PUBACKs (a chunk holds 65 of them)
+    gaps = [b - a for a, b in zip([0, *sub.acks_at], sub.acks_at, strict=False)]
+    assert gaps and max(gaps) < 2000, (f"{max(gaps, default=n)} messages read with no PUBACK written in between "
+                                       f"(PUBACK writes at {sub.acks_at[:10]}... of {n})")

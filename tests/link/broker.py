@@ -20,6 +20,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds the socket listening on 127.0.0.1:``port`` (Linux /proc)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        f = line.split()
+        if f[1] == f"0100007F:{port:04X}" and f[3] == "0A":          # 127.0.0.1, LISTEN
+            inodes.add(f"socket:[{f[9]}]")
+    try:
+        return any(os.readlink(fd) in inodes for fd in Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:                 # it exited (or an fd closed while we looked)
+        return False
+
+
 class Broker:
     def __init__(self, directory: Path, *, acl: str | None = None, users: dict[str, str] | None = None,
                  tls: dict[str, Path] | None = None, port: int | None = None,
@@ -67,11 +80,11 @@ class Broker:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"mosquitto exited: {self.log()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self
-            except OSError:
-                time.sleep(0.05)
+            # its own listening socket, not a connection: another process may hold the port
+            # (mosquitto then exits "Address already in use", and a stranger would answer)
+            if listens(self.proc.pid, self.port):
+                return self
+            time.sleep(0.05)
         raise RuntimeError(f"mosquitto did not listen on {self.port} within {timeout}s")
 
     def kill(self) -> None:
