@@ -117,6 +117,19 @@ def test_screens_and_languages_visited_again_and_again_leave_no_garbage_and_no_g
     assert max(later) < first + 3.0, out
 
 
+def test_fitted_labels_are_sized_only_for_their_settled_width(display, tmp_path):  # noqa: F811
+    """Issue 14 (RSS): a fitted label (``keep_fitted``, ``FitLabel``) refitted while the
+    layouts above it had yet to run was sized for a width or scale on its way (the spots'
+    names fitted to 10 px, then 15) and drawn so: SDL2_ttf opened the CJK font at that size
+    and kept it (~0.4 MB a face; four such faces on a real seat's start). Now each is
+    sized once the layouts above it have run: every fitted label of the settled start
+    screen was given one size only."""
+    out = probe(display, "fit_start", tmp_path)
+    sizes = {text: set(given) for text, given in out["sizes"].items() if text}
+    assert {"Main bet", "Progressive", "Rules", "PROGRESSIVE JACKPOT"} <= set(sizes), sizes
+    assert all(len(given) == 1 for given in sizes.values()), sizes      # before: Main bet {10, 15}
+
+
 def test_the_service_screen_shows_each_antennas_raw_reads_live(display, tmp_path):  # noqa: F811
     """Issue 14.6: the service screen's antenna rows follow the reader while it is open
     (set in place: the same line widgets), a tag under antenna 2 shown without reopening."""

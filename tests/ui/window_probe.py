@@ -24,11 +24,13 @@ def main(scenario: str) -> dict[str, Any]:
     from ui.demo import DemoTable
 
     # the meter and the off-screen parts: a profile with a progressive
-    profile = "rws-blackjack-switch" if scenario in ("meter", "off_screen", "rules_meter") else "rws-perfect-pairs"
+    profile = "rws-blackjack-switch" if scenario in ("meter", "off_screen", "rules_meter", "fit_start") else "rws-perfect-pairs"
     table = DemoTable(load_profile(profile), pace=0, auto=False)
+    if scenario == "fit_start":
+        fit_sizes(out := {})
     app = build_app(table)
     from kivy.clock import Clock
-    out: dict[str, Any] = {}
+    out = {} if scenario != "fit_start" else out
     steps: list[tuple[Callable[[], None], float]] = []
 
     def later(fn: Callable[[], None], wait: float = 1.5) -> None:
@@ -77,6 +79,8 @@ def main(scenario: str) -> dict[str, Any]:
         later(record("two_cards"))
         later(lambda: table.command(lambda t: t.deal_next()))
         later(record("three_cards"))
+    elif scenario == "fit_start":
+        later(lambda: None, 2.0)                # the screen up and settled
     elif scenario in ("technician_key", "meter", "antennas", "off_screen", "rules_meter", "freed", "tours"):
         {"technician_key": technician_key_steps, "meter": meter_steps, "antennas": antenna_steps,
          "off_screen": off_screen_steps, "rules_meter": rules_meter_steps,
@@ -265,6 +269,19 @@ def tours_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str,
         later(lambda: None, 0.6)                # the display's own moment (0.5 s after the seat screen)
         later(settled, 0.5)
     later(lambda: None, 1.5)
+
+
+def fit_sizes(out: dict[str, Any]) -> None:
+    """Every font size a fitted label (``keep_fitted``, ``FitLabel``) is given from the
+    display's start, by the label's text: ``out["sizes"]``."""
+    from ui import widgets
+    fit = widgets.fit_font
+    sizes: dict[str, list[float]] = out.setdefault("sizes", {})
+
+    def recorded(label: Any, base: float, least: float) -> None:
+        fit(label, base, least)
+        sizes.setdefault(label.text, []).append(label.font_size)
+    widgets.fit_font = recorded
 
 
 def late_profile() -> dict[str, Any]:
