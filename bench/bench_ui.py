@@ -5,6 +5,7 @@ run: the display as shipped before issue 18 (Kivy's default clock, 30 fps) and a
 Kivy window whose one label changes (what this GL can do at all for a change -> swap).
 
     python3 bench/bench_ui.py [--runs 3] [--clocks interrupt:30,default:30,free_all:30]
+    python3 bench/bench_ui.py --quick     # RSS only: the display as shipped and a real seat
 
 Starts its own Xvfb when DISPLAY is unset. Says which GL renderer drew the frames
 (llvmpipe is Mesa's software rasteriser: the swap is a CPU copy, not the Pi's GPU).
@@ -54,14 +55,14 @@ def soft_gl_mb() -> float:
     return total / 1024
 
 
-def rss_parts() -> dict[str, float]:
+def rss_parts(pid: int | str = "self") -> dict[str, float]:
     """Resident MB by kind of mapping (/proc/self/smaps): the software rasteriser's
     libraries, the other libraries, malloc's heap (C code: Mesa, SDL, FreeType, SQLite, and
     Python's larger objects), anonymous maps (Python's object arenas, llvmpipe's and
     malloc's big blocks, thread stacks), X shared memory (the window's image), other files."""
     parts: dict[str, float] = {}
     kind = "anon"
-    for line in Path("/proc/self/smaps").read_text().splitlines():
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
         head = line.split()
         if head and "-" in head[0] and not head[0].endswith(":"):
             name = head[5] if len(head) > 5 else ""
@@ -71,6 +72,18 @@ def rss_parts() -> dict[str, float]:
         elif head[:1] == ["Rss:"]:
             parts[kind] = parts.get(kind, 0.0) + int(head[1]) / 1024
     return parts
+
+
+def font_faces(pid: int | str = "self") -> int:
+    """Font faces the process holds open: SDL2_ttf keeps each face's file open, and Kivy
+    opens one face per distinct font id (its size as written, bold, ...; up to 64)."""
+    n = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            n += os.readlink(fd).endswith((".ttc", ".ttf", ".otf"))
+        except OSError:
+            pass
+    return n
 
 
 TOUR = ("rules", "history", "help", "language", "service", "seat")
@@ -250,6 +263,7 @@ def child_window() -> dict[str, Any]:
 
             def toured() -> None:
                 res["rss_toured_mb"] = rss_mb()
+                res["faces_toured"] = font_faces()
                 res["parts_toured"] = rss_parts()
                 app.stop()
 
@@ -258,6 +272,7 @@ def child_window() -> dict[str, Any]:
                 res["rss_mb"] = rss_mb()
                 res["soft_gl_mb"] = soft_gl_mb()
                 res["parts"] = rss_parts()
+                res["faces"] = font_faces()
                 screens_tour(app, Clock, toured)
             Clock.schedule_once(lambda _dt: idle_cpu(Clock, contribute, done), 0.5)
             return
@@ -384,7 +399,10 @@ def seat_run_rss(display: str) -> dict[str, float]:
                     mapped = len(head) > 5 and any(n in head[5] for n in SOFT_GL)
                 elif mapped and head[:1] == ["Rss:"]:
                     soft += int(head[1])
-            return {"rss_mb": rss, "soft_gl_mb": soft / 1024}
+            if os.environ.get("BENCH_UI_SMAPS"):     # a copy to look into (docs/ui.md "Memory")
+                Path(os.environ["BENCH_UI_SMAPS"]).write_text(Path(f"/proc/{seat.proc.pid}/smaps").read_text())
+            return {"rss_mb": rss, "soft_gl_mb": soft / 1024, "parts": rss_parts(seat.proc.pid),
+                    "faces": font_faces(seat.proc.pid)}
         finally:
             for unit in reversed(units):
                 unit.terminate()
@@ -423,7 +441,12 @@ def main() -> int:
     ap.add_argument("--clocks", default="interrupt:30,free_all:30,interrupt:60",
                     help="Kivy clock:maxfps pairs to measure beside the default:30 baseline"
                          " (the display as shipped before issue 18)")
+    ap.add_argument("--quick", action="store_true",
+                    help="only the seat display as shipped (interrupt:30) and the real seat, --runs each:"
+                         " its RSS, after every screen, by kind of mapping (and its change -> swap, idle CPU)")
     args = ap.parse_args()
+    if args.quick:
+        args.seat_runs, args.clocks = args.runs, "interrupt:30"
     env = dict(os.environ, KIVY_NO_ARGS="1", KIVY_NO_CONSOLELOG="1", KIVY_HOME="/tmp/betbox-bench-kivy")
     xvfb = None
     if not env.get("DISPLAY"):
@@ -450,16 +473,25 @@ def main() -> int:
 
     rows: list[tuple[str, list[dict[str, Any]]]] = []
     try:
-        head, one = run("headless:7"), run("headless:1")
+        head, one = ({"rss_mb": 0.0, "modules_mb": 0.0},) * 2 if args.quick else (run("headless:7"), run("headless:1"))
         configs = ["default:30"] + [c for c in args.clocks.split(",") if c and c != "default:30"]
-        for clock in configs:
-            rows.append((f"bare Kivy label, {clock}", [run("bare", clock) for _ in range(args.runs)]))
+        for clock in args.clocks.split(",") if args.quick else configs:
+            if not args.quick:
+                rows.append((f"bare Kivy label, {clock}", [run("bare", clock) for _ in range(args.runs)]))
             rows.append((f"seat display,    {clock}", [run("window", clock) for _ in range(args.runs)]))
         seat_runs = [seat_run() for _ in range(args.seat_runs)]
     finally:
         if xvfb is not None:
             xvfb.terminate()
             xvfb.wait()
+    report(args, rows, seat_runs, head, one)
+    return 0
+
+
+def report(args: Any, rows: list[tuple[str, list[dict[str, Any]]]], seat_runs: list[dict[str, Any]],
+           head: dict[str, float], one: dict[str, float]) -> None:
+    """The figures: each configuration's runs, the RSS by kind of mapping, the real seat's."""
+    extra = head["rss_mb"] - one["rss_mb"]
     cpu = platform.processor()
     if Path("/proc/cpuinfo").exists():
         cpu = Path("/proc/cpuinfo").read_text().split("model name")[1].split("\n")[0].split(":", 1)[1].strip()
@@ -484,13 +516,15 @@ def main() -> int:
     # What the RSS figures count: the display AND the demo table in one process, a dealer
     # unit and 7 seat units with their journals. A seat's Pi runs the display with its
     # own seat unit only (``betbox run``; the dealer is another unit).
-    extra = head["rss_mb"] - one["rss_mb"]
-    print(f"RSS counts the display and the whole demo table (dealer + 7 seat units): the units take"
-          f" {head['rss_mb'] - head['modules_mb']:.0f} MB over the interpreter and modules"
-          f" ({head['rss_mb']:.0f} MB without a UI); 6 of those seat units ({extra:.0f} MB) are not on a"
-          f" seat's Pi (1 seat unit: {one['rss_mb']:.0f} MB without a UI)")
-    print_parts(rows)
+    if not args.quick:
+        print(f"RSS counts the display and the whole demo table (dealer + 7 seat units): the units take"
+              f" {head['rss_mb'] - head['modules_mb']:.0f} MB over the interpreter and modules"
+              f" ({head['rss_mb']:.0f} MB without a UI); 6 of those seat units ({extra:.0f} MB) are not on a"
+              f" seat's Pi (1 seat unit: {one['rss_mb']:.0f} MB without a UI)")
+    print_parts(rows + [("a real seat (betbox run)", seat_runs)])
     if seat_runs:
+        print(f"font faces open: seat display {spread([r['faces'] for r in seat])}, after every screen"
+              f" {spread([r['faces_toured'] for r in seat])}; real seat {spread([r['faces'] for r in seat_runs])}")
         print(f"a real seat process with its display (betbox run; mosquitto, the jackpot controller and the dealer"
               f" in their own processes), {len(seat_runs)} runs: RSS {spread([r['rss_mb'] for r in seat_runs])} MB;"
               f" less soft GL {spread([r['rss_mb'] - r['soft_gl_mb'] for r in seat_runs])} MB")
@@ -499,12 +533,10 @@ def main() -> int:
         print(f"after every screen in zh, ms and en, back on the player's screen: RSS"
               f" {spread([r['rss_toured_mb'] for r in seat])} MB; as on a seat's Pi {spread(toured)} MB;"
               f" also less soft GL: {spread([v - r['parts_toured'].get('soft GL libs', 0.0) for v, r in zip(toured, seat, strict=True)])} MB")
-    if seat:
+    if seat and not args.quick:
         less = [r["rss_mb"] - extra for r in seat]
         print(f"seat display's RSS as on a seat's Pi (one seat unit; the dealer's share still counted):"
               f" {spread(less)} MB; also less soft GL: {spread([v - r['soft_gl_mb'] for v, r in zip(less, seat, strict=True)])} MB")
-    return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

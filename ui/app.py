@@ -122,6 +122,7 @@ def build_app(feed, lang: str = "en", pin: str | None = None, size: tuple[int, i
     from .service import hash_pin
 
     LabelBase.register(name="Seat", fn_regular=str(font))
+    fonts.share_faces()
     load_layouts()
     return SeatDisplayApp(feed, lang=lang, pin_hash=hash_pin(DEMO_PIN) if pin is None else pin,
                           log_lines=log_lines)

@@ -296,6 +296,9 @@ class SeatScreen(Screen):
             return
         self._shown_controls = s.controls
         bar.clear_widgets()
+        if not s.controls:              # a real seat: no demo module (nor its simulator) loaded for nothing
+            bar.height = 0
+            return
         app = App.get_running_app()
         from .demo import CONTROL_KEYS
         for control, label in s.controls:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from kivy.app import App
+from kivy.clock import Clock
 from kivy.factory import Factory
 from kivy.properties import ListProperty, NumericProperty
 from kivy.uix.boxlayout import BoxLayout
@@ -31,11 +32,29 @@ def fit_font(label, base: float, least: float) -> None:
     room = label.width - App.get_running_app().u * 8
     label.font_size = base if wide <= room or wide == 0 or room <= 0 else max(least, base * room / wide)
 
+def layout_pending(widget) -> bool:
+    """A layout above ``widget`` is still to run before this frame: its width (a row's
+    share of a parent not yet sized, a spot's scale) is on its way. Fitted to it, the label
+    would be drawn for nothing at a size no settled screen shows, and SDL2_ttf keeps a face
+    of the CJK font open for each size (~0.4 MB): four such faces on a seat's start."""
+    w = widget.parent
+    while w is not None and w is not w.parent:
+        pending = getattr(w, "_trigger_layout", None)
+        if pending is not None and pending.is_triggered:
+            return True
+        w = w.parent
+    return False
+
 def keep_fitted(label, base: float, least: float) -> None:
-    """Refit ``label`` (sizes in units of ``app.u``) whenever its text or width changes."""
+    """Refit ``label`` (sizes in units of ``app.u``) whenever its text or width changes,
+    once the layouts above it have run (still before the frame)."""
     def refit(*_a):
+        if layout_pending(label):
+            later()
+            return
         u = App.get_running_app().u
         fit_font(label, u * base, u * least)
+    later = Clock.create_trigger(refit, -1)
     label.bind(text=refit, width=refit)
 
 FELT = (0.03, 0.30, 0.17, 1)        # the felt panel under the spots (``<Felt>`` in kv/common.kv)
@@ -231,10 +250,14 @@ class FitLabel(Label):
     least = NumericProperty(10.0)
 
     def on_kv_post(self, _base) -> None:
+        self._later = Clock.create_trigger(self._refit, -1)
         self.bind(text=self._refit, width=self._refit, base=self._refit)
         self._refit()
 
     def _refit(self, *_a) -> None:
+        if layout_pending(self):        # as ``keep_fitted``: once the layouts above have run
+            self._later()
+            return
         fit_font(self, self.base, self.least)
 
 class CardLabel(Label):

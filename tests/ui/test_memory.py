@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +47,37 @@ def test_a_failing_odds_child_is_logged_and_the_odds_are_worked_out_here(monkeyp
     assert got == rulesinfo.work_out(profile, 5)[0]
     assert rulesinfo.cached_main_edge(profile, 5) is not None
     assert "the odds' child process exited with status 1: no odds" in caplog.text
+
+
+FACES = """
+import json, os, sys
+from ui.app import _prepare_kivy
+_prepare_kivy((800, 480))
+from kivy.core.text import Label as CoreLabel
+from ui import fonts
+if sys.argv[1] == "shared":
+    fonts.share_faces()
+font = str(fonts.cjk_font())
+
+def open_faces():
+    return sum(1 for fd in os.listdir("/proc/self/fd")
+               if os.path.realpath(f"/proc/self/fd/{fd}") == os.path.realpath(font))
+# the sizes and styles the display asks for: kv's app.u * 18, a fitted heading's 18.32,
+# a bold line, a whole-pixel 18 from Python; then another size
+for size, bold in ((18.0, False), (18.32085106382979, True), (18.0, True), (18, False), (24.0, False)):
+    CoreLabel(text="下注 Bet", font_size=size, bold=bold, font_name=font).get_extents("下注 Bet")
+print(json.dumps(open_faces()))
+"""
+
+
+def test_labels_whose_text_is_drawn_alike_share_one_font_face():
+    # Kivy's SDL2 text keys its open faces on the size as written and on bold, but opens
+    # the face at the whole-pixel size, and bold draws nothing different with a one-file
+    # font: 18.0, 18.32 and bold 18 are one face (~0.4 MB each of the CJK font's)
+    def faces(mode: str) -> int:
+        out = subprocess.run([sys.executable, "-c", FACES, mode], capture_output=True, text=True, timeout=120,
+                             cwd=ROOT, env={**os.environ, "KIVY_NO_ARGS": "1", "KIVY_NO_CONSOLELOG": "1"})
+        assert out.returncode == 0, out.stderr[-2000:]
+        return int(out.stdout.strip().splitlines()[-1])
+    assert faces("kivy") == 5                   # what Kivy alone opens (the test can tell)
+    assert faces("shared") == 2

@@ -24,11 +24,13 @@ def main(scenario: str) -> dict[str, Any]:
     from ui.demo import DemoTable
 
     # the meter and the off-screen parts: a profile with a progressive
-    profile = "rws-blackjack-switch" if scenario in ("meter", "off_screen", "rules_meter") else "rws-perfect-pairs"
+    profile = "rws-blackjack-switch" if scenario in ("meter", "off_screen", "rules_meter", "fit_start") else "rws-perfect-pairs"
     table = DemoTable(load_profile(profile), pace=0, auto=False)
+    if scenario == "fit_start":
+        fit_sizes(out := {})
     app = build_app(table)
     from kivy.clock import Clock
-    out: dict[str, Any] = {}
+    out = {} if scenario != "fit_start" else out
     steps: list[tuple[Callable[[], None], float]] = []
 
     def later(fn: Callable[[], None], wait: float = 1.5) -> None:
@@ -77,10 +79,12 @@ def main(scenario: str) -> dict[str, Any]:
         later(record("two_cards"))
         later(lambda: table.command(lambda t: t.deal_next()))
         later(record("three_cards"))
-    elif scenario in ("technician_key", "meter", "antennas", "off_screen", "rules_meter", "freed"):
+    elif scenario == "fit_start":
+        later(lambda: None, 2.0)                # the screen up and settled
+    elif scenario in ("technician_key", "meter", "antennas", "off_screen", "rules_meter", "freed", "tours"):
         {"technician_key": technician_key_steps, "meter": meter_steps, "antennas": antenna_steps,
          "off_screen": off_screen_steps, "rules_meter": rules_meter_steps,
-         "freed": freed_steps}[scenario](app, table, later, out)
+         "freed": freed_steps, "tours": tours_steps}[scenario](app, table, later, out)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
     Clock.schedule_once(run_steps, 1.5)
@@ -238,6 +242,48 @@ def freed_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str,
     later(held)
 
 
+def tours_steps(app: Any, table: Any, later: Callable[..., None], out: dict[str, Any]) -> None:
+    """Every screen in each language, back on the player's screen, three times over: after
+    each, once the display has had its moment to give memory back, the objects a garbage
+    collection still finds unreachable (the other screens' widgets, labels and textures
+    left in reference cycles) and malloc's heap in use (glibc's ``mallinfo2``, MB)."""
+    import ctypes
+    import gc
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                    "fsmblks", "uordblks", "fordblks", "keepcost")]
+    libc = ctypes.CDLL(None)
+    libc.mallinfo2.restype = MallInfo2
+    out["garbage"], out["heap_mb"] = [], []
+
+    def settled() -> None:
+        out["garbage"].append(gc.collect())
+        out["heap_mb"].append(libc.mallinfo2().uordblks / 2**20)
+        out["screen"] = app.sm.current
+    for _ in range(3):
+        for lang in ("zh", "ms", "en"):
+            later(lambda lang=lang: app.set_language(lang), 0.4)
+            for name in ("rules", "history", "help", "language", "service", "seat"):
+                later(lambda name=name: app.show(name), 0.4)
+        later(lambda: None, 0.6)                # the display's own moment (0.5 s after the seat screen)
+        later(settled, 0.5)
+    later(lambda: None, 1.5)
+
+
+def fit_sizes(out: dict[str, Any]) -> None:
+    """Every font size a fitted label (``keep_fitted``, ``FitLabel``) is given from the
+    display's start, by the label's text: ``out["sizes"]``."""
+    from ui import widgets
+    fit = widgets.fit_font
+    sizes: dict[str, list[float]] = out.setdefault("sizes", {})
+
+    def recorded(label: Any, base: float, least: float) -> None:
+        fit(label, base, least)
+        sizes.setdefault(label.text, []).append(label.font_size)
+    widgets.fit_font = recorded
+
+
 def late_profile() -> dict[str, Any]:
     """A seat that learns its game only from the dealer, after its screen is up (a real
     seat's: ``seat.profile`` comes with the dealer's state): the rules screen's odds are
@@ -269,6 +315,7 @@ def late_profile() -> dict[str, Any]:
         out["odds"] = cached_odds(profile) is not None
         app.show("rules")
         out["lines"] = [w.text for w in reversed(app.sm.current_screen.ids.body.children)]
+        out["demo_loaded"] = "ui.demo" in sys.modules
         app.stop()
     Clock.schedule_once(boot, 1.0)
     app.run()
