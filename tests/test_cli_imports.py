@@ -36,3 +36,11 @@ def test_no_command_or_an_unknown_one_still_lists_every_command():
                          timeout=120)
     assert out.returncode == 2
     assert "invalid choice: 'nosuch'" in out.stderr and "'run'" in out.stderr and "'edge'" in out.stderr
+
+
+def test_a_seat_reading_its_configuration_does_not_load_the_jackpot_controller():
+    probe = ("import sys, firmware.config, firmware.runtime.seat, firmware.link.mqtt; "
+             "print(sorted(m for m in sys.modules if m.startswith('firmware.jackpot')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    loaded = set(json.loads(out.stdout.strip().replace("'", '"')))
+    assert not loaded & {"firmware.jackpot.controller", "firmware.jackpot.service", "firmware.jackpot.store"}

@@ -40,13 +40,13 @@ from firmware.engine.strict import Section
 from firmware.link import topics
 from firmware.link.config import LinkConfig, LinkConfigError
 
-from .controller import MAX_HELD
 from .pools import PoolSpec
 
 if TYPE_CHECKING:
     from .pg import PgTarget
 
 
+MAX_HELD = 2000             # claims of one unit that may wait for their counterpart at once
 #: The highest ``[jackpot] max_held`` taken.
 MAX_HELD_LIMIT = 1_000_000
 
@@ -146,7 +146,7 @@ def read_jackpot_section(data: Any, unit_id: str, state_dir: Path, link: LinkCon
                          base: Path | None, source: str = "<config>",
                          store: PgTarget | None = None) -> JackpotConfig:
     """``[jackpot]`` db (default ``state_dir/jackpot.db``, relative to ``base``), max_held
-    (default :data:`~firmware.jackpot.controller.MAX_HELD`) and pools."""
+    (default :data:`MAX_HELD`) and pools."""
     j = Section(data, "jackpot", source, JackpotConfigError)
     db = Path(j.get("db", str, str(state_dir / "jackpot.db")))
     if base is not None and not db.is_absolute():

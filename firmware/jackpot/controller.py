@@ -35,6 +35,7 @@ from firmware.wirejson import RateLimitedLog
 
 from . import pools as P
 from .claims import BOOKED_KINDS, STAGE, Claim, dealer_claims, seat_claim, stage_of_record
+from .config import MAX_HELD
 from .pools import PoolSpec, PoolState, cents, money, parse_money
 from .store import StoreUnavailable, connect, dialect, dumps, keep_rejected, pipeline, rejected_counts
 from .wire import Report, ReportRejected, parse_report
@@ -45,7 +46,6 @@ log = logging.getLogger("betbox.jackpot")
 LAST_HITS = 25
 GAP_GRACE = 5.0             # seconds a hole in a unit's seqs may stay open before a warning
 HOLD_GRACE = 30.0           # seconds a claim may wait for its counterpart before an integrity alarm
-MAX_HELD = 2000             # claims of one unit that may wait for their counterpart at once
 POOL_FIELDS = tuple(f.name for f in fields(PoolState))
 EVENT_COLUMNS = ("n", "unit", "seq", "id", "kind", "table_id", "box", "round", "pool", "body", "effect")
 CLAIM_KEY = ("table_id", "round", "box", "kind", "key", "source")
