@@ -352,6 +352,10 @@ class SeatUnit(Unit, SeatState):
         self.on_device(body)
         if body.get("kind") == "chip_reader" and body.get("state") == "down" and self.phase == SeatPhase.OPEN:
             self._reader_lost()
+        if body.get("kind") == "broker" and body.get("state") == "up" and self.awaiting_catchup:
+            # the hello, or the catch-up answering it, may have gone down with the broker
+            # (it persists on a time basis): without a new one the seat would wait for ever
+            self._hello()
         return True
 
     def _on_reader_fault(self, body: dict[str, Any]) -> bool:
