@@ -36,7 +36,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Protocol
@@ -120,6 +120,8 @@ class Record:
     delivered: bool = False
     utc: str | None = None        # when the step was written (None: a journal older than times)
     mono: float | None = None
+    # the body's JSON when the writer has it already (a message's wire text): not encoded again
+    text: str | None = field(default=None, compare=False, repr=False)
 
 
 class Companion(Protocol):
@@ -302,7 +304,8 @@ class Journal:
         utc, mono = _utc_now(), time.monotonic()
         # one statement for the step's records: each statement inside the transaction lets
         # the process's other threads take the interpreter (paho, the sender)
-        rows = [(step, r.dir, r.kind, r.seq, r.round, json.dumps(r.body, sort_keys=True, separators=(",", ":")),
+        rows = [(step, r.dir, r.kind, r.seq, r.round,
+                 r.text if r.text is not None else json.dumps(r.body, sort_keys=True, separators=(",", ":")),
                  utc, mono) for r in records]
         statements = [("INSERT INTO record (step, dir, kind, seq, round, body, utc, mono) VALUES "
                        + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(part)), tuple(v for row in part for v in row))
