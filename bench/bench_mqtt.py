@@ -236,7 +236,12 @@ def fresh_controller_session(url: str) -> None:
     host, port = url.removeprefix("mqtt://").split(":")
     c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="betbox-jackpot-main", clean_session=True)
     c.connect(host, int(port))
+    c.loop_start()
+    # and the marks the last controller left retained: the new units' outboxes are empty
+    for unit in ("c2r/dealer", "c2r/seat-1"):
+        c.publish(topics.confirmed_topic("main", unit), b"", qos=1, retain=True).wait_for_publish(10)
     c.disconnect()
+    c.loop_stop()
 
 
 PUBLISHERS = """

@@ -37,6 +37,7 @@ from typing import Any, Callable
 from firmware.runtime.journal import Journal, fsync_dir
 from firmware.runtime.storage import (
     OPEN_MARK,
+    WAL_BACKSTOP,
     StorageError,
     StorageFull,
     bound_wal,
@@ -181,7 +182,7 @@ class Outbox:
         try:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA synchronous=FULL")
-            bound_wal(db)
+            bound_wal(db, WAL_BACKSTOP)         # the unit checkpoints the file after its steps
             db.executescript(_DDL.format(meta=JOURNAL_META))
         except sqlite3.DatabaseError as exc:
             if db is not None:
