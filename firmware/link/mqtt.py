@@ -102,7 +102,7 @@ class MqttBus:
                  outbox: Outbox | None = None, config_digest: str = "", link_id: str = "main",
                  client_id: str | None = None, clean_session: bool = True,
                  status_topic: str | None = None, resend_acked: bool = True,
-                 max_payload: int | None = None, manual_ack: bool = False, chunked_reads: bool = False) -> None:
+                 max_payload: int | None = None, manual_ack: bool = False, chunked_reads: bool = True) -> None:
         self.config = config
         # incoming messages larger than this are dropped before they are decoded
         self.max_payload = config.max_payload if max_payload is None else max_payload
@@ -153,7 +153,9 @@ class MqttBus:
         self._progress_at = time.monotonic()     # the mark last moved, or everything was sent again
         # with credentials the client id is the username: what the documented broker
         # enforces (use_username_as_clientid), so the logs on both sides name one client
-        # chunked_reads: one recv a chunk, not a few a packet (chunked.py: the jackpot controller)
+        # chunked_reads: one recv a chunk, not a few a packet (chunked.py): each recv gives the
+        # interpreter lock to the unit's thread and waits for it back, on a card's way in (the
+        # dealer's message) and out (the report's PUBACK), issue #17 session 7
         paho_client = ChunkedClient if chunked_reads else mqtt.Client
         self._client = paho_client(CallbackAPIVersion.VERSION2, client_id=config.username or client_id or
                                    f"{unit_id.replace('/', ':')}:{self.boot_id[:8]}",

@@ -37,6 +37,7 @@ from typing import Any, Callable
 from firmware.runtime.journal import Journal, fsync_dir
 from firmware.runtime.storage import (
     OPEN_MARK,
+    WAL_BACKSTOP,
     StorageError,
     StorageFull,
     bound_wal,
@@ -116,6 +117,7 @@ class Outbox:
         # at every step whether its round's reports were made; asked here, not SQLite
         self._known: dict[str, None] = {}
         self._behind: dict[str, int] | None = None     # the behind mark, once read or made
+        self._behind_read = False           # the file's mark was read (a seat asks at every step)
         # the reports the puts of this process committed, newest last (FRESH at most), for
         # the link to hand to paho as written (:meth:`committed`), and the highest seq
         # committed (a sender with nothing past it has nothing to read)
@@ -180,7 +182,7 @@ class Outbox:
         try:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA synchronous=FULL")
-            bound_wal(db)
+            bound_wal(db, WAL_BACKSTOP)         # the unit checkpoints the file after its steps
             db.executescript(_DDL.format(meta=JOURNAL_META))
         except sqlite3.DatabaseError as exc:
             if db is not None:
@@ -406,10 +408,12 @@ class Outbox:
     def behind(self) -> dict[str, int] | None:
         """Set once the controller confirmed seqs this outbox never numbered (the unit was
         restarted from an older copy): ``{"outbox_seq": n, "confirmed": m}``."""
-        if self._behind is None:            # set once, never cleared: read until it is
+        # set once, never cleared, and only by this outbox (mark_behind): read once, then known
+        if self._behind is None and not self._behind_read:
             row = self._read(lambda db: db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone())
             if row is not None:
                 self._behind = json.loads(row[0])
+            self._behind_read = True
         return None if self._behind is None else dict(self._behind)
 
     @property

@@ -93,7 +93,13 @@ class Message:
                    body=dict(data["body"]), schema=schema)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        """The wire text, encoded once: the step journals it, then the transport sends it (a
+        message is frozen; its body is never changed once emitted)."""
+        text: str | None = self.__dict__.get("_json")
+        if text is None:
+            text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+            object.__setattr__(self, "_json", text)
+        return text
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "Message":

@@ -30,13 +30,14 @@ one complete (see :func:`_finish_rotation`).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sqlite3
 import threading
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Protocol
@@ -44,6 +45,7 @@ from typing import Any, Callable, Iterator, Mapping, Protocol
 from firmware import __version__
 from firmware.runtime.storage import (
     OPEN_MARK,
+    WAL_BACKSTOP,
     StorageError,
     StorageFull,
     bound_wal,
@@ -63,7 +65,12 @@ JOURNAL_NAME = "journal.db"
 NEW_SUFFIX = ".new"
 SEGMENT = re.compile(r"^journal-(\d+)-(\d+)\.db\Z")
 #: records per INSERT statement (8 values each, well under SQLite's bound on them)
+log = logging.getLogger(__name__)
+
 ROWS_PER_INSERT = 500
+#: steps between the unit's checkpoints of its journal's WAL (a step writes ~7 pages: about
+#: SQLite's checkpoint every WAL_AUTOCHECKPOINT pages, taken off the card's way)
+CHECKPOINT_STEPS = 8
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -120,6 +127,8 @@ class Record:
     delivered: bool = False
     utc: str | None = None        # when the step was written (None: a journal older than times)
     mono: float | None = None
+    # the body's JSON when the writer has it already (a message's wire text): not encoded again
+    text: str | None = field(default=None, compare=False, repr=False)
 
 
 class Companion(Protocol):
@@ -194,6 +203,7 @@ class Journal:
         # every writer of this file in this process takes it (the outbox's connection too):
         # waiting on it wakes at once, where SQLite's busy handler sleeps in steps of ms
         self.write_lock = threading.Lock()
+        self._steps_unfolded = 0                 # steps since the last checkpoint_due fold
         self.rotate_rounds = rotate_rounds       # rounds per segment (None: never rotate)
         self.keep_segments = keep_segments       # segments kept for recall (None: all)
         _finish_rotation(self.path)              # only the unit itself ever finishes its rotation
@@ -217,7 +227,7 @@ class Journal:
                 check_integrity(self.path, db, "journal")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={synchronous}")
-            bound_wal(db)
+            bound_wal(db, WAL_BACKSTOP)             # checkpointed after steps: checkpoint_due
             db.executescript(_DDL)
             _add_columns(db)
             meta = dict(db.execute("SELECT key, value FROM meta"))
@@ -302,7 +312,8 @@ class Journal:
         utc, mono = _utc_now(), time.monotonic()
         # one statement for the step's records: each statement inside the transaction lets
         # the process's other threads take the interpreter (paho, the sender)
-        rows = [(step, r.dir, r.kind, r.seq, r.round, json.dumps(r.body, sort_keys=True, separators=(",", ":")),
+        rows = [(step, r.dir, r.kind, r.seq, r.round,
+                 r.text if r.text is not None else json.dumps(r.body, sort_keys=True, separators=(",", ":")),
                  utc, mono) for r in records]
         statements = [("INSERT INTO record (step, dir, kind, seq, round, body, utc, mono) VALUES "
                        + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(part)), tuple(v for row in part for v in row))
@@ -325,6 +336,20 @@ class Journal:
                 self.first_round = r.round
         self.writes += 1
         return step
+
+    def checkpoint_due(self) -> None:
+        """Fold the WAL into the file every :data:`CHECKPOINT_STEPS` steps, called by the unit
+        once a step's messages and reports are handed over: SQLite's own checkpoint ran
+        inside the COMMIT of one step in ~9, on that card's way. PASSIVE: it never waits; a
+        failure (a full partition) leaves the frames in the WAL, safe, for the next one."""
+        self._steps_unfolded += 1
+        if self._steps_unfolded < CHECKPOINT_STEPS:
+            return
+        self._steps_unfolded = 0
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.OperationalError as exc:
+            log.warning("%s: WAL checkpoint failed, the frames stay in the WAL: %s", self.path, exc)
 
     def step_db(self) -> sqlite3.Connection | None:
         """The connection whose transaction is the step being written on this thread (inside

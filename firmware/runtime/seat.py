@@ -334,10 +334,10 @@ class SeatUnit(Unit, SeatState):
         if self.not_verified is not None:
             return {}
         refused = self.progressive_refusal
-        return {spot: self.worth(uids) for spot, uids in self.present.items()
-                if insurance_hand(spot) is None and self.worth(uids) > 0
-                and not (spot == "progressive" and refused is not None)
-                and self.spot_faults.get(spot) != self.round_no}
+        offered = {spot: self.worth(uids) for spot, uids in self.present.items()     # each spot once
+                   if insurance_hand(spot) is None and not (spot == "progressive" and refused is not None)
+                   and self.spot_faults.get(spot) != self.round_no}
+        return {spot: value for spot, value in offered.items() if value > 0}
 
     # -- the chip reader --------------------------------------------------------------
 

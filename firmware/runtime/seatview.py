@@ -17,6 +17,7 @@ in ``seat.alarms``, used only for alarm entries that do not carry their ``round`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
@@ -67,12 +68,14 @@ def _worth(seat: SeatFacts, uids: Iterable[str]) -> Fraction:
 
 def worth(registry: ChipRegistry, uids: Iterable[str]) -> Fraction:
     """What the valid chips among ``uids`` are worth (unknown and barred chips: nothing)."""
-    total = Fraction(0)
+    # summed as Decimals, made a Fraction once (a Fraction a chip was most of a seat's step
+    # after its report): exact, denominations have two decimals and are at most 10^6
+    total = Decimal(0)
     for uid in uids:
         chip = registry.get(uid)
         if chip is not None and chip.status is ChipStatus.VALID:
-            total += Fraction(chip.denomination)
-    return total
+            total += chip.denomination
+    return Fraction(total)
 
 
 @dataclass(frozen=True, eq=False)

@@ -18,6 +18,10 @@ from pathlib import Path
 #: and truncated to at most ``WAL_SIZE_LIMIT`` bytes after each checkpoint.
 WAL_AUTOCHECKPOINT = 64
 WAL_SIZE_LIMIT = 256 * 1024
+#: A journal's file is checkpointed by its unit after a step's messages are handed over
+#: (``Journal.checkpoint_due``), not inside a COMMIT on the card's way; SQLite's own
+#: checkpoint stays as a backstop at this many pages (~4 MB: SQLite's default).
+WAL_BACKSTOP = 1000
 
 SQLITE_FULL = 13
 
@@ -77,8 +81,8 @@ def create_private(path: Path) -> None:
             side.chmod(0o600)
 
 
-def bound_wal(db: sqlite3.Connection) -> None:
-    db.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")
+def bound_wal(db: sqlite3.Connection, pages: int = WAL_AUTOCHECKPOINT) -> None:
+    db.execute(f"PRAGMA wal_autocheckpoint={pages}")
     db.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
 
 

@@ -336,7 +336,7 @@ class Unit(UnitState, ABC):
                 raise RuntimeError(f"{self.unit_id}: a refused input emitted messages")
             return False
         records = [Record("in", kind, body, round=self.current_round())]
-        records += [Record("out", m.kind, m.to_dict(), seq=m.seq, round=self.current_round())
+        records += [Record("out", m.kind, m.to_dict(), seq=m.seq, round=self.current_round(), text=m.to_json())
                     for m in self._outs]
         try:
             self.journal.write_step(records, within=self._report, notify=False)   # journal first, one commit ...
@@ -365,6 +365,7 @@ class Unit(UnitState, ABC):
             self._halt(str(exc))
         self.after_step()
         self._notify()
+        self.journal.checkpoint_due()            # the WAL folded in off the card's way
         return True
 
     def _report(self) -> None:

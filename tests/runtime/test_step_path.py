@@ -116,6 +116,23 @@ def test_the_behind_mark_is_read_until_it_is_set_then_known(tmp_path):
     again_journal.close()
 
 
+def test_an_outbox_not_behind_is_read_once_not_at_every_step(tmp_path):
+    """The seat's reporter asks at every step whether its outbox is behind: the answer "not
+    behind" is read once (this outbox is the only writer of its mark), not once a step."""
+    dealer, journal, outbox = open_dealer(tmp_path)
+    assert outbox.behind is None                            # read: no mark in the file
+    sql = Statements(journal._db, outbox._db)
+    for n in range(4):
+        assert dealer.step("device", dict(SHOE_DOWN if n % 2 == 0 else SHOE_UP))
+        assert outbox.behind is None
+    assert not [s for s in sql.seen if "'BEHIND'" in s]
+    last = outbox.last_seq
+    assert outbox.mark_behind(last + 5) == {"outbox_seq": last, "confirmed": last + 5}
+    assert outbox.behind == {"outbox_seq": last, "confirmed": last + 5}     # made here: known at once
+    outbox.close()
+    journal.close()
+
+
 def test_a_report_of_a_step_rolled_back_is_not_known_reported(tmp_path):
     dealer, journal, outbox = open_dealer(tmp_path)
 
@@ -203,5 +220,146 @@ def test_a_step_yields_to_the_link_once_its_messages_are_handed(tmp_path, monkey
     monkeypatch.setattr(os, "sched_yield", lambda: order.append("yield"))
     assert dealer.step("device", dict(SHOE_DOWN))
     assert order == ["message", "report", "yield", "after_step"]
+    outbox.close()
+    journal.close()
+
+
+def test_what_a_unit_made_at_start_up_is_left_out_of_the_collectors_rounds():
+    """A full collection walks every object the unit holds (its replayed round, the rules,
+    the chip registry, paho, SQLite): 7-11 ms on the card's way, once in a while. What is
+    alive once the unit has started stays alive: ``betbox run`` freezes it (gc.freeze)."""
+    import gc
+    import weakref
+
+    from firmware.commands.run import settle_heap
+
+    class Garbage:
+        pass
+
+    held = [[n] for n in range(1000)]               # alive at start-up, kept for the run
+    cycle = Garbage()
+    cycle.me = cycle                                # type: ignore[attr-defined]
+    gone = weakref.ref(cycle)
+    del cycle                                       # garbage only a collection frees
+    frozen = gc.get_freeze_count()
+    gc.disable()                                    # no collection of its own between the counts
+    try:
+        settle_heap()
+        assert gc.get_freeze_count() >= frozen + len(held)
+        assert gone() is None                       # garbage was collected first, not frozen
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+def test_a_steps_message_is_made_json_once_for_the_journal_and_the_wire(tmp_path, monkeypatch):
+    """The journal holds the very text the transport sends (the step's message is written,
+    then published): it is encoded once, not once for each."""
+    import json
+
+    dealer, journal, outbox = open_dealer(tmp_path)
+    sent: list[str] = []
+    publish = dealer.bus.publish
+    dealer.bus.publish = lambda m: (sent.append(m.to_json()), publish(m))[1]
+    encoded: list[str] = []
+    dumps = json.dumps
+
+    def counted(obj, *args, **kwargs):
+        text = dumps(obj, *args, **kwargs)
+        if isinstance(obj, dict) and {"topic", "sender", "seq", "body"} <= set(obj):
+            encoded.append(text)                    # a whole message
+        return text
+    monkeypatch.setattr(json, "dumps", counted)
+    assert dealer.step("device", dict(SHOE_DOWN))          # one alarm message
+    monkeypatch.undo()
+    assert len(sent) == 1 and encoded == sent                 # encoded once: what went out
+    out = [r for r in list(journal.steps())[-1] if r.dir == "out"]
+    assert [json.dumps(r.body, sort_keys=True, separators=(",", ":")) for r in out] == sent
+    outbox.close()
+    journal.close()
+
+
+def test_a_units_link_reads_a_message_in_one_system_call_not_one_a_field(tmp_path, broker):
+    """paho reads each incoming packet with three or more ``recv`` calls (its type, its
+    length a byte at a time, the rest), each giving up the interpreter lock to the unit's
+    busy thread and waiting for it again: a dealer's message on its way into the seat, a
+    PUBACK on its way back. A unit's link reads what the kernel holds at once (the
+    controller's ChunkedClient), the packets and callbacks paho's own."""
+    import json
+    from collections import Counter
+
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    from firmware.link import connect_bus
+    from firmware.runtime.bus import Message
+    from tests.link.helpers import wait_until
+
+    seat = connect_bus(broker.url, "t/seat-1", role="seat")
+    got: list[Message] = []
+    seat.subscribe("betbox/v1/t/stream", got.append, "t/seat-1")
+    reads: Counter[int] = Counter()
+    recv = mqtt.Client._sock_recv
+
+    def counted(client, bufsize):
+        out = recv(client, bufsize)
+        reads[id(client)] += 1
+        return out
+    dealer = mqtt.Client(CallbackAPIVersion.VERSION2)
+    host, port = broker.url.removeprefix("mqtt://").split(":")
+    dealer.connect(host, int(port))
+    dealer.loop_start()
+    try:
+        first = Message("betbox/v1/t/stream", "event", "t/dealer", 0, {"round": 1, "stream_seq": 0})
+        for _ in range(100):                                # until the seat's subscription is in
+            dealer.publish(first.topic, first.to_json(), qos=1).wait_for_publish(5)
+            if seat.wait_subscribed(0.1) and got:
+                break
+        wait_until(lambda: got, 10, "the seat subscribed")
+        got.clear()
+        mqtt.Client._sock_recv = counted                    # type: ignore[method-assign]
+        for n in range(1, 21):
+            m = Message("betbox/v1/t/stream", "event", "t/dealer", n, {"round": 1, "stream_seq": n})
+            dealer.publish(m.topic, m.to_json(), qos=1).wait_for_publish(5)
+            wait_until(lambda n=n: any(m.seq == n for m in got), 10, f"message {n} at the seat", step=0.001)
+    finally:
+        mqtt.Client._sock_recv = recv                       # type: ignore[method-assign]
+        dealer.loop_stop()
+        dealer.disconnect()
+        seat.close()
+    got = [m for m in got if m.seq]                         # (a late copy of the first one)
+    assert [m.seq for m in got] == list(range(1, 21))
+    assert json.loads(got[-1].to_json())["body"] == {"round": 1, "stream_seq": 20}
+    assert reads[id(seat._client)] <= 20 + 3, reads         # a read a message (and a spare)
+
+
+def test_the_wal_is_folded_in_after_a_steps_messages_are_handed_not_in_its_commit(tmp_path, monkeypatch):
+    """SQLite checkpoints the WAL inside the COMMIT that crosses its page count: one step in
+    ~9 (dealer and seat each) paid a checkpoint (~0.5 ms, an fsync of the main file) before
+    its message or report went out. The unit folds it in every few steps once the step's
+    messages and reports are handed and its screen is updated; SQLite's own stays only as a
+    backstop far above it. The WAL stays as small as before."""
+    import os
+
+    from firmware.runtime.storage import WAL_AUTOCHECKPOINT, WAL_SIZE_LIMIT
+
+    dealer, journal, outbox = open_dealer(tmp_path)
+    for db in (journal._db, outbox._db):                     # not inside a step's COMMIT
+        assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] > 10 * WAL_AUTOCHECKPOINT
+    from firmware.runtime.journal import CHECKPOINT_STEPS
+    order: list[str] = []
+    publish = dealer.bus.publish
+    dealer.bus.publish = lambda m: (order.append("message"), publish(m))[1]
+    outbox.add_listener(lambda: order.append("report"))
+    monkeypatch.setattr(os, "sched_yield", lambda: order.append("yield"))
+    sql = Statements(journal._db)
+    journal._db.set_trace_callback(lambda s: (sql.seen.append(s.upper()),
+                                              order.append("checkpoint") if "WAL_CHECKPOINT" in s.upper() else None))
+    for n in range(CHECKPOINT_STEPS * 12):
+        assert dealer.step("device", dict(SHOE_DOWN if n % 2 == 0 else SHOE_UP))
+    folds = [i for i, what in enumerate(order) if what == "checkpoint"]
+    assert len(folds) == 12
+    assert all(order[i - 1] in ("yield", "report", "message") for i in folds)   # after the hand-over
+    assert os.path.getsize(str(journal.path) + "-wal") <= WAL_SIZE_LIMIT + 64 * 4096
     outbox.close()
     journal.close()
