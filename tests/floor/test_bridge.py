@@ -455,7 +455,9 @@ def test_a_bridge_queue_past_its_bound_drops_at_the_broker_only_the_outbox_sends
         floor.relays["table-1"].restore()
         wait_until(lambda: all_confirmed(ctl, expected), 60, "every report, the dropped ones sent again")
         assert "Outgoing messages are being dropped for client bridge-table-1" in floor.tables["table-1"].log()
-        assert bus.stalled_resends >= 1
+        # which unit needs the stalled resend (or whether the send at the controller's return
+        # already fitted the queue) is the bridge's timing: tests/link/test_stalled_resend.py
+        # pins the mechanism itself; here what counts is that every report arrived
         data = report(ctl.db)
         check_accounting(data, expected)
         assert data["integrity"]["count"] == 0 and data["units"][unit]["missing_ranges"] == []
