@@ -866,7 +866,7 @@ class JackpotController:
                     why = f"{unit} round {c.round}: {money(locked)} is more than the meter of pool {spec.name} can show"
                     return None, ("above_maximum", why)
                 s = P.lock_amount(spec, s, share, locked)
-                hit = self._hit(seat_event, c, spec, "meter", locked, share, "pending")
+                hit = self._meter_hit(seat_event, c, spec, locked, share)
                 effect = {"hit": hit, "locked": money(locked)}
                 log.info("hit %d: %s box %d round %s locks %s (pending)", hit, c.table, c.box, c.round, locked)
                 if result is not None:          # the round's end was booked first: pay it now
@@ -880,9 +880,11 @@ class JackpotController:
         elif c.kind == "round_result":
             void = c.value["void"]
             effect = {"void": void}
-            # a hit is made only by a booked progressive_hit claim: none, no hit to look for
+            # a hit is made only by a booked progressive_hit claim, with the seat's value (the
+            # first that stands): none, or one naming a fixed award, no meter hit to look for
             batch = None if self._cached(c) is None else self._batch_claims
-            no_hit = batch is not None and "seat" not in batch.get((c.table, c.round, c.box, "progressive_hit", ""), {})
+            hit_claim = None if batch is None else batch.get((c.table, c.round, c.box, "progressive_hit", ""), {})
+            no_hit = hit_claim is not None and ("seat" not in hit_claim or hit_claim["seat"][2].get("award") is not None)
             rows = [] if no_hit else self.db.execute(
                 "SELECT id, amount, share FROM hit WHERE table_id = ? AND round = ? AND box = ? "
                 "AND kind = 'meter' AND state = 'pending' ORDER BY id", (c.table, c.round, c.box)).fetchall()
@@ -911,14 +913,21 @@ class JackpotController:
         return effect, None
 
     def _hit(self, event: int, c: Claim, spec: PoolSpec, kind: str, amount_: Fraction, share: Fraction | None,
-             state: str, category: str | None = None) -> int:
-        row = self.db.execute(
+             state: str, category: str | None = None, returning: str = "") -> Any:
+        """Write a hit (a fixed award or an envy bonus: paid, nothing names its number, so it
+        is not read back: on PostgreSQL each answer waited for stalls the batch's pipeline;
+        the database still numbers it, in order)."""
+        return self.db.execute(
             "INSERT INTO hit (event, unit, table_id, box, round, pool, kind, category, share, amount, state) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" + returning,
             (event, f"{c.table}/seat-{c.box}", c.table, c.box, c.round, spec.name, kind,
              category or c.value.get("category"), None if share is None else money(share), money(amount_),
-             state)).fetchone()
-        return int(row[0])
+             state))
+
+    def _meter_hit(self, event: int, c: Claim, spec: PoolSpec, locked: Fraction, share: Fraction) -> int:
+        """Write a pending meter hit and read back its number (its booking and the
+        attendant who confirms it name it)."""
+        return int(self._hit(event, c, spec, "meter", locked, share, "pending", returning=" RETURNING id").fetchone()[0])
 
     # -- an attendant confirms a hit ----------------------------------------------------
 
