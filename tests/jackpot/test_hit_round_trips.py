@@ -1,16 +1,20 @@
-"""PostgreSQL, a table's mix (#16, session 7): a fixed-award hit or an envy bonus costs the
-batch no answer to wait for (its row's number is not read back: nothing names it), nor does
-the round result of a box whose hit was a fixed award (no meter hit can be pending there);
-each wait stalls the pipelined batch. A meter hit still reads its number back (its booking
-and the attendant name it). The hits' rows, numbers included, are the ones SQLite makes."""
+"""PostgreSQL, a table's mix (#16, session 7): a hit costs the batch no answer to wait for
+(each wait stalls the pipelined batch: with overlapped batches, until the batch before has
+committed): the controller numbers the hits itself, as it numbers the events (resumed from
+the database's highest at start, after a failed batch and at a takeover; every transaction
+fenced by its epoch), and a round's result finds its box's pending meter hit among what the
+batch read with the round's claims. The hits' rows, numbers included, are SQLite's."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import pytest
+
 from firmware.jackpot.controller import JackpotController, report
 from firmware.jackpot.database import open_store
+from firmware.jackpot.pg import Superseded
 from tests.jackpot.test_postgres_store import _payloads
 from tests.link.helpers import POOL, check_accounting
 
@@ -55,7 +59,7 @@ def _table_order(messages: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
     return sorted(messages, key=lambda m: (json.loads(m[1])["round"], stage.get(json.loads(m[1])["kind"], 0)))
 
 
-def test_fixed_hits_and_envy_wait_for_no_answer_and_make_sqlites_rows(postgres, tmp_path):
+def test_hits_wait_for_no_answer_and_make_sqlites_rows(postgres, tmp_path):
     messages, expected = _payloads("table-9", 4, 120)
     messages = _table_order(messages)
     kinds = [json.loads(p)["body"] for _, p in messages if json.loads(p)["kind"] == "progressive_hit"]
@@ -68,9 +72,9 @@ def test_fixed_hits_and_envy_wait_for_no_answer_and_make_sqlites_rows(postgres, 
     for i in range(0, len(messages), 100):
         ctl.ingest_batch(messages[i:i + 100])
     inserts = [s for s in db.waited if s.startswith("INSERT INTO hit")]
-    pending = [s for s in db.waited if s.startswith("SELECT") and "FROM hit" in s]
-    assert len(inserts) == meter, (len(inserts), meter, fixed, envy)
-    assert len(pending) == meter, (len(pending), meter, fixed)
+    # (the highest hit number is read once, at the start, with the highest event number's)
+    pending = [s for s in db.waited if s.startswith("SELECT") and "FROM hit" in s and "MAX(" not in s]
+    assert inserts == [] and pending == [], (len(inserts), len(pending), meter, fixed, envy)
     data = report(ctl.db)
     check_accounting(data, expected)
     assert data["integrity"]["count"] == 0 and data["held"] == {"seat": 0, "dealer": 0}
@@ -84,3 +88,49 @@ def test_fixed_hits_and_envy_wait_for_no_answer_and_make_sqlites_rows(postgres, 
     assert [tuple(r) for r in rows] == [tuple(r) for r in sqlite.db.execute(HITS + " ORDER BY id").fetchall()]
     assert report(sqlite.db)["pools"] == data["pools"]
     sqlite.close()
+
+
+def test_hit_numbers_unique_and_increasing_across_a_takeover(postgres, tmp_path):
+    """Controller a books hits, b takes over (a newer epoch) and books more, a's next batch
+    is fenced out (nothing of it stored), and a controller that takes over again goes on
+    numbering after b's hits: the numbers are 1..N in booking order, as SQLite's."""
+    messages, expected = _payloads("table-8", 4, 90)
+    messages = _table_order(messages)
+    thirds = [messages[:len(messages) // 3], messages[len(messages) // 3:2 * len(messages) // 3],
+              messages[2 * len(messages) // 3:]]
+    a = _takes_over(postgres, "a")
+    a.ingest_overlapped(thirds[0][:200], _once(thirds[0][200:]), lambda results: None)
+    b = _takes_over(postgres, "b")
+    for i in range(0, len(thirds[1]), 100):
+        b.ingest_batch(thirds[1][i:i + 100])
+    with pytest.raises(Superseded):         # a's next batch stores nothing
+        a.ingest_batch(thirds[2][:50])
+    c = _takes_over(postgres, "c")
+    c.ingest_overlapped(thirds[2][:100], _once(thirds[2][100:]), lambda results: None)
+    data = report(c.db)
+    check_accounting(data, expected)
+    numbers = [h for (h,) in c.db.execute("SELECT id FROM hit ORDER BY id").fetchall()]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) > 20
+    sqlite = JackpotController(tmp_path / "j.db", [POOL])
+    for i in range(0, len(messages), 100):
+        sqlite.ingest_batch(messages[i:i + 100])
+    assert [tuple(r) for r in c.db.execute(HITS + " ORDER BY id").fetchall()] == \
+        [tuple(r) for r in sqlite.db.execute(HITS + " ORDER BY id").fetchall()]
+    for ctl in (a, b, c, sqlite):
+        ctl.close()
+
+
+def _once(batch: list[tuple[str, bytes]]) -> Any:
+    """``take_next`` handing out ``batch`` once, then nothing."""
+    rest = iter([batch])
+    return lambda: next(rest, None)
+
+
+def _takes_over(postgres: Any, holder: str) -> JackpotController:
+    """A controller made as the service makes one at a takeover: the epoch raised, then the
+    controller (its pools read) on that connection."""
+    db = open_store("unused", postgres.url, postgres.password_file)
+    epoch = db.become_active("main", holder)
+    ctl = JackpotController(db, [POOL])
+    ctl.epoch = epoch
+    return ctl
