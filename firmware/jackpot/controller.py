@@ -102,8 +102,10 @@ class JackpotController:
         # number (:meth:`_look_up`): the active controller is the one writer
         self._known: dict[Any, str] = {}
         self._next_n: int | None = None
-        # the next hit number, likewise (a hit's number read back would stall the pipeline)
+        # the next hit number, likewise (a hit's number read back would stall the pipeline),
+        # and the one PostgreSQL's identity on hit.id was last set to follow
         self._next_hit: int | None = None
+        self._identity_hit: int | None = None
         # the batch's writes, held until its end (or a read that needs them) and then sent
         # one statement a table (:meth:`_flush`)
         self._new_events: dict[int, list[Any]] = {}         # n -> the row (EVENT_COLUMNS)
@@ -448,7 +450,18 @@ class JackpotController:
         update_rows(db, d, "event", ("effect",), ("n",), [(e, n) for n, e in self._effects.items()])
         update_rows(db, d, "unit", ("duplicates",), ("unit",), [(k, u) for u, k in self._dups.items()],
                     add=("duplicates",))
+        self._identity_after_hits()
         self._drop_writes()
+
+    def _identity_after_hits(self) -> None:
+        """PostgreSQL: the identity on hit.id set to the highest number this controller gave
+        (no answer waited for; a sequence is not rolled back, so it only ever runs ahead of
+        the rows), so that a controller letting the database number its hits (an older
+        version on standby during an upgrade) never draws a number in use."""
+        if self.dialect != "postgresql" or self._next_hit is None or self._next_hit in (1, self._identity_hit):
+            return
+        self.db.execute("SELECT setval(pg_get_serial_sequence('hit', 'id'), ?)", (self._next_hit - 1,))
+        self._identity_hit = self._next_hit
 
     def _drop_writes(self) -> None:
         self._new_events.clear()

@@ -134,3 +134,19 @@ def _takes_over(postgres: Any, holder: str) -> JackpotController:
     ctl = JackpotController(db, [POOL])
     ctl.epoch = epoch
     return ctl
+
+
+def test_a_hit_the_database_numbers_comes_after_the_controllers(postgres):
+    """A controller that lets PostgreSQL number its hits (a version before this one, on
+    standby during an upgrade) draws a number above every hit this one has numbered."""
+    messages, _ = _payloads("table-7", 3, 60)
+    messages = _table_order(messages)
+    ctl = JackpotController(open_store("unused", postgres.url, postgres.password_file), [POOL])
+    ctl.ingest_overlapped(messages[:100], _once(messages[100:]), lambda results: None)
+    top = ctl.db.execute("SELECT MAX(id) FROM hit").fetchone()[0]
+    assert top > 5
+    drawn = ctl.db.execute("INSERT INTO hit (event, unit, table_id, box, round, pool, kind, amount, state) "
+                           "VALUES (1, 'table-x/seat-1', 'table-x', 1, 1, 'main', 'fixed', '15', 'paid') "
+                           "RETURNING id").fetchone()[0]
+    assert drawn > top
+    ctl.close()
