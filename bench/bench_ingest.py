@@ -9,11 +9,19 @@ the tests start one), three runs each, min/median/max:
   counting the PUBACKs (:data:`RAW_PUBLISHERS`), cheap enough not to be the ceiling;
   ``--paho-publishers``: paho clients instead (bench_mqtt's, as before).
 
+``--mix table``: a table's mix beside the wagers-only one, in the same run: 4 seats' reports as
+``tests/link/helpers.seat_script`` makes them (wagers in 70% of rounds, fixed-award and meter
+hits, envy bonuses, every round's result) and the dealer's ``round_progressive`` and
+``round_settlement`` of the same rounds (``dealer_records``), in a table's order: per round
+the seats' wagers and hits, the dealer's round_progressive, the seats' results, the dealer's
+settlement. Direct, the same 4 seats (the wagers-only mix direct: 1 seat).
+
 ``--profile`` prints the controller's biggest costs (cProfile, direct ingest) instead;
 with ``--broker``, of its two threads in one run through the broker (paho's network thread,
 which queues each report, and the ingest thread, which stores and acknowledges them).
 
     .venv/bin/python bench/bench_ingest.py [--burst 20000] [--broker] [--profile] [--paho-publishers]
+                                           [--mix table]
 """
 
 from __future__ import annotations
@@ -44,18 +52,58 @@ from firmware.jackpot import service as service_module  # noqa: E402
 from firmware.jackpot.controller import JackpotController, report  # noqa: E402
 from firmware.jackpot.database import open_store  # noqa: E402
 from firmware.jackpot.service import JackpotService  # noqa: E402
+from firmware.link import topics  # noqa: E402
 from firmware.link.config import config_from_url  # noqa: E402
 from tests.jackpot.postgres import PgCluster  # noqa: E402
 from tests.link.broker import Broker  # noqa: E402
-from tests.link.helpers import POOL, wait_until  # noqa: E402
+from tests.link.helpers import POOL, dealer_records, seat_script, wait_until  # noqa: E402
+from tests.link.helpers import dealer_payloads as table_dealer_payloads  # noqa: E402
 
 BATCH = 512
+SEATS = 4           # a table's seats (the broker's wagers-only mix has 4 too)
+
+Plan = list[tuple[int, str, bytes]]     # (publishing connection, topic, payload) in a table's order
 
 
 def messages(n: int) -> list[tuple[str, bytes]]:
     rounds = n // 2
     return [m for pair in zip(payloads("bench/seat-1", rounds), dealer_payloads("bench", rounds, 1), strict=True)
             for m in pair]
+
+
+def table_plan(n: int, table: str = "bench") -> tuple[Plan, int]:
+    """Whole rounds of a table (``SEATS`` seats, connections 0..SEATS-1, and its dealer,
+    connection SEATS) until at least ``n`` reports, in the order a table sends them, and
+    how many wagers they book."""
+    rounds = n // (SEATS * 2) + 1           # enough: ~1.8 reports a seat and 2 the dealer a round
+    scripts = {box: seat_script(f"{table}/seat-{box}", rounds, seed=160 + box, meter_hits=True)[0]
+               for box in range(1, SEATS + 1)}
+    by_round: dict[int, tuple[Plan, Plan]] = {}     # round -> (up to the dealer's progressive record, the rest)
+    for box, script in scripts.items():
+        unit = f"{table}/seat-{box}"
+        for seq, (kind, body, rnd, _key) in enumerate(script, 1):
+            msg = (box - 1, topics.report_topic(unit), json.dumps(
+                {"schema": 1, "id": f"{table}-s{box}-{seq:08d}", "unit": unit, "table": table, "box": box,
+                 "seq": seq, "kind": kind, "round": rnd, "body": body}).encode())
+            by_round.setdefault(rnd, ([], []))[kind == "round_result"].append(msg)
+    records = dealer_records(scripts)
+    for (topic, payload), (kind, _, rnd, _key) in zip(table_dealer_payloads(table, records), records, strict=True):
+        by_round[rnd][kind == "round_settlement"].append((SEATS, topic, payload))
+    plan: Plan = []
+    for rnd in sorted(by_round):        # whole rounds: every claim has its counterpart
+        if len(plan) >= n:
+            break
+        for part in by_round[rnd]:
+            plan += part
+    return plan, sum(b'"kind": "progressive_wager"' in p for _, _, p in plan)
+
+
+def mix_messages(mix: str, n: int) -> tuple[list[tuple[str, bytes]], int]:
+    """The direct bench's reports of ``mix`` and how many wagers they book."""
+    if mix == "wagers":
+        return messages(n), n // 2
+    plan, wagers = table_plan(n)
+    return [(t, p) for _, t, p in plan], wagers
 
 
 def store(kind: str, tmp: Path, pg: PgCluster | None):
@@ -85,12 +133,14 @@ def pg_ticks(pg: PgCluster) -> int:
     return total
 
 
-def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: bool = False) -> float:
+def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: bool = False,
+                  mix: str = "wagers") -> float:
     """``kind``: sqlite, postgresql (a batch at a time: ingest_batch) or postgresql-overlapped
     (the next batch worked out while the last one commits: ingest_overlapped, as the service)."""
     overlapped = kind == "postgresql-overlapped"
     ctl = JackpotController(store("postgresql" if overlapped else kind, tmp, pg), [POOL])
-    msgs = messages(n)
+    msgs, wagers = mix_messages(mix, n)
+    kind_mix = kind if mix == "wagers" else f"{kind} [{mix}]"
     batches = [msgs[i:i + BATCH] for i in range(0, len(msgs), BATCH)]
     prof = cProfile.Profile() if profile else None
     on_pg = kind.startswith("postgresql")
@@ -109,17 +159,19 @@ def ingest_direct(kind: str, n: int, tmp: Path, pg: PgCluster | None, profile: b
     if prof:
         prof.disable()
     dt = time.perf_counter() - t0
-    CPU.setdefault(kind, []).append((time.process_time() - c0) / len(msgs) * 1e6)
+    CPU.setdefault(kind_mix, []).append((time.process_time() - c0) / len(msgs) * 1e6)
     ran, queued = (b - a for a, b in zip(sched0, schedstat(), strict=True))
-    WAITS.setdefault(f"{kind}: for a core", []).append(queued / 1e3 / len(msgs))
-    WAITS.setdefault(f"{kind}: for the server", []).append((dt * 1e9 - ran - queued) / 1e3 / len(msgs))
+    WAITS.setdefault(f"{kind_mix}: for a core", []).append(queued / 1e3 / len(msgs))
+    WAITS.setdefault(f"{kind_mix}: for the server", []).append((dt * 1e9 - ran - queued) / 1e3 / len(msgs))
     if pg is not None and on_pg:
         ticks = pg_ticks(pg) - server0
-        SERVER_CPU.setdefault(kind, []).append(ticks / os.sysconf("SC_CLK_TCK") / len(msgs) * 1e6)
-    assert report(ctl.db)["pools"]["main"]["meters"]["wagers"] == n // 2
+        SERVER_CPU.setdefault(kind_mix, []).append(ticks / os.sysconf("SC_CLK_TCK") / len(msgs) * 1e6)
+    booked = report(ctl.db)
+    assert booked["pools"]["main"]["meters"]["wagers"] == wagers
+    assert booked["integrity"]["count"] == 0 and booked["held"] == {"seat": 0, "dealer": 0}, booked["held"]
     ctl.close()
     if prof:
-        print(f"== {kind}: {len(msgs) / dt:.0f} reports/s under the profiler")
+        print(f"== {kind_mix}: {len(msgs) / dt:.0f} reports/s under the profiler")
         pstats.Stats(prof).sort_stats("tottime").print_stats(18)
     return len(msgs) / dt
 
@@ -148,7 +200,12 @@ def main() -> None:
     ap.add_argument("--paho-publishers", action="store_true",
                     help="through the broker, load from paho clients (bench_mqtt's) instead of raw MQTT")
     ap.add_argument("--postgres", action="store_true", help="PostgreSQL only (= --only postgresql)")
+    ap.add_argument("--mix", choices=("wagers", "table"), default="wagers",
+                    help="table: a table's mix (results, hits, envy, settlements) beside the wagers-only one")
     args = ap.parse_args()
+    if args.mix == "table" and args.paho_publishers:
+        ap.error("--paho-publishers sends the wagers-only mix")
+    mixes = ["wagers"] if args.mix == "wagers" else ["wagers", "table"]
     if args.postgres:
         args.only = "postgresql"
     kinds = [args.only] if args.only else ["sqlite", "postgresql"]
@@ -163,29 +220,17 @@ def main() -> None:
                 return
             if args.profile:
                 for kind in direct:
-                    ingest_direct(kind, args.burst, tmp, pg, profile=True)
+                    for mix in mixes:
+                        ingest_direct(kind, args.burst, tmp, pg, profile=True, mix=mix)
                 return
             figures: dict[str, list[float]] = {}
             for _ in range(args.runs):
                 for kind in direct:
-                    figures.setdefault(f"direct {kind}", []).append(ingest_direct(kind, args.burst, tmp, pg))
+                    for mix in mixes:
+                        figures.setdefault(f"direct {kind}{label(mix)}", []).append(
+                            ingest_direct(kind, args.burst, tmp, pg, mix=mix))
             if args.broker:
-                broker = Broker(tmp / "mosquitto").start()
-                try:
-                    retain(broker.url, 2000)
-                    for _ in range(args.runs):
-                        # the baseline: what the publishers and the broker allow, into a
-                        # subscriber on the controller's session that only counts
-                        with broker_cpu(broker, "bare", args.burst):
-                            figures.setdefault("broker bare", []).append(
-                                via_broker(broker.url, args.burst, tmp, None, args.paho_publishers))
-                        for kind in direct:
-                            with broker_cpu(broker, kind, args.burst):
-                                figures.setdefault(f"broker {kind}", []).append(
-                                    ingest_via_broker_on(kind, broker.url, args.burst, tmp, pg,
-                                                         args.paho_publishers))
-                finally:
-                    broker.stop()
+                runs_via_broker(args, direct, mixes, tmp, pg, figures)
     finally:
         if pg is not None:
             pg.remove()
@@ -203,21 +248,41 @@ def main() -> None:
         if table and title:
             print(title)
         for name, xs in table.items():
-            print(f"  {name:40s} {spread(xs)}")
+            print(f"  {name:46s} {spread(xs)}")
+
+
+def runs_via_broker(args: argparse.Namespace, direct: list[str], mixes: list[str], tmp: Path,
+                    pg: PgCluster | None, figures: dict[str, list[float]]) -> None:
+    broker = Broker(tmp / "mosquitto").start()
+    try:
+        retain(broker.url, 2000)
+        for _ in range(args.runs):
+            # the baseline: what the publishers and the broker allow, into a
+            # subscriber on the controller's session that only counts
+            with broker_cpu(broker, "bare", args.burst // 4 * 5):
+                figures.setdefault("broker bare", []).append(
+                    via_broker(broker.url, args.burst, tmp, None, args.paho_publishers))
+            for kind in direct:
+                for mix in mixes:
+                    with broker_cpu(broker, f"{kind}{label(mix)}", len(broker_plan(mix, args.burst))):
+                        figures.setdefault(f"broker {kind}{label(mix)}", []).append(
+                            ingest_via_broker_on(kind, broker.url, args.burst, tmp, pg, args.paho_publishers, mix))
+    finally:
+        broker.stop()
 
 
 BROKER_CPU: dict[str, list[float]] = {}
 
 
 @contextlib.contextmanager
-def broker_cpu(broker: Broker, kind: str, n: int) -> Iterator[None]:
-    """mosquitto's CPU (user + system, from /proc) over one run, per report."""
+def broker_cpu(broker: Broker, kind: str, reports: int) -> Iterator[None]:
+    """mosquitto's CPU (user + system, from /proc) over one run of ``reports``, per report."""
     def ticks() -> int:
         fields = Path(f"/proc/{broker.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return int(fields[11]) + int(fields[12])
     t0 = ticks()
     yield
-    BROKER_CPU.setdefault(kind, []).append((ticks() - t0) / os.sysconf("SC_CLK_TCK") / (n // 4 * 5) * 1e6)
+    BROKER_CPU.setdefault(kind, []).append((ticks() - t0) / os.sysconf("SC_CLK_TCK") / reports * 1e6)
 
 
 # The load generator: a minimal MQTT 3.1.1 publisher, one connection per unit (4 seats and
@@ -282,8 +347,22 @@ WINDOW = 1000               # unacknowledged PUBLISHes a connection (paho's publ
 PUBLISHER_CPU: dict[str, list[float]] = {}     # the load generator's CPU per report (µs), each run
 
 
+def label(mix: str) -> str:
+    return "" if mix == "wagers" else f" [{mix}]"
+
+
+def broker_plan(mix: str, n: int) -> Plan:
+    """What the publishers send through the broker: the wagers-only mix, round by round each
+    seat's wager then the dealer's record of that round; or a table's (:func:`table_plan`)."""
+    if mix == "table":
+        return table_plan(n)[0]
+    per = n // 4
+    units = [payloads(f"bench/seat-{p + 1}", per) for p in range(4)] + [dealer_payloads("bench", per, 4)]
+    return [(k, t, p) for i in range(per) for k, unit in enumerate(units) for t, p in [unit[i]]]
+
+
 def via_broker(url: str, n: int, tmp: Path, make: Callable[[], JackpotController] | None,
-               paho: bool = False) -> float:
+               paho: bool = False, mix: str = "wagers") -> float:
     """Reports/s through the broker: 4 seats and their dealer publishing from another
     process into a controller made by ``make`` (None: a subscriber on the controller's
     session that only counts: the ceiling of the publishers and the broker)."""
@@ -303,12 +382,9 @@ def via_broker(url: str, n: int, tmp: Path, make: Callable[[], JackpotController
     bench_mqtt.fresh_controller_session(url)
     ctl: Any = bench_mqtt.BareSubscriber(url) if make is None else make()
     svc = ctl if make is None else JackpotService(ctl, config_from_url(url)).start()
-    per = n // 4
-    units = [payloads(f"bench/seat-{p + 1}", per) for p in range(4)] + [dealer_payloads("bench", per, 4)]
+    sent = broker_plan(mix, n)
     plan = tmp / f"plan-{time.monotonic_ns()}.json"
-    # round by round: each seat's wager, then the dealer's record of that round
-    plan.write_text(json.dumps([[k, t, p.decode()] for i in range(per) for k, unit in enumerate(units)
-                                for t, p in [unit[i]]]))
+    plan.write_text(json.dumps([[k, t, p.decode()] for k, t, p in sent]))
     if make is None:                        # (the controller's start waits for its SUBACK)
         wait_until(lambda: ctl.c.is_connected(), 10, "the counting subscriber's connection")
         time.sleep(0.2)                     # its subscription in place before the burst
@@ -322,7 +398,7 @@ def via_broker(url: str, n: int, tmp: Path, make: Callable[[], JackpotController
         t0 = time.perf_counter()
         pub.stdin.write("go\n")
         pub.stdin.flush()
-        total = per * 5
+        total = len(sent)
         wait_until(lambda: sum(ctl.marks().values()) >= total, 600, "the controller's ingest", step=0.005)
         dt = time.perf_counter() - t0
     finally:
@@ -345,16 +421,17 @@ def _publisher_cpu(kind: str, before: resource.struct_rusage, reports: int) -> N
 
 
 def ingest_via_broker_on(kind: str, url: str, n: int, tmp: Path, pg: PgCluster | None,
-                         paho: bool = False) -> float:
+                         paho: bool = False, mix: str = "wagers") -> float:
     """A run through the broker with the controller on ``kind`` (postgresql: a batch at a
     time; postgresql-overlapped: the service's default on PostgreSQL)."""
     made = store("postgresql" if kind == "postgresql-overlapped" else kind, tmp, pg)
     service_module.OVERLAP = kind == "postgresql-overlapped"
     c0 = time.process_time()
-    rate = via_broker(url, n, tmp, lambda: JackpotController(made, [POOL]), paho)
+    rate = via_broker(url, n, tmp, lambda: JackpotController(made, [POOL]), paho, mix)
     # this process is the controller (paho's thread and the ingest thread; the publishers
     # are another process): its CPU per report, start and stop included
-    CPU.setdefault(f"{kind} via the broker", []).append((time.process_time() - c0) / (n // 4 * 5) * 1e6)
+    CPU.setdefault(f"{kind}{label(mix)} via the broker", []).append(
+        (time.process_time() - c0) / len(broker_plan(mix, n)) * 1e6)
     return rate
 
 

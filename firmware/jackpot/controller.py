@@ -102,6 +102,10 @@ class JackpotController:
         # number (:meth:`_look_up`): the active controller is the one writer
         self._known: dict[Any, str] = {}
         self._next_n: int | None = None
+        # the next hit number, likewise (a hit's number read back would stall the pipeline),
+        # and the one PostgreSQL's identity on hit.id was last set to follow
+        self._next_hit: int | None = None
+        self._identity_hit: int | None = None
         # the batch's writes, held until its end (or a read that needs them) and then sent
         # one statement a table (:meth:`_flush`)
         self._new_events: dict[int, list[Any]] = {}         # n -> the row (EVENT_COLUMNS)
@@ -110,6 +114,9 @@ class JackpotController:
         self._changed_claims: dict[tuple[ItemKey, str], list[Any]] = {}
         self._new_bookings: list[tuple[Any, ...]] = []
         self._batch_bookings: dict[tuple[str, int, int, str], dict[str, Any]] = {}
+        # during a batch: the pending meter hits of its rounds, (table, round, box) -> [(hit,
+        # amount, share)], read with the claims and kept as they change
+        self._batch_hits: dict[tuple[str, int, int], list[tuple[int, str, str]]] = {}
         self._new_stages: dict[tuple[str, int, str], int] = {}   # (table, round, stage) -> event
         self._dups: dict[str, int] = {}
         # during a batch: every claim of the batch's rounds, read in one query and kept as it
@@ -211,7 +218,7 @@ class JackpotController:
         self.states.update(before)
         self._held_upper.clear()
         self._stage_top.clear()
-        self._known, self._next_n = {}, None
+        self._known, self._next_n, self._next_hit = {}, None, None
         self._drop_writes()
         self._stored_pools = None         # re-read from the database on the next store
         self._unit_rows.clear()
@@ -312,7 +319,9 @@ class JackpotController:
         behind it (a conflict fails the batch)."""
         self._known = {}
         if self._next_n is None:
-            self._next_n = int(self.db.execute("SELECT COALESCE(MAX(n), 0) + 1 FROM event").fetchone()[0])
+            self._next_n, self._next_hit = (int(x) for x in self.db.execute(
+                "SELECT (SELECT COALESCE(MAX(n), 0) + 1 FROM event), (SELECT COALESCE(MAX(id), 0) + 1 FROM hit)"
+            ).fetchone())
         if not reports:
             return
         if self.dialect == "postgresql":
@@ -339,6 +348,7 @@ class JackpotController:
         """Every claim and booking of the batch's (table, round)s, one query each:
         :meth:`_claims` and :meth:`_booked` then answer from memory."""
         before, before_items, before_bookings = self._batch_claims, self._round_items, self._batch_bookings
+        before_hits, self._batch_hits = self._batch_hits, {}
         carried = set() if before is None else self._batch_rounds
         self._batch_claims, self._round_items = {}, {}
         self._batch_bookings = {}
@@ -352,6 +362,7 @@ class JackpotController:
                 for key in keys:
                     self._batch_claims[key] = before[key]
             self._batch_bookings = {k: v for k, v in before_bookings.items() if k[:2] in carried}
+            self._batch_hits = {k: v for k, v in before_hits.items() if k[:2] in carried}
         if not self._batch_rounds - carried:
             return
         params: tuple[Any, ...]
@@ -371,6 +382,10 @@ class JackpotController:
                 f"SELECT table_id, round, box, kind, effect FROM {rounds_of} JOIN booking "
                 "ON table_id = k.t AND round = k.r", params).fetchall():
             self._batch_bookings[(table, rnd, box, kind)] = json.loads(effect) if effect else {}
+        for table, rnd, box, hit, amount_, share in self.db.execute(
+                f"SELECT table_id, round, box, id, amount, share FROM {rounds_of} JOIN hit ON table_id = k.t "
+                "AND round = k.r WHERE kind = 'meter' AND state = 'pending' ORDER BY id", params).fetchall():
+            self._batch_hits.setdefault((table, rnd, box), []).append((hit, amount_, share))
 
     def _cached(self, c: Claim) -> dict[str, list[Any]] | None:
         """The item's claims as the batch keeps them; None outside a batch (read the database)."""
@@ -435,7 +450,18 @@ class JackpotController:
         update_rows(db, d, "event", ("effect",), ("n",), [(e, n) for n, e in self._effects.items()])
         update_rows(db, d, "unit", ("duplicates",), ("unit",), [(k, u) for u, k in self._dups.items()],
                     add=("duplicates",))
+        self._identity_after_hits()
         self._drop_writes()
+
+    def _identity_after_hits(self) -> None:
+        """PostgreSQL: the identity on hit.id set to the highest number this controller gave
+        (no answer waited for; a sequence is not rolled back, so it only ever runs ahead of
+        the rows), so that a controller letting the database number its hits (an older
+        version on standby during an upgrade) never draws a number in use."""
+        if self.dialect != "postgresql" or self._next_hit is None or self._next_hit in (1, self._identity_hit):
+            return
+        self.db.execute("SELECT setval(pg_get_serial_sequence('hit', 'id'), ?)", (self._next_hit - 1,))
+        self._identity_hit = self._next_hit
 
     def _drop_writes(self) -> None:
         self._new_events.clear()
@@ -873,6 +899,8 @@ class JackpotController:
                     s = P.confirm_hit(spec, s)
                     self.db.execute("UPDATE hit SET state = 'confirmed', confirmed_by = ? WHERE id = ?",
                                     (f"round_result of round {c.round}", hit))
+                else:
+                    self._hit_pending(c, hit, locked, share)
         elif c.kind == "envy_bonus":
             award = Fraction(c.value["award"])
             s = P.envy_bonus(s, award)
@@ -880,12 +908,7 @@ class JackpotController:
         elif c.kind == "round_result":
             void = c.value["void"]
             effect = {"void": void}
-            # a hit is made only by a booked progressive_hit claim: none, no hit to look for
-            batch = None if self._cached(c) is None else self._batch_claims
-            no_hit = batch is not None and "seat" not in batch.get((c.table, c.round, c.box, "progressive_hit", ""), {})
-            rows = [] if no_hit else self.db.execute(
-                "SELECT id, amount, share FROM hit WHERE table_id = ? AND round = ? AND box = ? "
-                "AND kind = 'meter' AND state = 'pending' ORDER BY id", (c.table, c.round, c.box)).fetchall()
+            rows = self._pending_hits(c)
             for hit, locked, share in rows:
                 if void:
                     # the round never counted: the hit is released, not paid (see pools.py)
@@ -910,15 +933,40 @@ class JackpotController:
         self.states[spec.name] = s
         return effect, None
 
+    def _in_batch(self, c: Claim) -> bool:
+        return self._batch_claims is not None and (c.table, c.round) in self._batch_rounds
+
+    def _hit_pending(self, c: Claim, hit: int, locked: Fraction, share: Fraction) -> None:
+        """A meter hit left pending: its round's result finds it in the batch's memory."""
+        if self._in_batch(c):
+            self._batch_hits.setdefault((c.table, c.round, c.box), []).append((hit, money(locked), money(share)))
+
+    def _pending_hits(self, c: Claim) -> list[Any]:
+        """The box's pending meter hits, (hit, amount, share) in number order: read with the
+        batch's claims and kept as they change (the active controller is the one writer; an
+        attendant's :meth:`confirm` comes between batches), else from the database."""
+        if self._in_batch(c):
+            return self._batch_hits.pop((c.table, c.round, c.box), [])
+        return self.db.execute(  # type: ignore[no-any-return]
+            "SELECT id, amount, share FROM hit WHERE table_id = ? AND round = ? AND box = ? AND kind = 'meter' "
+            "AND state = 'pending' ORDER BY id", (c.table, c.round, c.box)).fetchall()
+
     def _hit(self, event: int, c: Claim, spec: PoolSpec, kind: str, amount_: Fraction, share: Fraction | None,
              state: str, category: str | None = None) -> int:
-        row = self.db.execute(
-            "INSERT INTO hit (event, unit, table_id, box, round, pool, kind, category, share, amount, state) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (event, f"{c.table}/seat-{c.box}", c.table, c.box, c.round, spec.name, kind,
+        """Write a hit numbered by this controller, the next after the database's highest
+        (:meth:`_look_up`; sound as the event numbers are: one writer, fenced by its epoch;
+        the primary key still stands behind it): on PostgreSQL a number read back would
+        stall the batch's pipeline until the batch before has committed."""
+        if self._next_hit is None:
+            self._next_hit = int(self.db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM hit").fetchone()[0])
+        hit, self._next_hit = self._next_hit, self._next_hit + 1
+        self.db.execute(
+            "INSERT INTO hit (id, event, unit, table_id, box, round, pool, kind, category, share, amount, state) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (hit, event, f"{c.table}/seat-{c.box}", c.table, c.box, c.round, spec.name, kind,
              category or c.value.get("category"), None if share is None else money(share), money(amount_),
-             state)).fetchone()
-        return int(row[0])
+             state))
+        return hit
 
     # -- an attendant confirms a hit ----------------------------------------------------
 
