@@ -349,13 +349,9 @@ class Round:
 
     def _whand(self, bi: int, hi: int) -> Hand:
         """Hand ``hi`` of box ``bi``, copied (with its box) on the first write in this apply."""
+        box = self._wbox(bi)
         fresh = self._fresh
         assert fresh is not None, "a write outside apply"
-        box = self.boxes[bi]
-        if id(box) not in fresh:            # (_wbox written out: a call less per hand written)
-            box = box.copy()
-            self.boxes[bi] = box
-            fresh.add(id(box))
         hand = box.hands[hi]
         if id(hand) not in fresh:
             hand = hand.copy()
@@ -704,21 +700,7 @@ class Round:
             if isinstance(target, str):         # DEALER
                 self.dealer = [*self.dealer, card]
             else:
-                # (_whand written out: 14 of a 7-box round's events are these)
-                bi, hi = target
-                fresh = self._fresh
-                assert fresh is not None, "a write outside apply"
-                box = self.boxes[bi]
-                if id(box) not in fresh:
-                    box = box.copy()
-                    self.boxes[bi] = box
-                    fresh.add(id(box))
-                hand = box.hands[hi]
-                if id(hand) not in fresh:
-                    hand = hand.copy()
-                    box.hands[hi] = hand
-                    fresh.add(id(hand))
-                hand.cards.append(card)
+                self._whand(*target).cards.append(card)
         elif phase is _PLAY:
             assert self.cursor is not None              # PLAY: a hand is in play
             bi, hi = self.cursor
