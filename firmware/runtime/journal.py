@@ -64,9 +64,9 @@ SCHEMA_VERSION = 2          # 2: each record's time (utc, mono); the unit's star
 JOURNAL_NAME = "journal.db"
 NEW_SUFFIX = ".new"
 SEGMENT = re.compile(r"^journal-(\d+)-(\d+)\.db\Z")
-#: records per INSERT statement (8 values each, well under SQLite's bound on them)
 log = logging.getLogger(__name__)
 
+#: records per INSERT statement (8 values each, well under SQLite's bound on them)
 ROWS_PER_INSERT = 500
 #: steps between the unit's checkpoints of its journal's WAL (a step writes ~7 pages: about
 #: SQLite's checkpoint every WAL_AUTOCHECKPOINT pages, taken off the card's way)
