@@ -4,6 +4,10 @@ For technicians and regulators checking a pay table against a rule document, e.g
 poster's published edges (``uk-blackjack-4-deck-poster`` "A PLAYERS GUIDE TO THE HOUSE
 EDGE"). The main game's basic-strategy house edge comes from the combinatorial analysis of
 :mod:`firmware.engine.maingame` (``main`` in ``--json``; ``betbox strategy`` prints its chart).
+
+A profile's ``[published]`` table holds the figures the rule document itself prints; each is
+compared with the computed one at the document's own rounding, and a difference is said
+plainly (``--check`` makes it the exit status), never smoothed over.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -41,6 +47,9 @@ def register(subparsers: Any) -> None:
                         help="decks in the shoe (default: the profile's default_decks)")
     parser.add_argument("--meter", help="progressive meter amount, to value a share-of-meter award")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 when a computed house edge differs from one the rule document "
+                             "publishes (the profile's [published] figures)")
     parser.set_defaults(func=run)
 
 
@@ -52,12 +61,81 @@ def run(args: argparse.Namespace) -> int:
         print(f"betbox edge: error: {exc}", file=sys.stderr)
         return 2
     main = main_json(profile, rules)
+    compared = compare_published(profile, odds, main["house_edge"])
     if args.json:
-        json.dump({**to_json(odds), "main": main}, sys.stdout, indent=2)
+        json.dump({**to_json(odds), "main": main, "published": published_json(profile, odds, compared)},
+                  sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(to_text(odds, main["house_edge"]))
+        sys.stdout.write(to_text(odds, main["house_edge"]) + published_text(profile, odds, compared))
+    differ = [c for c in compared if not c.agrees]
+    if args.check and differ:
+        for c in differ:
+            print(f"betbox edge: {profile.name} {c.bet}: computed {c.computed_text}, the document "
+                  f"({profile.document}) states {c.published}%", file=sys.stderr)
+        return 1
     return 0
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One published house edge beside the computed one, rounded as the document rounds."""
+
+    bet: str
+    published: Decimal            # percent, as the document prints it
+    computed: float               # the computed house edge (a fraction of the wager)
+
+    @property
+    def computed_text(self) -> str:
+        quantum = Decimal(1).scaleb(self.published.as_tuple().exponent)     # e.g. 0.01
+        return f"{Decimal(repr(self.computed * 100)).quantize(quantum, ROUND_HALF_EVEN)}%"
+
+    @property
+    def agrees(self) -> bool:
+        return self.computed_text == f"{self.published}%"
+
+
+def compare_published(profile: Profile, odds: ProfileOdds, main_edge: float) -> list[Comparison]:
+    """The profile's published figures beside the computed ones; empty when the profile has
+    none or the shoe is not the one they were published for."""
+    pub = profile.published
+    if pub is None or pub.decks != odds.decks:
+        return []
+    computed: dict[str, float] = {"main": main_edge}
+    computed.update((bet.bet, float(bet.house_edge)) for bet in odds.side_bets)
+    prog = odds.progressive
+    if prog is not None and prog.return_ is not None:
+        computed["progressive"] = float(1 - prog.return_)
+    return [Comparison(bet, value, computed[bet]) for bet, value in pub.edges.items() if bet in computed]
+
+
+def published_json(profile: Profile, odds: ProfileOdds, compared: list[Comparison]) -> dict[str, Any] | None:
+    pub = profile.published
+    if pub is None:
+        return None
+    return {
+        "document": profile.document,
+        "decks": pub.decks,
+        "compared": pub.decks == odds.decks,
+        "figures": {c.bet: {"published": float(c.published) / 100, "computed": c.computed,
+                            "computed_rounded": c.computed_text, "agrees": c.agrees} for c in compared},
+    }
+
+
+def published_text(profile: Profile, odds: ProfileOdds, compared: list[Comparison]) -> str:
+    pub = profile.published
+    if pub is None:
+        return ""
+    if pub.decks != odds.decks:
+        return (f"the document's own figures ({profile.document}) are for {pub.decks} decks: "
+                f"not compared at {odds.decks}\n")
+    width = max(len(c.bet) for c in compared) if compared else 0
+    lines = [f"the document's own figures ({profile.document}, {pub.decks} decks):"]
+    for c in compared:
+        verdict = "agrees" if c.agrees else "DIFFERS (docs/rules-interpretation.md)"
+        lines.append(f"  {c.bet:<{width}}  published {str(c.published) + '%':>7}  "
+                     f"computed {c.computed_text:>7}  {verdict}")
+    return "\n".join(lines) + "\n"
 
 
 def compute(profile_name: str, decks: int | None, meter_text: str | None) -> ProfileOdds:

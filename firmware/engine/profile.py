@@ -13,12 +13,15 @@ Layout::
     [clauses]      rule key -> clause of the rule document, quoted in errors and outcomes
     [side_bets.NAME]  pays = {category = odds-to-one, ...}, plus per-bet options
     [progressive]  hand, wager, envy_bonus, [progressive.pays] category = amount | "100%"
+    [published]    the rule document's own house edges, to be checked (not used in play):
+                   decks, main = "0.51%", a side bet's name = "4.24%"
 """
 
 from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from importlib import resources
 from pathlib import Path
@@ -111,6 +114,16 @@ class ProgressiveTable:
 
 
 @dataclass(frozen=True)
+class Published:
+    """The house edges the rule document itself states (e.g. the UK poster's "A PLAYERS GUIDE
+    TO THE HOUSE EDGE"), kept as written so a computed figure is compared at the document's
+    own rounding. ``betbox edge`` prints them beside its own and says where they differ."""
+
+    decks: int
+    edges: Mapping[str, Decimal]      # "main" or a side bet's name -> percent, as written
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     title: str
@@ -123,6 +136,7 @@ class Profile:
     side_bets: Mapping[str, SideBetTable] = field(default_factory=dict)
     progressive: ProgressiveTable | None = None
     source: str = ""
+    published: Published | None = None
 
     @property
     def is_switch(self) -> bool:
@@ -284,6 +298,28 @@ def _read_progressive(s: _Section, evaluators: Mapping[str, Any]) -> Progressive
                             envy_category=envy_category)
 
 
+def _read_published(s: _Section, bets: tuple[str, ...], decks: tuple[int, int]) -> Published:
+    n = s.int_in("decks", decks[0], decks[1])
+    edges: dict[str, Decimal] = {}
+    for key in list(s.data):
+        if key == "decks":
+            continue
+        if key not in bets:
+            raise s.fail(key, f"not a bet of this profile (bets: {', '.join(bets)})")
+        text = s.get(key, str)
+        try:
+            value = Decimal(text.strip().removesuffix("%")) if text.strip().endswith("%") else None
+        except InvalidOperation:
+            value = None
+        if value is None or not value.is_finite() or not 0 <= value < 100:
+            raise s.fail(key, f"{text!r}: expected a percentage as the document prints it, e.g. \"0.51%\"")
+        edges[key] = value
+    s.finish()
+    if not edges:
+        raise s.fail("decks", "no published figure follows (write e.g. main = \"0.51%\")")
+    return Published(decks=n, edges=edges)
+
+
 def parse_profile(data: Mapping[str, Any], source: str = "<profile>") -> Profile:
     """Validate a profile's parsed TOML; every problem names its place."""
     from .progressive import PROGRESSIVE_HANDS
@@ -321,6 +357,11 @@ def parse_profile(data: Mapping[str, Any], source: str = "<profile>") -> Profile
     if "progressive" in top.data:
         progressive = _read_progressive(_Section(top.get("progressive", dict), "progressive", source),
                                         PROGRESSIVE_HANDS)
+    bets = ("main", *side_bets, *(("progressive",) if progressive is not None else ()))
+    published = None
+    if "published" in top.data:
+        published = _read_published(_Section(top.get("published", dict), "published", source), bets,
+                                    (decks[0], decks[1]))
     top.finish()
 
     if game == "switch" and rules.even_money:
@@ -328,7 +369,7 @@ def parse_profile(data: Mapping[str, Any], source: str = "<profile>") -> Profile
                            "(Switch §3.8); even money does not apply")
     return Profile(name=name, title=title, document=document, game=game, decks=(decks[0], decks[1]),
                    default_decks=default_decks, rules=rules, clauses=clauses, side_bets=side_bets,
-                   progressive=progressive, source=source)
+                   progressive=progressive, source=source, published=published)
 
 
 def profile_names() -> list[str]:

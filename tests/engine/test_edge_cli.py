@@ -27,8 +27,7 @@ def edge_json(capsys, *argv: str) -> dict:
 
 def test_uk_4_deck_reproduces_the_posters_side_bet_house_edges(capsys):
     """uk-blackjack-4-deck-poster 'THE HOUSE EDGE USING 4 DECKS': PERFECT PAIRS (the poster's
-    name for Super Pairs) 17.52%, 21 + 3 4.24%, TOP 3 15.04%. The main game's 0.51% is not a
-    side bet and is not reported."""
+    name for Super Pairs) 17.52%, 21 + 3 4.24%, TOP 3 15.04%. (The main game's 0.51%: below.)"""
     data = edge_json(capsys, "--profile", "uk-4-deck", "--decks", "4")
     assert data["profile"] == "uk-4-deck" and data["decks"] == 4
     edges = {name: round(bet["house_edge"] * 100, 2) for name, bet in data["bets"].items()}
@@ -125,3 +124,49 @@ def test_python_m_firmware_edge_runs_as_a_program():
                           cwd=root, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert round(json.loads(done.stdout)["bets"]["top_3"]["house_edge"] * 100, 2) == 15.04
+
+
+def test_the_posters_own_figures_are_compared_and_the_main_game_is_flagged(capsys):
+    """The poster prints 0.51% for the main game ("BEST TECHNIQUE IS 0.51%"); the profile's
+    reading of its rules (resplits without limit, the poster's ambiguity clause) computes
+    0.40%. `betbox edge` says so beside the three side bets that agree."""
+    code, out, err = edge(capsys, "--profile", "uk-4-deck")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    start = lines.index("the document's own figures (uk-blackjack-4-deck-poster, 4 decks):")
+    rows = {line.split()[0]: line.split()[1:] for line in lines[start + 1:]}
+    assert rows["main"][:5] == ["published", "0.51%", "computed", "0.40%", "DIFFERS"]
+    for bet, edge_text in (("super_pairs", "17.52%"), ("twenty_one_plus_three", "4.24%"), ("top_3", "15.04%")):
+        assert rows[bet] == ["published", edge_text, "computed", edge_text, "agrees"]
+    pub = edge_json(capsys, "--profile", "uk-4-deck")["published"]
+    assert pub["document"] == "uk-blackjack-4-deck-poster" and pub["decks"] == 4 and pub["compared"]
+    assert pub["figures"]["main"]["agrees"] is False
+    assert pub["figures"]["main"]["published"] == pytest.approx(0.0051)
+    assert pub["figures"]["main"]["computed_rounded"] == "0.40%"
+    assert all(pub["figures"][b]["agrees"] for b in ("super_pairs", "twenty_one_plus_three", "top_3"))
+
+
+def test_check_exits_1_naming_each_figure_that_differs(capsys):
+    code, out, err = edge(capsys, "--profile", "uk-4-deck", "--check")
+    assert code == 1 and "DIFFERS" in out
+    assert err.splitlines() == ["betbox edge: uk-4-deck main: computed 0.40%, the document "
+                                "(uk-blackjack-4-deck-poster) states 0.51%"]
+    code, _, err = edge(capsys, "--profile", "rws-blackjack", "--check")    # nothing published
+    assert code == 0 and err == ""
+
+
+def test_published_figures_agree_at_the_documents_rounding_and_only_for_its_shoe(tmp_path: Path, capsys):
+    text = resources.files("firmware.profiles").joinpath("uk-4-deck.toml").read_text("utf-8")
+    agreeing = tmp_path / "agreeing.toml"
+    agreeing.write_text(text.replace('main = "0.51%"', 'main = "0.4%"'), encoding="utf-8")
+    code, out, err = edge(capsys, "--profile", str(agreeing), "--check")
+    assert code == 0 and err == ""
+    assert "  main                   published    0.4%  computed    0.4%  agrees" in out.splitlines()
+    # a profile played with 4 to 8 decks whose document published for 4: not compared at 6
+    wider = tmp_path / "wider.toml"
+    wider.write_text(text.replace("decks = [4, 4]", "decks = [4, 8]"), encoding="utf-8")
+    code, out, _ = edge(capsys, "--profile", str(wider), "--decks", "6", "--check")
+    assert code == 0
+    assert out.splitlines()[-1] == ("the document's own figures (uk-blackjack-4-deck-poster) are for 4 "
+                                    "decks: not compared at 6")
+    assert edge_json(capsys, "--profile", str(wider), "--decks", "6")["published"]["compared"] is False

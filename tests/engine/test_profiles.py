@@ -125,3 +125,31 @@ def test_a_bare_name_is_a_shipped_profile_even_if_the_working_directory_has_that
     (tmp_path / "rws-blackjack").mkdir()
     monkeypatch.chdir(tmp_path)
     assert load_profile("rws-blackjack").name == "rws-blackjack"
+
+
+def test_the_uk_posters_own_house_edges_are_kept_as_printed():
+    """uk-blackjack-4-deck-poster, "A PLAYERS GUIDE TO THE HOUSE EDGE": kept with the poster's
+    own digits, so `betbox edge` compares at the poster's rounding."""
+    pub = load_profile("uk-4-deck").published
+    assert pub is not None and pub.decks == 4
+    assert {k: str(v) for k, v in pub.edges.items()} == {
+        "main": "0.51", "super_pairs": "17.52", "twenty_one_plus_three": "4.24", "top_3": "15.04"}
+    assert load_profile("rws-blackjack").published is None
+
+
+@pytest.mark.parametrize("published,message", [
+    ({"decks": 4, "main": "0.51"}, r"\[published\] main: '0.51': expected a percentage"),
+    ({"decks": 4, "main": "lots%"}, r"\[published\] main: 'lots%': expected a percentage"),
+    ({"decks": 4, "main": "NaN%"}, r"\[published\] main: 'NaN%'"),
+    ({"decks": 4, "main": "150%"}, r"\[published\] main: '150%'"),
+    ({"decks": 4, "main": 0.51}, r"\[published\] main: expected"),
+    ({"decks": 4, "lucky_ladies": "1%"}, r"\[published\] lucky_ladies: not a bet of this profile"),
+    ({"decks": 6, "main": "0.51%"}, r"\[published\] decks: 6 is out of range 4..4"),
+    ({"main": "0.51%"}, r"\[published\] decks: missing"),
+    ({"decks": 4}, r"\[published\] decks: no published figure follows"),
+])
+def test_a_bad_published_figure_names_what_is_wrong(published, message):
+    data = copy.deepcopy(raw("uk-4-deck"))
+    data["published"] = published
+    with pytest.raises(ProfileError, match=message):
+        parse_profile(data, "bad.toml")
