@@ -172,16 +172,17 @@ def box_settlements(state: Round) -> tuple[BoxSettlement, ...]:
 def _total(amounts: Iterable[Fraction]) -> Fraction:
     """The exact sum; whole amounts (the usual case) on integers, not Fraction additions."""
     whole = 0
-    rest = ZERO
+    rest: Fraction | None = None        # (None, not ZERO: Fraction's bool is Python code)
+    by_id = whole_by_id.get
     for amount in amounts:
-        n = whole_by_id.get(id(amount))
+        n = by_id(id(amount))
         if n is not None:
             whole += n
         elif amount.denominator == 1:
             whole += amount.numerator
         else:
-            rest += amount
-    return whole_amount(whole) + rest if rest else whole_amount(whole)
+            rest = amount if rest is None else rest + amount
+    return whole_amount(whole) if rest is None or not rest else whole_amount(whole) + rest
 
 
 def _wagered(box: Box) -> tuple[tuple[str, Fraction], ...]:
@@ -220,8 +221,9 @@ def _settle_box(box: Box, void: bool, switch: bool) -> BoxSettlement:
     return _box_settlement(
         box.number, void, tuple(hands), _wagered(box), tuple(ledger.items()), returned_bets,
         ZERO if void else _total(ledger.values()), tuple(box.side_results.items()), progressive,
-        tuple(box.envy_from), tuple(sorted(insurance.items())) if insurance else (), tuple(box.flags),
-        tuple(box.returned), box.walked_away)
+        # (most boxes have none of these: the empty tuple without a call)
+        tuple(box.envy_from) if box.envy_from else (), tuple(sorted(insurance.items())) if insurance else (),
+        tuple(box.flags) if box.flags else (), tuple(box.returned) if box.returned else (), box.walked_away)
 
 
 def settlement(state: Round) -> dict[str, Any]:

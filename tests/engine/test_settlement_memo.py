@@ -127,3 +127,11 @@ def test_a_seats_own_box_projected_alone_is_the_rounds_projection_of_it():
         whole = {b.box: b for b in box_settlements(state)}
         assert alone[1] == whole[1] and alone[2] == whole[2]
         assert box_settlement(state, 2) == whole[2]
+
+
+def test_the_exact_sum_gives_the_shared_whole_amount_when_the_halves_cancel():
+    total = settle_module._total
+    assert total([Fraction(1, 2), Fraction(-1, 2), whole_amount(3)]) is whole_amount(3)
+    assert total([Fraction(1, 2), whole_amount(1), Fraction(-4)]) == Fraction(-5, 2)
+    assert total([Fraction(7), whole_amount(-2)]) is whole_amount(5)
+    assert total([]) is whole_amount(0)
