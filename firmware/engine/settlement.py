@@ -12,7 +12,7 @@ from typing import Any, Iterable
 from .hand import hand_total
 from .money import to_json_number, whole_amount, whole_by_id
 from .outcomes import BetReturned, WagerFlagged, record_maker
-from .round import Box, Phase, Round
+from .round import Box, Hand, Phase, Round
 
 ZERO = whole_amount(0)
 
@@ -127,17 +127,33 @@ _box_settlement = record_maker(BoxSettlement)
 
 
 def box_settlement(state: Round, number: int) -> BoxSettlement | None:
-    """One box's settlement; None when the box has no bets this round."""
-    for b in box_settlements(state):
-        if b.box == number:
-            return b
-    return None
+    """One box's settlement; None when the box has no bets this round. A seat reads its own
+    box's only: that box is projected, not the whole round (unless it already was)."""
+    global _last_box
+    seen, found = _last
+    if seen is state:
+        for b in found:
+            if b.box == number:
+                return b
+        return None
+    seen, seen_number, one = _last_box
+    if seen is state and seen_number == number:
+        return one
+    one = None
+    for box in state.boxes:
+        if box.number == number:
+            one = _settle_box(box, state.phase is Phase.VOID, state.profile.is_switch)
+            break
+    _last_box = (state, number, one)
+    return one
 
 
 #: the last round projected and its settlements: a round never changes once ``apply`` has
 #: returned it, so the dual check, the seat view and the reporters reading the same round
 #: share one projection (one entry: it keeps one round alive at most)
 _last: tuple[object, tuple[BoxSettlement, ...]] = (None, ())
+#: likewise the last box projected alone (:func:`box_settlement`: the seat's own box)
+_last_box: tuple[object, int, BoxSettlement | None] = (None, 0, None)
 
 
 def box_settlements(state: Round) -> tuple[BoxSettlement, ...]:
@@ -156,16 +172,17 @@ def box_settlements(state: Round) -> tuple[BoxSettlement, ...]:
 def _total(amounts: Iterable[Fraction]) -> Fraction:
     """The exact sum; whole amounts (the usual case) on integers, not Fraction additions."""
     whole = 0
-    rest = ZERO
+    rest: Fraction | None = None        # (None, not ZERO: Fraction's bool is Python code)
+    by_id = whole_by_id.get
     for amount in amounts:
-        n = whole_by_id.get(id(amount))
+        n = by_id(id(amount))
         if n is not None:
             whole += n
         elif amount.denominator == 1:
             whole += amount.numerator
         else:
-            rest += amount
-    return whole_amount(whole) + rest if rest else whole_amount(whole)
+            rest = amount if rest is None else rest + amount
+    return whole_amount(whole) if rest is None or not rest else whole_amount(whole) + rest
 
 
 def _wagered(box: Box) -> tuple[tuple[str, Fraction], ...]:
@@ -204,8 +221,9 @@ def _settle_box(box: Box, void: bool, switch: bool) -> BoxSettlement:
     return _box_settlement(
         box.number, void, tuple(hands), _wagered(box), tuple(ledger.items()), returned_bets,
         ZERO if void else _total(ledger.values()), tuple(box.side_results.items()), progressive,
-        tuple(box.envy_from), tuple(sorted(insurance.items())) if insurance else (), tuple(box.flags),
-        tuple(box.returned), box.walked_away)
+        # (most boxes have none of these: the empty tuple without a call)
+        tuple(box.envy_from) if box.envy_from else (), tuple(sorted(insurance.items())) if insurance else (),
+        tuple(box.flags) if box.flags else (), tuple(box.returned) if box.returned else (), box.walked_away)
 
 
 def settlement(state: Round) -> dict[str, Any]:
@@ -240,9 +258,10 @@ def settlement(state: Round) -> dict[str, Any]:
 
 def _box_json(box: Box, switch: bool) -> dict[str, Any]:
     """``_settle_box(box, False, switch).to_json()`` written straight from the box for the
-    usual box (no insurance, flags, returned bets, progressive wager or walk-away; the rest
-    goes through the projection). tests/engine/test_fast_path.py holds the two equal."""
-    if box.insurance or box.flags or box.returned or box.walked_away or "progressive" in box.stakes:
+    usual box (no insurance, flags, returned bets or walk-away: those go through the
+    projection). test_properties.py::test_the_settlement_written_from_the_round_is_its_projections_json_byte_for_byte
+    holds the two equal, key order included."""
+    if box.insurance or box.flags or box.returned or box.walked_away:
         return _settle_box(box, False, switch).to_json()
     by_id = whole_by_id.get
     hands = []
@@ -260,28 +279,66 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
         if switch:
             entry["switched"] = hand.switched
         hands.append(entry)
-    wagered: dict[str, int | float | str] = {}
-    for name, stake in box.stakes.items():
-        if name == "main":
-            stake = box.hands[0].at_risk if len(box.hands) == 1 else _total([h.at_risk for h in box.hands])
-        whole = by_id(id(stake))
-        wagered[name] = whole if whole is not None else to_json_number(stake)
-    bets: dict[str, int | float | str] = {}
-    net = 0
-    for name, amount in box.ledger.items():
-        whole = by_id(id(amount))
-        if whole is None:
-            break                           # not all whole: the exact sum below
-        bets[name] = whole
-        net += whole
-    else:
-        b: dict[str, Any] = {"hands": hands, "wagered": wagered, "bets": bets, "net": net}
-        if box.side_results:
-            b["side_bets"] = dict(box.side_results)
-        return b
-    ledger = box.ledger
-    b = {"hands": hands, "wagered": wagered, "bets": _json_amounts(ledger.items()),
-         "net": to_json_number(_total(ledger.values()))}
+    bets, net = _bets_json(box.ledger)
+    b: dict[str, Any] = {"hands": hands, "wagered": _wagered_json(box.stakes, box.hands), "bets": bets,
+                         "net": net}
     if box.side_results:
         b["side_bets"] = dict(box.side_results)
+    if "progressive" in box.stakes:
+        award = box.progressive_award
+        b["progressive"] = {"hand": box.progressive_hand,
+                            "award": None if award is None else to_json_number(award)}
     return b
+
+
+def _bets_json(ledger: dict[str, Fraction]) -> tuple[dict[str, int | float | str], int | float | str]:
+    """Each bet's net and the box's net as JSON, in one pass: whole amounts on ints (a shared
+    one by a look-up), the exact sum of any others (:func:`_total`'s)."""
+    by_id = whole_by_id.get
+    bets: dict[str, int | float | str] = {}
+    net = 0
+    rest: Fraction | None = None
+    for name, amount in ledger.items():
+        whole = by_id(id(amount))
+        if whole is None:
+            if amount.denominator != 1:
+                bets[name] = to_json_number(amount)
+                rest = amount if rest is None else rest + amount
+                continue
+            whole = amount.numerator        # a whole amount that is not a shared one
+        bets[name] = whole
+        net += whole
+    return bets, (net if rest is None else to_json_number(whole_amount(net) + rest))
+
+
+#: the wagered JSON of a box's stakes and its main bet's amount at risk, by their identities:
+#: a box's stakes are never changed once it belongs to a round ``apply`` returned (Box),
+#: rounds share them (the same wagers make the same box) and an amount is immutable. An
+#: entry holds both objects, so neither id can be another object's while it is kept;
+#: bounded (emptied when full); what it gives out is a copy (a caller may change its
+#: settlement without changing the next round's).
+MEMO_LIMIT = 1024
+_wagered_memo: dict[tuple[int, int], tuple[dict[str, Fraction], Fraction, dict[str, int | float | str]]] = {}
+
+
+def _wagered_json(stakes: dict[str, Fraction], hands: list[Hand]) -> dict[str, int | float | str]:
+    """What the box put at risk per bet, as JSON (the main bet: its hands' stakes and doubles)."""
+    if len(hands) == 1:
+        hand = hands[0]
+        risk = hand.stake if hand.doubled is ZERO else hand.at_risk
+    else:
+        risk = _total([h.at_risk for h in hands])
+    key = (id(stakes), id(risk))
+    found = _wagered_memo.get(key)
+    if found is not None and found[0] is stakes and found[1] is risk:
+        return found[2].copy()
+    wagered: dict[str, int | float | str] = {}
+    for name, stake in stakes.items():
+        if name == "main":
+            stake = risk
+        whole = whole_by_id.get(id(stake))
+        wagered[name] = whole if whole is not None else to_json_number(stake)
+    if len(_wagered_memo) >= MEMO_LIMIT:
+        _wagered_memo.clear()
+    _wagered_memo[key] = (stakes, risk, wagered)
+    return wagered.copy()
