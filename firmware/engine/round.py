@@ -309,6 +309,14 @@ class Round:
                 dealt._events = (event, self._events)
                 dealt._n_events = self._n_events + 1
                 return dealt, []
+        elif self.phase is _PLAY:
+            # a card or a decision on the hand in play (25 of the ~33 events): the writes
+            # and the hand's flow without the general dispatch (:meth:`_in_play`)
+            played = self._in_play(event)
+            if played is not None:
+                played[0]._events = (event, self._events)
+                played[0]._n_events = self._n_events + 1
+                return played
         new = self._clone()
         outcomes: list[Outcome] = []
         new._fresh = set()          # ids of the boxes and hands this apply made (writable)
@@ -352,6 +360,80 @@ class Round:
             hand.cards.append(card)
         new._drawn = (*drawn, i)
         return new
+
+    def _in_play(self, event: Event) -> "tuple[Round, list[Outcome]] | None":
+        """``apply`` of a card for the hand in play or a plain decision on it (no amount, no
+        hand named), else None (the long way, which also gives every refusal its reason).
+        The same writes as :meth:`_card` and :meth:`_turn`; a hit, and a card that leaves
+        a plain hand below 21 waiting for its decision, end there (what
+        :meth:`_settle_hand_flow` would find); anything else goes on through :meth:`_advance`."""
+        cursor = self.cursor
+        if cursor is None:
+            return None
+        bi, hi = cursor
+        box = self.boxes[bi]
+        hand = box.hands[hi]
+        kind = type(event)
+        if kind is CardDrawn:
+            if not hand.wants_card or hand.done:
+                return None                     # refused (or not the usual flow): the long way
+            card = event.card                   # type: ignore[union-attr]
+            i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]
+            drawn = self._drawn
+            left = self._shoe_start.counts[i]
+            if left <= len(drawn):
+                left -= drawn.count(i)
+            if left <= 0:
+                return None                     # a foreign card voids the round: the long way
+            new = self._clone()
+            box = box.copy()
+            new.boxes[bi] = box
+            hand = hand.copy()
+            box.hands[hi] = hand
+            cards = hand.cards
+            cards.append(card)
+            hand.wants_card = False
+            new.subsequent_deal = True
+            new._drawn = (*drawn, i)
+            doubled = hand.doubled
+            if (len(cards) >= 2 and not hand.split_aces and not box.walked_away
+                    and (doubled is ZERO or not doubled) and hand_total(cards)[0] < 21):
+                return new, []                  # the hand waits for its decision
+        elif kind is Decision:
+            action = event.action               # type: ignore[union-attr]
+            if action not in _TURN_CHECKS:
+                return None                     # insurance, even money, surrender: the long way
+            checked = _last_legal[0] is self and _last_legal[1] is event
+            if not checked and not self._plain_turn_checked(event):     # type: ignore[arg-type]
+                return None                     # not a plain decision: the long way checks it
+            new = self._clone()
+            box = box.copy()
+            new.boxes[bi] = box
+            if action is _HIT:
+                box.acted = True
+                hand = hand.copy()
+                box.hands[hi] = hand
+                hand.decided = True
+                hand.wants_card = True          # the hand waits for its card
+                return new, []
+            if action is _STAND:
+                box.acted = True
+                hand = hand.copy()
+                box.hands[hi] = hand
+                hand.decided = True
+                hand.status = "stood"
+                hand.done = True
+            else:
+                new._fresh = {id(box)}          # double, split, switch as _turn makes them
+                new._turn(event)                # type: ignore[arg-type]
+        else:
+            return None
+        out: list[Outcome] = []
+        if new._fresh is None:
+            new._fresh = {id(box), id(hand)}
+        new._advance(out)
+        new._fresh = None
+        return new, out
 
     def _clone(self) -> "Round":
         """A shallow copy: the boxes list is its own, the boxes and hands are shared."""
@@ -1303,27 +1385,62 @@ class Round:
                         hand = self._whand(bi, hi)
                         box = self.boxes[bi]
                         self._settle(box, hand, "lose", -loss if i == 0 else ZERO, "dealer_blackjack", out)
-            for hi, hand in enumerate(box.hands):
-                if not hand.done or hand.net is not None or hand.status == "blackjack":    # not live
-                    continue
-                hand = self._whand(bi, hi)
-                box = self.boxes[bi]
-                if dealer_bj:
-                    result, net, clause_key = "lose", _minus(hand.at_risk), "dealer_blackjack"
-                elif push_total and dealer_total == push_total:
-                    result, net, clause_key = "stand_off", ZERO, "dealer_push"     # Switch §3.19.2
-                elif dealer_total > 21 or (total := hand_total(hand.cards)[0]) > dealer_total:
-                    result, net, clause_key = "win", hand.at_risk, "dealer"
-                elif total < dealer_total:
-                    result, net, clause_key = "lose", _minus(hand.at_risk), "dealer"
-                else:
-                    result, net, clause_key = "stand_off", ZERO, "dealer"
-                self._settle(box, hand, result, net, clause_key, out)
+            self._settle_live_hands(bi, dealer_total, dealer_bj, push_total, out)
             if progressive:
                 self._settle_progressive_end(bi, out)
         self.phase = _COMPLETE
         self.cursor = None
         out.append(RoundComplete(dealer_total))
+
+    def _settle_live_hands(self, bi: int, dealer_total: int, dealer_bj: bool, push_total: int | None,
+                           out: list[Outcome]) -> None:
+        """Box ``bi``'s hands that the dealer's total decides, settled as :meth:`_settle`
+        settles each (the same records, by the same memo), the box and each hand copied
+        once, and the box's ``main`` booked once with their nets' sum (exact: the same
+        amount as booking them one by one)."""
+        box = self.boxes[bi]
+        fresh = self._fresh
+        assert fresh is not None, "a write outside apply"
+        plan = _plan(self.profile)
+        settled = plan.settled
+        booked: Fraction | None = None
+        for hi, hand in enumerate(box.hands):
+            if not hand.done or hand.net is not None or hand.status == "blackjack":    # not live
+                continue
+            if id(box) not in fresh:            # (_wbox and _whand written out)
+                box = box.copy()
+                self.boxes[bi] = box
+                fresh.add(id(box))
+            if id(hand) not in fresh:
+                hand = hand.copy()
+                box.hands[hi] = hand
+                fresh.add(id(hand))
+            if dealer_bj:
+                result, net, clause_key = "lose", _minus(hand.at_risk), "dealer_blackjack"
+            elif push_total and dealer_total == push_total:
+                result, net, clause_key = "stand_off", ZERO, "dealer_push"     # Switch §3.19.2
+            elif dealer_total > 21 or (total := hand_total(hand.cards)[0]) > dealer_total:
+                result, net, clause_key = "win", hand.at_risk, "dealer"
+            elif total < dealer_total:
+                result, net, clause_key = "lose", _minus(hand.at_risk), "dealer"
+            else:
+                result, net, clause_key = "stand_off", ZERO, "dealer"
+            hand.result = result
+            hand.net = net
+            booked = net if booked is None else _plus(booked, net)
+            key = (box.number, hand.id, result, id(net), clause_key)
+            found = settled.get(key)
+            # (the entry holds its net, so the net's id is not another's); the records are frozen
+            if found is None or found[0] is not net:
+                found = (net, hand_settled(box.number, hand.id, result, net, plan.clause(clause_key)))
+                if len(settled) >= 4096:        # box numbers and amounts come from outside: bounded
+                    settled.clear()
+                settled[key] = found
+            out.append(found[1])
+        if booked is not None:
+            ledger = box.ledger
+            old = ledger.get("main")
+            box.ledger = {**ledger, "main": booked if old is None else _plus(old, booked)}
 
     def _settle_progressive_end(self, bi: int, out: list[Outcome]) -> None:
         """Switch §3.7: 100% wins and their envy bonuses settle at the end of the round."""
