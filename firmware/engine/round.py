@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .cards import _RANK_POS, _SUIT_BASE, Card, ShoeComposition, card_index
 from .errors import BettingOpen, IllegalDecision, IllegalWager, NotYourTurn, RoundOver, RuleError, UnexpectedCard
-from .events import TURN_ACTIONS, Action, BetsClosed, CardDrawn, Decision, Event, VoidRound, WalkedAway
+from .events import TURN_ACTIONS, Action, BetsClosed, CardDrawn, Decision, Event, VoidRound, Wagers, WalkedAway
 from .hand import describe, hand_total
 from .money import is_whole_cents, whole_amount, whole_by_id
 from .outcomes import (
@@ -663,6 +663,31 @@ class Round:
     # bets ------------------------------------------------------------------------------
 
     def _close_bets(self, event: BetsClosed, out: list[Outcome]) -> None:
+        p = self.profile
+        plan = _plan(p)
+        # "no more bets" with the same wagers (by value) at the same limits as a round
+        # before closes them the same: the boxes as made, the deal order, the outcomes
+        # (all shared: never changed in place); compared as a tuple (C-level, the shared
+        # whole amounts by identity first), box numbers only as plain ints
+        wagers = event.wagers
+        closed = plan.closed.get((id(self.limits), len(wagers)))
+        if (closed is not None and closed[0] is self.limits and closed[1] == wagers
+                and all(type(number) is int for number, _ in wagers)):
+            self.boxes = list(closed[2])
+            self.deal_order = closed[3]
+            self.phase = closed[4]
+            out.extend(closed[5])
+            return
+        self._close_each(event, out)
+        if all(type(number) is int for number, _ in wagers):
+            if len(plan.closed) >= 4096:        # limits come from outside: bounded
+                plan.closed.clear()
+            # (the entry holds the limits, so the id in its key is theirs)
+            plan.closed[(id(self.limits), len(wagers))] = (self.limits, wagers, tuple(self.boxes),
+                                                           self.deal_order, self.phase, tuple(out))
+
+    def _close_each(self, event: BetsClosed, out: list[Outcome]) -> None:
+        """"No more bets", box by box (:meth:`_close_bets` on wagers not closed before)."""
         p = self.profile
         plan = _plan(p)
         known = plan.bet_names
@@ -1532,7 +1557,7 @@ class _Plan:
     bet names, each side bet's judge, pay table and clause, and the clause texts (a
     ``Profile.clause`` call formats its text each time)."""
 
-    __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "settled", "boxes", "interim",
+    __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "settled", "boxes", "interim", "closed",
                  "_clauses")
 
     def __init__(self, p: Profile) -> None:
@@ -1558,6 +1583,10 @@ class _Plan:
         #: the side bets of a box settled at the interim settlement: (box, id of its stakes,
         #: category judged per side bet...) -> what :func:`_side_bets_settled` made
         self.interim: dict[tuple[object, ...], SidesSettled] = {}
+        #: the last "no more bets" closed per (id of the limits, number of boxes): (limits,
+        #: wagers, boxes, deal order, phase, outcomes)
+        self.closed: dict[tuple[int, int], tuple[object, Wagers, tuple[Box, ...], list[tuple[int, int] | str],
+                                                 Phase, tuple[Outcome, ...]]] = {}
         self._clauses: dict[str, str] = {}
 
     def clause(self, key: str) -> str:

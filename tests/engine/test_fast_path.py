@@ -355,3 +355,39 @@ def test_rounds_of_one_deck_count_share_one_fresh_shoe_that_no_draw_changes():
     again = Round.new(profile, decks=6)
     assert again.shoe == first.shoe == ShoeComposition.of_decks(6) and len(again.shoe) == 6 * 52
     assert Round.new(profile, decks=4).shoe == ShoeComposition.of_decks(4)
+
+
+def test_no_more_bets_with_wagers_closed_before_closes_as_the_long_way_and_other_wagers_their_own():
+    from firmware.engine.events import BetsClosed
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round, _plan
+
+    from .test_properties import serialised
+
+    profile = load_profile("rws-blackjack")
+    limits = {"main": [10, 500]}
+    # box 1 over the maximum (flagged, pro rata), box 2 a side bet without a main bet (returned)
+    wagers = {1: {"main": 600, "under_13": 5}, 2: {"player_pair": 5}, 4: {"main": 10, "over_13": 10}}
+
+    def long_way(event):
+        _plan(profile).closed.clear()
+        return Round.new(profile, limits=limits).apply(event)
+
+    first = long_way(BetsClosed.of(wagers))
+    again = Round.new(profile, limits=limits).apply(BetsClosed.of(wagers))      # equal wagers, a new event
+    assert serialised(again[0]) == serialised(first[0]) and again[1] == first[1]
+    # rounds without limits share one limits mapping: the boxes as made, in a list of its own
+    plain = {1: {"main": 10, "under_13": 5}, 3: {"main": 10}}
+    one = Round.new(profile).apply(BetsClosed.of(plain))[0]
+    two = Round.new(profile).apply(BetsClosed.of(plain))[0]
+    assert two.boxes[0] is one.boxes[0] and two.boxes is not one.boxes
+    # one amount other: that box is its own, closed as the long way closes it
+    other = {**wagers, 4: {"main": 20, "over_13": 10}}
+    quick = Round.new(profile, limits=limits).apply(BetsClosed.of(other))
+    slow = long_way(BetsClosed.of(other))
+    assert serialised(quick[0]) == serialised(slow[0]) and quick[1] == slow[1]
+    assert quick[0].boxes[2].stakes["main"] == 20
+    # a box number that only equals an int (True == 1) is not taken for box 1 as made
+    odd = BetsClosed(((True, (("main", whole_amount(10)),)),))
+    Round.new(profile, limits=limits).apply(BetsClosed(((1, (("main", whole_amount(10)),)),)))
+    assert type(Round.new(profile, limits=limits).apply(odd)[0].boxes[0].number) is bool
