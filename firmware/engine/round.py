@@ -395,10 +395,8 @@ class Round:
             hand.wants_card = False
             new.subsequent_deal = True
             new._drawn = (*drawn, i)
-            doubled = hand.doubled
-            if (len(cards) >= 2 and not hand.split_aces and not box.walked_away
-                    and (doubled is ZERO or not doubled) and hand_total(cards)[0] < 21):
-                return new, []                  # the hand waits for its decision
+            if _waits_for_decision(box, hand):
+                return new, []
         elif kind is Decision:
             action = event.action               # type: ignore[union-attr]
             if action not in _TURN_CHECKS:
@@ -423,6 +421,14 @@ class Round:
                 hand.decided = True
                 hand.status = "stood"
                 hand.done = True
+                # the next hand not done is in play; if it waits for its decision, that
+                # is all (else the flow from the stood hand, the long way)
+                after = new._first_open_hand(bi, hi + 1)
+                if after is not None:
+                    nbox = new.boxes[after[0]]
+                    if _waits_for_decision(nbox, nbox.hands[after[1]]):
+                        new.cursor = after
+                        return new, []
             else:
                 new._fresh = {id(box)}          # double, split, switch as _turn makes them
                 new._turn(event)                # type: ignore[arg-type]
@@ -960,6 +966,7 @@ class Round:
         plan = _plan(p)
         side_plan = plan.side
         memo = plan.interim
+        judges = plan.judges
         paid_at_once = p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value)
         boxes = self.boxes
         fresh = self._fresh
@@ -976,7 +983,10 @@ class Round:
                     fresh.add(id(box))
                 cards = box.hands[0].cards
                 first_two = (cards[0], cards[1])        # (every dealt hand has its two cards now)
-                categories = [side[0](first_two, up) for name in stakes if (side := side_plan.get(name))]
+                judged = judges.get(id(stakes))
+                if judged is None or judged[0] is not stakes:
+                    judged = _judges_of(stakes, side_plan, judges)
+                categories = [judge(first_two, up) for judge in judged[1]]
                 # the same box (its stakes dict) judged the same settles the same: the new
                 # ledger entries, results and records as made before (frozen records; the
                 # dicts are replaced, never changed in place, so rounds may share them)
@@ -1557,8 +1567,8 @@ class _Plan:
     bet names, each side bet's judge, pay table and clause, and the clause texts (a
     ``Profile.clause`` call formats its text each time)."""
 
-    __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "settled", "boxes", "interim", "closed",
-                 "_clauses")
+    __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "settled", "boxes", "interim",
+                 "closed", "judges", "_clauses")
 
     def __init__(self, p: Profile) -> None:
         self.profile = p
@@ -1583,6 +1593,8 @@ class _Plan:
         #: the side bets of a box settled at the interim settlement: (box, id of its stakes,
         #: category judged per side bet...) -> what :func:`_side_bets_settled` made
         self.interim: dict[tuple[object, ...], SidesSettled] = {}
+        #: the judges of a box's side bets, in the order of its stakes: id of the stakes -> (stakes, judges)
+        self.judges: dict[int, tuple[Mapping[str, Fraction], tuple[Any, ...]]] = {}
         #: the last "no more bets" closed per (id of the limits, number of boxes): (limits,
         #: wagers, boxes, deal order, phase, outcomes)
         self.closed: dict[tuple[int, int], tuple[object, Wagers, tuple[Box, ...], list[tuple[int, int] | str],
@@ -1670,6 +1682,18 @@ def _side_bets_settled(number: int, stakes: Mapping[str, Fraction], categories: 
     return stakes, nets, results, tuple(records)
 
 
+def _judges_of(stakes: Mapping[str, Fraction], side_plan: Mapping[str, tuple[Any, _SideSettle]],
+               judges: dict[int, tuple[Mapping[str, Fraction], tuple[Any, ...]]]
+               ) -> tuple[Mapping[str, Fraction], tuple[Any, ...]]:
+    """The judge of each of a box's side bets in the order of its stakes, remembered by the
+    stakes dict (replaced, never changed in place; the entry holds it, so its id is its own)."""
+    found = (stakes, tuple(side[0] for name in stakes if (side := side_plan.get(name))))
+    if len(judges) >= 4096:             # stakes come from outside: bounded
+        judges.clear()
+    judges[id(stakes)] = found
+    return found
+
+
 def _booked(ledger: Mapping[str, Fraction], nets: Mapping[str, Fraction]) -> dict[str, Fraction]:
     """A new ledger: ``ledger`` with each of ``nets`` added (:meth:`Box.book` per bet)."""
     merged = dict(ledger)
@@ -1677,6 +1701,16 @@ def _booked(ledger: Mapping[str, Fraction], nets: Mapping[str, Fraction]) -> dic
         old = merged.get(name)
         merged[name] = net if old is None else _plus(old, net)
     return merged
+
+
+def _waits_for_decision(box: Box, hand: Hand) -> bool:
+    """What :meth:`Round._settle_hand_flow` finds of a hand in play that is not done: it
+    waits for its decision, nothing for the rules to do (two cards or more, below 21, not
+    doubled, not split Aces, the player still there)."""
+    doubled = hand.doubled
+    cards = hand.cards
+    return (not hand.wants_card and len(cards) >= 2 and not hand.split_aces and not box.walked_away
+            and (doubled is ZERO or not doubled) and hand_total(cards)[0] < 21)
 
 
 _TEN_VALUES = frozenset("TJQK")
