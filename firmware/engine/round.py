@@ -373,11 +373,10 @@ class Round:
         bi, hi = cursor
         box = self.boxes[bi]
         hand = box.hands[hi]
-        kind = type(event)
-        if kind is CardDrawn:
+        if isinstance(event, CardDrawn):
             if not hand.wants_card or hand.done:
                 return None                     # refused (or not the usual flow): the long way
-            card = event.card                   # type: ignore[union-attr]
+            card = event.card
             i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]
             drawn = self._drawn
             left = self._shoe_start.counts[i]
@@ -397,13 +396,18 @@ class Round:
             new._drawn = (*drawn, i)
             if _waits_for_decision(box, hand):
                 return new, []
-        elif kind is Decision:
-            action = event.action               # type: ignore[union-attr]
-            if action not in _TURN_CHECKS:
+        elif isinstance(event, Decision):
+            action = event.action
+            turn_check = _TURN_CHECKS.get(action)
+            if turn_check is None:
                 return None                     # insurance, even money, surrender: the long way
-            checked = _last_legal[0] is self and _last_legal[1] is event
-            if not checked and not self._plain_turn_checked(event):     # type: ignore[arg-type]
-                return None                     # not a plain decision: the long way checks it
+            if not (_last_legal[0] is self and _last_legal[1] is event):
+                # :meth:`_plain_turn_checked` on the box and hand read above
+                if (event.amount is not None or event.hand is not None
+                        or box.number != event.box
+                        or "main" not in box.stakes or box.walked_away or hand.wants_card):
+                    return None                 # not a plain decision: the long way checks it
+                turn_check(self, box, hand, event)
             new = self._clone()
             box = box.copy()
             new.boxes[bi] = box
@@ -421,17 +425,11 @@ class Round:
                 hand.decided = True
                 hand.status = "stood"
                 hand.done = True
-                # the next hand not done is in play; if it waits for its decision, that
-                # is all (else the flow from the stood hand, the long way)
-                after = new._first_open_hand(bi, hi + 1)
-                if after is not None:
-                    nbox = new.boxes[after[0]]
-                    if _waits_for_decision(nbox, nbox.hands[after[1]]):
-                        new.cursor = after
-                        return new, []
+                if new._next_waits(bi, hi):
+                    return new, []
             else:
                 new._fresh = {id(box)}          # double, split, switch as _turn makes them
-                new._turn(event)                # type: ignore[arg-type]
+                new._turn(event)
         else:
             return None
         out: list[Outcome] = []
@@ -440,6 +438,18 @@ class Round:
         new._advance(out)
         new._fresh = None
         return new, out
+
+    def _next_waits(self, bi: int, hi: int) -> bool:
+        """After hand ``hi`` of box ``bi`` stood: when the next hand not done waits for its
+        decision, it is in play and that is all the hand flow does (True); else False and
+        nothing changed (the flow from the stood hand goes the long way)."""
+        after = self._first_open_hand(bi, hi + 1)
+        if after is not None:
+            box = self.boxes[after[0]]
+            if _waits_for_decision(box, box.hands[after[1]]):
+                self.cursor = after
+                return True
+        return False
 
     def _clone(self) -> "Round":
         """A shallow copy: the boxes list is its own, the boxes and hands are shared."""
