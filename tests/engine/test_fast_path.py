@@ -391,3 +391,17 @@ def test_no_more_bets_with_wagers_closed_before_closes_as_the_long_way_and_other
     odd = BetsClosed(((True, (("main", whole_amount(10)),)),))
     Round.new(profile, limits=limits).apply(BetsClosed(((1, (("main", whole_amount(10)),)),)))
     assert type(Round.new(profile, limits=limits).apply(odd)[0].boxes[0].number) is bool
+
+
+def test_two_cards_are_counted_as_the_loop_counts_them():
+    from firmware.engine import hand
+
+    for a in ALL_CARDS:
+        for b in ALL_CARDS:
+            two = [a, b]
+            total, has_ace = 0, False
+            for card in two:        # the loop of hand_total, written out
+                total += card.value
+                has_ace = has_ace or card.rank == "A"
+            expected = (total + 10, True) if has_ace and total + 10 <= 21 else (total, False)
+            assert hand.hand_total(two) == expected and hand.hand_total((a, b)) == expected
