@@ -38,7 +38,7 @@ from .outcomes import (
 )
 from .profile import Profile
 from .progressive import PROGRESSIVE_HANDS
-from .sidebets import SIDE_BETS
+from .sidebets import RANKS_ONLY, SIDE_BETS
 
 ZERO = whole_amount(0)          # the shared zero: a JSON projection knows it by identity
 DEALER = "dealer"
@@ -974,9 +974,6 @@ class Round:
         p = self.profile
         up = self.dealer[0]
         plan = _plan(p)
-        side_plan = plan.side
-        memo = plan.interim
-        judges = plan.judges
         paid_at_once = p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value)
         boxes = self.boxes
         fresh = self._fresh
@@ -991,23 +988,7 @@ class Round:
                     box = box.copy()
                     boxes[bi] = box
                     fresh.add(id(box))
-                cards = box.hands[0].cards
-                first_two = (cards[0], cards[1])        # (every dealt hand has its two cards now)
-                judged = judges.get(id(stakes))
-                if judged is None or judged[0] is not stakes:
-                    judged = _judges_of(stakes, side_plan, judges)
-                categories = [judge(first_two, up) for judge in judged[1]]
-                # the same box (its stakes dict) judged the same settles the same: the new
-                # ledger entries, results and records as made before (frozen records; the
-                # dicts are replaced, never changed in place, so rounds may share them)
-                key = (box.number, id(stakes), *categories)
-                found = memo.get(key)
-                if found is None or found[0] is not stakes:
-                    found = _side_bets_settled(box.number, stakes, categories, side_plan)
-                    if len(memo) >= 4096:       # box numbers and stakes come from outside: bounded
-                        memo.clear()
-                    memo[key] = found
-                _, nets, results, records = found
+                _, nets, results, records = _sides_settled(box.number, stakes, box.hands[0].cards, up, plan)
                 box.ledger = nets if not box.ledger else _booked(box.ledger, nets)
                 box.side_results = results if not box.side_results else {**box.side_results, **results}
                 out.extend(records)
@@ -1417,6 +1398,7 @@ class Round:
         dealer_bj = dealer_total == 21 and len(self.dealer) == 2       # (dealer_blackjack)
         progressive = p.progressive is not None
         push_total = r.dealer_push_total
+        plan = _plan(p)
         for bi in range(len(self.boxes)):
             box = self.boxes[bi]
             if dealer_bj and r.dealer_blackjack_collects == "initial_bet":
@@ -1430,7 +1412,7 @@ class Round:
                         hand = self._whand(bi, hi)
                         box = self.boxes[bi]
                         self._settle(box, hand, "lose", -loss if i == 0 else ZERO, "dealer_blackjack", out)
-            self._settle_live_hands(bi, dealer_total, dealer_bj, push_total, out)
+            self._settle_live_hands(bi, dealer_total, dealer_bj, push_total, plan, out)
             if progressive:
                 self._settle_progressive_end(bi, out)
         self.phase = _COMPLETE
@@ -1438,7 +1420,7 @@ class Round:
         out.append(RoundComplete(dealer_total))
 
     def _settle_live_hands(self, bi: int, dealer_total: int, dealer_bj: bool, push_total: int | None,
-                           out: list[Outcome]) -> None:
+                           plan: "_Plan", out: list[Outcome]) -> None:
         """Box ``bi``'s hands that the dealer's total decides, settled as :meth:`_settle`
         settles each (the same records, by the same memo), the box and each hand copied
         once, and the box's ``main`` booked once with their nets' sum (exact: the same
@@ -1446,7 +1428,6 @@ class Round:
         box = self.boxes[bi]
         fresh = self._fresh
         assert fresh is not None, "a write outside apply"
-        plan = _plan(self.profile)
         settled = plan.settled
         booked: Fraction | None = None
         for hi, hand in enumerate(box.hands):
@@ -1578,7 +1559,7 @@ class _Plan:
     ``Profile.clause`` call formats its text each time)."""
 
     __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "settled", "boxes", "interim",
-                 "closed", "judges", "_clauses")
+                 "closed", "judges", "by_ranks", "_clauses")
 
     def __init__(self, p: Profile) -> None:
         self.profile = p
@@ -1603,8 +1584,12 @@ class _Plan:
         #: the side bets of a box settled at the interim settlement: (box, id of its stakes,
         #: category judged per side bet...) -> what :func:`_side_bets_settled` made
         self.interim: dict[tuple[object, ...], SidesSettled] = {}
-        #: the judges of a box's side bets, in the order of its stakes: id of the stakes -> (stakes, judges)
-        self.judges: dict[int, tuple[Mapping[str, Fraction], tuple[Any, ...]]] = {}
+        #: the judges of a box's side bets, in the order of its stakes: id of the stakes ->
+        #: (stakes, judges, whether all read only the ranks)
+        self.judges: dict[int, Judged] = {}
+        #: what :func:`_side_bets_settled` made, by (box, id of its stakes, the two ranks)
+        #: where every side bet of the box reads only the ranks
+        self.by_ranks: dict[tuple[int, int, str, str], SidesSettled] = {}
         #: the last "no more bets" closed per (id of the limits, number of boxes): (limits,
         #: wagers, boxes, deal order, phase, outcomes)
         self.closed: dict[tuple[int, int], tuple[object, Wagers, tuple[Box, ...], list[tuple[int, int] | str],
@@ -1692,15 +1677,52 @@ def _side_bets_settled(number: int, stakes: Mapping[str, Fraction], categories: 
     return stakes, nets, results, tuple(records)
 
 
+Judged = tuple[Mapping[str, Fraction], tuple[Any, ...], bool]
+
+
 def _judges_of(stakes: Mapping[str, Fraction], side_plan: Mapping[str, tuple[Any, _SideSettle]],
-               judges: dict[int, tuple[Mapping[str, Fraction], tuple[Any, ...]]]
-               ) -> tuple[Mapping[str, Fraction], tuple[Any, ...]]:
-    """The judge of each of a box's side bets in the order of its stakes, remembered by the
-    stakes dict (replaced, never changed in place; the entry holds it, so its id is its own)."""
-    found = (stakes, tuple(side[0] for name in stakes if (side := side_plan.get(name))))
+               judges: dict[int, Judged]) -> Judged:
+    """The judge of each of a box's side bets in the order of its stakes and whether every
+    one reads only the two ranks (:data:`RANKS_ONLY`), remembered by the stakes dict
+    (replaced, never changed in place; the entry holds it, so its id is its own)."""
+    names = [name for name in stakes if name in side_plan]
+    found = (stakes, tuple(side_plan[name][0] for name in names), all(name in RANKS_ONLY for name in names))
     if len(judges) >= 4096:             # stakes come from outside: bounded
         judges.clear()
     judges[id(stakes)] = found
+    return found
+
+
+def _sides_settled(number: int, stakes: Mapping[str, Fraction], cards: list[Card], up: Card,
+                   plan: _Plan) -> SidesSettled:
+    """A box's side bets settled on its first two cards (and the dealer's up card): the
+    same box (its stakes dict) judged the same settles the same, so the new ledger entries,
+    results and records are remembered by the categories judged (frozen records; the dicts
+    are replaced, never changed in place, so rounds may share them), and, when every side
+    bet reads only the two ranks, by the ranks without judging again."""
+    judged = plan.judges.get(id(stakes))
+    if judged is None or judged[0] is not stakes:
+        judged = _judges_of(stakes, plan.side, plan.judges)
+    by_ranks = plan.by_ranks
+    ranks = (number, id(stakes), cards[0].rank, cards[1].rank) if judged[2] else None
+    if ranks is not None:
+        found = by_ranks.get(ranks)
+        if found is not None and found[0] is stakes:
+            return found
+    first_two = (cards[0], cards[1])            # (every dealt hand has its two cards now)
+    categories = [judge(first_two, up) for judge in judged[1]]
+    memo = plan.interim
+    key = (number, id(stakes), *categories)
+    found = memo.get(key)
+    if found is None or found[0] is not stakes:
+        found = _side_bets_settled(number, stakes, categories, plan.side)
+        if len(memo) >= 4096:           # box numbers and stakes come from outside: bounded
+            memo.clear()
+        memo[key] = found
+    if ranks is not None:
+        if len(by_ranks) >= 4096:       # likewise
+            by_ranks.clear()
+        by_ranks[ranks] = found         # (the entry holds the stakes, so the id is theirs)
     return found
 
 

@@ -405,3 +405,43 @@ def test_two_cards_are_counted_as_the_loop_counts_them():
                 has_ace = has_ace or card.rank == "A"
             expected = (total + 10, True) if has_ace and total + 10 <= 21 else (total, False)
             assert hand.hand_total(two) == expected and hand.hand_total((a, b)) == expected
+
+
+def test_the_side_bets_remembered_by_rank_read_nothing_but_the_two_ranks():
+    from firmware.engine.sidebets import RANKS_ONLY, SIDE_BETS
+
+    plain = {rank: next(c for c in ALL_CARDS if c.rank == rank) for rank in {c.rank for c in ALL_CARDS}}
+    for name in RANKS_ONLY:
+        judge = SIDE_BETS[name].evaluate
+        for a in ALL_CARDS:
+            for b in ALL_CARDS:
+                expected = judge((plain[a.rank], plain[b.rank]), None)
+                for dealer in (None, a, ALL_CARDS[0], ALL_CARDS[-1]):
+                    assert judge((a, b), dealer) == expected, (name, a, b, dealer)
+
+
+def test_a_box_settled_by_its_ranks_as_remembered_settles_as_judged_afresh():
+    from firmware.engine.events import BetsClosed, CardDrawn
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round, _plan
+
+    profile = load_profile("rws-blackjack")
+    bets = BetsClosed.of({1: {"main": 10, "player_pair": 5, "under_13": 5, "over_13": 5}})
+
+    def interim(cards):
+        state = Round.new(profile).apply(bets)[0]
+        out = []
+        for card in cards:
+            state, got = state.apply(CardDrawn(parse_card(card)))
+            out.extend(got)
+        return state, out
+
+    for first, again in [(["8S", "9D", "8H"], ["8C", "2S", "8D"]), (["AS", "7D", "5H"], ["AH", "KC", "5C"]),
+                         (["TS", "6D", "3H"], ["TD", "AS", "3C"])]:
+        interim(first)                                  # remembered by the ranks of box 1's two cards
+        quick, quick_out = interim(again)               # the same ranks, other suits and dealer card
+        _plan(profile).by_ranks.clear()
+        _plan(profile).interim.clear()
+        slow, slow_out = interim(again)
+        assert quick_out == slow_out and quick.boxes[0].side_results == slow.boxes[0].side_results
+        assert quick.boxes[0].ledger == slow.boxes[0].ledger and any(isinstance(o, SideBetSettled) for o in quick_out)
