@@ -684,18 +684,19 @@ class Round:
         # "no more bets" with the same wagers (by value) at the same limits as a round
         # before closes them the same: the boxes as made, the deal order, the outcomes
         # (all shared: never changed in place); compared as a tuple (C-level, the shared
-        # whole amounts by identity first), box numbers only as plain ints
+        # whole amounts by identity first), box numbers only as ints and amounts only as
+        # Fractions (an int 10 or True equals them but would make another box)
         wagers = event.wagers
         closed = plan.closed.get((id(self.limits), len(wagers)))
         if (closed is not None and closed[0] is self.limits and closed[1] == wagers
-                and all(type(number) is int for number, _ in wagers)):
+                and _plain_wagers(wagers)):
             self.boxes = list(closed[2])
             self.deal_order = closed[3]
             self.phase = closed[4]
             out.extend(closed[5])
             return
         self._close_each(event, out)
-        if all(type(number) is int for number, _ in wagers):
+        if _plain_wagers(wagers):
             if len(plan.closed) >= 4096:        # limits come from outside: bounded
                 plan.closed.clear()
             # (the entry holds the limits, so the id in its key is theirs)
@@ -1733,6 +1734,17 @@ def _booked(ledger: Mapping[str, Fraction], nets: Mapping[str, Fraction]) -> dic
         old = merged.get(name)
         merged[name] = net if old is None else _plus(old, net)
     return merged
+
+
+def _plain_wagers(wagers: Wagers) -> bool:
+    """Box numbers all ints and amounts all Fractions, as :meth:`BetsClosed.of` makes them."""
+    for number, bets in wagers:
+        if type(number) is not int:
+            return False
+        for _, amount in bets:
+            if type(amount) is not Fraction:
+                return False
+    return True
 
 
 def _waits_for_decision(box: Box, hand: Hand) -> bool:

@@ -387,10 +387,17 @@ def test_no_more_bets_with_wagers_closed_before_closes_as_the_long_way_and_other
     slow = long_way(BetsClosed.of(other))
     assert serialised(quick[0]) == serialised(slow[0]) and quick[1] == slow[1]
     assert quick[0].boxes[2].stakes["main"] == 20
-    # a box number that only equals an int (True == 1) is not taken for box 1 as made
-    odd = BetsClosed(((True, (("main", whole_amount(10)),)),))
-    Round.new(profile, limits=limits).apply(BetsClosed(((1, (("main", whole_amount(10)),)),)))
-    assert type(Round.new(profile, limits=limits).apply(odd)[0].boxes[0].number) is bool
+    # a box number or an amount that only equals the typed one (True == 1, 10 == Fraction(10))
+    # is not taken for the wagers closed before: it closes the long way
+    typed = BetsClosed(((1, (("main", whole_amount(10)),)),))
+    for odd in (BetsClosed(((True, (("main", whole_amount(10)),)),)),
+                BetsClosed(((1, (("main", 10),)),))):                             # type: ignore[arg-type]
+        Round.new(profile).apply(typed)
+        quick = Round.new(profile).apply(odd)
+        _plan(profile).closed.clear()
+        slow = Round.new(profile).apply(odd)
+        assert serialised(quick[0]) == serialised(slow[0]) and quick[1] == slow[1]
+    assert type(quick[0].boxes[0].wagers["main"]) is int
 
 
 def test_two_cards_are_counted_as_the_loop_counts_them():
