@@ -323,7 +323,7 @@ def play_basic(profile, bets: BetsClosed, shoe: EventShoe):
                     want = _STAND
                 d = _decision(expect.box, want)
             state, _ = state.apply(d)
-    return state, sum(len(b.hands) for b in state.boxes)
+    return state, sum([len(b.hands) for b in state.boxes])
 
 
 #: the decisions of the basic-strategy player, made once per (box, action): a decision is an

@@ -452,7 +452,8 @@ class Round:
         return False
 
     def _clone(self) -> "Round":
-        """A shallow copy: the boxes list is its own, the boxes and hands are shared."""
+        """A shallow copy: the boxes list is its own, the boxes and hands are shared. The
+        history (``_events``, ``_n_events``) is left for ``apply`` to set: it always does."""
         new = _new_round(Round)
         new.profile = self.profile
         new.decks = self.decks
@@ -468,8 +469,6 @@ class Round:
         new.second_card_seen = self.second_card_seen
         new._shoe_start = self._shoe_start
         new._drawn = self._drawn
-        new._events = self._events
-        new._n_events = self._n_events
         new.void_reason = self.void_reason
         new.void_clause = self.void_clause
         new._fresh = None
