@@ -171,9 +171,14 @@ class Shoe:
 
     def draw(self):
         if len(self.cards) < 60:      # reshuffle well before the end, like a cut card
-            self.cards = self.full[:]
-            self.rng.shuffle(self.cards)
+            self.refill()
         return self.cards.pop()
+
+    def refill(self) -> list:
+        """A freshly shuffled shoe (its cards, drawn from the end)."""
+        self.cards = self.full[:]
+        self.rng.shuffle(self.cards)
+        return self.cards
 
 
 class EventShoe(Shoe):
@@ -295,12 +300,14 @@ def play_basic(profile, bets: BetsClosed, shoe: EventShoe):
     and leaves the round as it was) is replaced by the fallback, asked with ``why_not``."""
     state = Round.new(profile)
     state, _ = state.apply(bets)
-    draw = shoe.draw
+    cards = shoe.cards          # (Shoe.draw written out: a card is drawn per event)
     while True:
         expect = state.expecting()
         kind = expect.kind
         if kind == "card":
-            state, _ = state.apply(draw())
+            if len(cards) < 60:
+                cards = shoe.refill()
+            state, _ = state.apply(cards.pop())
             continue
         if kind != "decision":                      # "nothing": the round is over
             break
@@ -316,7 +323,7 @@ def play_basic(profile, bets: BetsClosed, shoe: EventShoe):
                     want = _STAND
                 d = _decision(expect.box, want)
             state, _ = state.apply(d)
-    return state, sum(len(b.hands) for b in state.boxes)
+    return state, sum([len(b.hands) for b in state.boxes])
 
 
 #: the decisions of the basic-strategy player, made once per (box, action): a decision is an

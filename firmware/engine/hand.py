@@ -16,6 +16,8 @@ def hand_total(cards: Sequence[Card]) -> tuple[int, bool]:
     At most one Ace can count 11 without busting, which is also the UK poster's "the
     Dealer's first ace counts as 11 unless it busts the hand; subsequent aces count as one".
     """
+    if len(cards) == 2:                # most counts are of two cards: one look-up
+        return _TWO_CARDS[cards[0].rank, cards[1].rank]
     total = 0
     has_ace = False
     for card in cards:
@@ -26,6 +28,15 @@ def hand_total(cards: Sequence[Card]) -> tuple[int, bool]:
     if has_ace and total + 10 <= 21:
         return total + 10, True
     return total, False
+
+
+#: every two ranks' (total, soft), as the loop above counts them (tests/engine/test_fast_path.py)
+_TWO_CARDS: dict[tuple[str, str], tuple[int, bool]] = {}
+for _a in RANKS:
+    for _b in RANKS:
+        _t = _VALUE[_a] + _VALUE[_b]
+        _TWO_CARDS[_a, _b] = (_t + 10, True) if "A" in (_a, _b) and _t + 10 <= 21 else (_t, False)
+del _a, _b, _t
 
 
 def is_two_card_21(cards: Sequence[Card]) -> bool:

@@ -17,9 +17,9 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence
 
-from .cards import Card, ShoeComposition, card_index
+from .cards import _RANK_POS, _SUIT_BASE, Card, ShoeComposition, card_index
 from .errors import BettingOpen, IllegalDecision, IllegalWager, NotYourTurn, RoundOver, RuleError, UnexpectedCard
-from .events import TURN_ACTIONS, Action, BetsClosed, CardDrawn, Decision, Event, VoidRound, WalkedAway
+from .events import TURN_ACTIONS, Action, BetsClosed, CardDrawn, Decision, Event, VoidRound, Wagers, WalkedAway
 from .hand import describe, hand_total
 from .money import is_whole_cents, whole_amount, whole_by_id
 from .outcomes import (
@@ -38,7 +38,7 @@ from .outcomes import (
 )
 from .profile import Profile
 from .progressive import PROGRESSIVE_HANDS
-from .sidebets import SIDE_BETS
+from .sidebets import RANKS_ONLY, SIDE_BETS
 
 ZERO = whole_amount(0)          # the shared zero: a JSON projection knows it by identity
 DEALER = "dealer"
@@ -301,6 +301,22 @@ class Round:
     def apply(self, event: Event) -> tuple["Round", list[Outcome]]:
         """The round after ``event`` and what it produced; ``self`` is unchanged.
         An illegal event raises a :class:`RuleError` that explains itself."""
+        if type(event) is CardDrawn and self.phase is _INITIAL_DEAL:
+            # the most frequent event (15 of a 7-box round's ~33): an initial card that
+            # is not the last writes one hand and produces nothing (:meth:`_initial_card`)
+            dealt = self._initial_card(event.card)
+            if dealt is not None:
+                dealt._events = (event, self._events)
+                dealt._n_events = self._n_events + 1
+                return dealt, []
+        elif self.phase is _PLAY:
+            # a card or a decision on the hand in play (25 of the ~33 events): the writes
+            # and the hand's flow without the general dispatch (:meth:`_in_play`)
+            played = self._in_play(event)
+            if played is not None:
+                played[0]._events = (event, self._events)
+                played[0]._n_events = self._n_events + 1
+                return played
         new = self._clone()
         outcomes: list[Outcome] = []
         new._fresh = set()          # ids of the boxes and hands this apply made (writable)
@@ -312,8 +328,132 @@ class Round:
         new._n_events = self._n_events + 1
         return new, outcomes
 
+    def _initial_card(self, card: Card) -> "Round | None":
+        """The round after an initial card that is neither the last of the initial deal nor
+        foreign to the shoe, else None (``apply`` goes the long way). Such a card changes one
+        hand (or the dealer's cards), the deal position and the cards drawn, and nothing else
+        (``_card`` then ``_advance``, which waits for the next card), so the new round copies
+        that one box and hand straight away: no writable-set bookkeeping is needed."""
+        pos = self.deal_pos
+        order = self.deal_order
+        if pos + 1 >= len(order):
+            return None                         # the last initial card: interim settlement
+        i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]        # (card_index without the call)
+        drawn = self._drawn
+        left = self._shoe_start.counts[i]
+        if left <= len(drawn):                  # (else more are left than cards drawn)
+            left -= drawn.count(i)
+        if left <= 0:
+            return None                         # a foreign card voids the round: the long way
+        new = self._clone()
+        target = order[pos]
+        new.deal_pos = pos + 1
+        if isinstance(target, str):             # DEALER
+            new.dealer = [*self.dealer, card]
+        else:
+            bi, hi = target
+            boxes = new.boxes
+            box = boxes[bi].copy()
+            boxes[bi] = box
+            hand = box.hands[hi].copy()
+            box.hands[hi] = hand
+            hand.cards.append(card)
+        new._drawn = (*drawn, i)
+        return new
+
+    def _in_play(self, event: Event) -> "tuple[Round, list[Outcome]] | None":
+        """``apply`` of a card for the hand in play or a plain decision on it (no amount, no
+        hand named), else None (the long way, which also gives every refusal its reason).
+        The same writes as :meth:`_card` and :meth:`_turn`; a hit, and a card that leaves
+        a plain hand below 21 waiting for its decision, end there (what
+        :meth:`_settle_hand_flow` would find); anything else goes on through :meth:`_advance`."""
+        cursor = self.cursor
+        if cursor is None:
+            return None
+        bi, hi = cursor
+        box = self.boxes[bi]
+        hand = box.hands[hi]
+        if isinstance(event, CardDrawn):
+            if not hand.wants_card or hand.done:
+                return None                     # refused (or not the usual flow): the long way
+            card = event.card
+            i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]
+            drawn = self._drawn
+            left = self._shoe_start.counts[i]
+            if left <= len(drawn):
+                left -= drawn.count(i)
+            if left <= 0:
+                return None                     # a foreign card voids the round: the long way
+            new = self._clone()
+            box = box.copy()
+            new.boxes[bi] = box
+            hand = hand.copy()
+            box.hands[hi] = hand
+            cards = hand.cards
+            cards.append(card)
+            hand.wants_card = False
+            new.subsequent_deal = True
+            new._drawn = (*drawn, i)
+            if _waits_for_decision(box, hand):
+                return new, []
+        elif isinstance(event, Decision):
+            action = event.action
+            turn_check = _TURN_CHECKS.get(action)
+            if turn_check is None:
+                return None                     # insurance, even money, surrender: the long way
+            if not (_last_legal[0] is self and _last_legal[1] is event):
+                # :meth:`_plain_turn_checked` on the box and hand read above
+                if (event.amount is not None or event.hand is not None
+                        or box.number != event.box
+                        or "main" not in box.stakes or box.walked_away or hand.wants_card):
+                    return None                 # not a plain decision: the long way checks it
+                turn_check(self, box, hand, event)
+            new = self._clone()
+            box = box.copy()
+            new.boxes[bi] = box
+            if action is _HIT:
+                box.acted = True
+                hand = hand.copy()
+                box.hands[hi] = hand
+                hand.decided = True
+                hand.wants_card = True          # the hand waits for its card
+                return new, []
+            if action is _STAND:
+                box.acted = True
+                hand = hand.copy()
+                box.hands[hi] = hand
+                hand.decided = True
+                hand.status = "stood"
+                hand.done = True
+                if new._next_waits(bi, hi):
+                    return new, []
+            else:
+                new._fresh = {id(box)}          # double, split, switch as _turn makes them
+                new._turn(event)
+        else:
+            return None
+        out: list[Outcome] = []
+        if new._fresh is None:
+            new._fresh = {id(box), id(hand)}
+        new._advance(out)
+        new._fresh = None
+        return new, out
+
+    def _next_waits(self, bi: int, hi: int) -> bool:
+        """After hand ``hi`` of box ``bi`` stood: when the next hand not done waits for its
+        decision, it is in play and that is all the hand flow does (True); else False and
+        nothing changed (the flow from the stood hand goes the long way)."""
+        after = self._first_open_hand(bi, hi + 1)
+        if after is not None:
+            box = self.boxes[after[0]]
+            if _waits_for_decision(box, box.hands[after[1]]):
+                self.cursor = after
+                return True
+        return False
+
     def _clone(self) -> "Round":
-        """A shallow copy: the boxes list is its own, the boxes and hands are shared."""
+        """A shallow copy: the boxes list is its own, the boxes and hands are shared. The
+        history (``_events``, ``_n_events``) is left for ``apply`` to set: it always does."""
         new = _new_round(Round)
         new.profile = self.profile
         new.decks = self.decks
@@ -329,8 +469,6 @@ class Round:
         new.second_card_seen = self.second_card_seen
         new._shoe_start = self._shoe_start
         new._drawn = self._drawn
-        new._events = self._events
-        new._n_events = self._n_events
         new.void_reason = self.void_reason
         new.void_clause = self.void_clause
         new._fresh = None
@@ -540,6 +678,32 @@ class Round:
     # bets ------------------------------------------------------------------------------
 
     def _close_bets(self, event: BetsClosed, out: list[Outcome]) -> None:
+        p = self.profile
+        plan = _plan(p)
+        # "no more bets" with the same wagers (by value) at the same limits as a round
+        # before closes them the same: the boxes as made, the deal order, the outcomes
+        # (all shared: never changed in place); compared as a tuple (C-level, the shared
+        # whole amounts by identity first), box numbers only as ints and amounts only as
+        # Fractions (an int 10 or True equals them but would make another box)
+        wagers = event.wagers
+        closed = plan.closed.get((id(self.limits), len(wagers)))
+        if (closed is not None and closed[0] is self.limits and closed[1] == wagers
+                and _plain_wagers(wagers)):
+            self.boxes = list(closed[2])
+            self.deal_order = closed[3]
+            self.phase = closed[4]
+            out.extend(closed[5])
+            return
+        self._close_each(event, out)
+        if _plain_wagers(wagers):
+            if len(plan.closed) >= 4096:        # limits come from outside: bounded
+                plan.closed.clear()
+            # (the entry holds the limits, so the id in its key is theirs)
+            plan.closed[(id(self.limits), len(wagers))] = (self.limits, wagers, tuple(self.boxes),
+                                                           self.deal_order, self.phase, tuple(out))
+
+    def _close_each(self, event: BetsClosed, out: list[Outcome]) -> None:
+        """"No more bets", box by box (:meth:`_close_bets` on wagers not closed before)."""
         p = self.profile
         plan = _plan(p)
         known = plan.bet_names
@@ -810,8 +974,6 @@ class Round:
         p = self.profile
         up = self.dealer[0]
         plan = _plan(p)
-        side_plan = plan.side
-        memo = plan.interim
         paid_at_once = p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value)
         boxes = self.boxes
         fresh = self._fresh
@@ -826,20 +988,7 @@ class Round:
                     box = box.copy()
                     boxes[bi] = box
                     fresh.add(id(box))
-                cards = box.hands[0].cards
-                first_two = (cards[0], cards[1])        # (every dealt hand has its two cards now)
-                categories = [side[0](first_two, up) for name in stakes if (side := side_plan.get(name))]
-                # the same box (its stakes dict) judged the same settles the same: the new
-                # ledger entries, results and records as made before (frozen records; the
-                # dicts are replaced, never changed in place, so rounds may share them)
-                key = (box.number, id(stakes), *categories)
-                found = memo.get(key)
-                if found is None or found[0] is not stakes:
-                    found = _side_bets_settled(box.number, stakes, categories, side_plan)
-                    if len(memo) >= 4096:       # box numbers and stakes come from outside: bounded
-                        memo.clear()
-                    memo[key] = found
-                _, nets, results, records = found
+                _, nets, results, records = _sides_settled(box.number, stakes, box.hands[0].cards, up, plan)
                 box.ledger = nets if not box.ledger else _booked(box.ledger, nets)
                 box.side_results = results if not box.side_results else {**box.side_results, **results}
                 out.extend(records)
@@ -1249,6 +1398,7 @@ class Round:
         dealer_bj = dealer_total == 21 and len(self.dealer) == 2       # (dealer_blackjack)
         progressive = p.progressive is not None
         push_total = r.dealer_push_total
+        plan = _plan(p)
         for bi in range(len(self.boxes)):
             box = self.boxes[bi]
             if dealer_bj and r.dealer_blackjack_collects == "initial_bet":
@@ -1262,27 +1412,61 @@ class Round:
                         hand = self._whand(bi, hi)
                         box = self.boxes[bi]
                         self._settle(box, hand, "lose", -loss if i == 0 else ZERO, "dealer_blackjack", out)
-            for hi, hand in enumerate(box.hands):
-                if not hand.done or hand.net is not None or hand.status == "blackjack":    # not live
-                    continue
-                hand = self._whand(bi, hi)
-                box = self.boxes[bi]
-                if dealer_bj:
-                    result, net, clause_key = "lose", _minus(hand.at_risk), "dealer_blackjack"
-                elif push_total and dealer_total == push_total:
-                    result, net, clause_key = "stand_off", ZERO, "dealer_push"     # Switch §3.19.2
-                elif dealer_total > 21 or (total := hand_total(hand.cards)[0]) > dealer_total:
-                    result, net, clause_key = "win", hand.at_risk, "dealer"
-                elif total < dealer_total:
-                    result, net, clause_key = "lose", _minus(hand.at_risk), "dealer"
-                else:
-                    result, net, clause_key = "stand_off", ZERO, "dealer"
-                self._settle(box, hand, result, net, clause_key, out)
+            self._settle_live_hands(bi, dealer_total, dealer_bj, push_total, plan, out)
             if progressive:
                 self._settle_progressive_end(bi, out)
         self.phase = _COMPLETE
         self.cursor = None
         out.append(RoundComplete(dealer_total))
+
+    def _settle_live_hands(self, bi: int, dealer_total: int, dealer_bj: bool, push_total: int | None,
+                           plan: "_Plan", out: list[Outcome]) -> None:
+        """Box ``bi``'s hands that the dealer's total decides, settled as :meth:`_settle`
+        settles each (the same records, by the same memo), the box and each hand copied
+        once, and the box's ``main`` booked once with their nets' sum (exact: the same
+        amount as booking them one by one)."""
+        box = self.boxes[bi]
+        fresh = self._fresh
+        assert fresh is not None, "a write outside apply"
+        settled = plan.settled
+        booked: Fraction | None = None
+        for hi, hand in enumerate(box.hands):
+            if not hand.done or hand.net is not None or hand.status == "blackjack":    # not live
+                continue
+            if id(box) not in fresh:            # (_wbox and _whand written out)
+                box = box.copy()
+                self.boxes[bi] = box
+                fresh.add(id(box))
+            if id(hand) not in fresh:
+                hand = hand.copy()
+                box.hands[hi] = hand
+                fresh.add(id(hand))
+            if dealer_bj:
+                result, net, clause_key = "lose", _minus(hand.at_risk), "dealer_blackjack"
+            elif push_total and dealer_total == push_total:
+                result, net, clause_key = "stand_off", ZERO, "dealer_push"     # Switch §3.19.2
+            elif dealer_total > 21 or (total := hand_total(hand.cards)[0]) > dealer_total:
+                result, net, clause_key = "win", hand.at_risk, "dealer"
+            elif total < dealer_total:
+                result, net, clause_key = "lose", _minus(hand.at_risk), "dealer"
+            else:
+                result, net, clause_key = "stand_off", ZERO, "dealer"
+            hand.result = result
+            hand.net = net
+            booked = net if booked is None else _plus(booked, net)
+            key = (box.number, hand.id, result, id(net), clause_key)
+            found = settled.get(key)
+            # (the entry holds its net, so the net's id is not another's); the records are frozen
+            if found is None or found[0] is not net:
+                found = (net, hand_settled(box.number, hand.id, result, net, plan.clause(clause_key)))
+                if len(settled) >= 4096:        # box numbers and amounts come from outside: bounded
+                    settled.clear()
+                settled[key] = found
+            out.append(found[1])
+        if booked is not None:
+            ledger = box.ledger
+            old = ledger.get("main")
+            box.ledger = {**ledger, "main": booked if old is None else _plus(old, booked)}
 
     def _settle_progressive_end(self, bi: int, out: list[Outcome]) -> None:
         """Switch §3.7: 100% wins and their envy bonuses settle at the end of the round."""
@@ -1375,7 +1559,7 @@ class _Plan:
     ``Profile.clause`` call formats its text each time)."""
 
     __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "settled", "boxes", "interim",
-                 "_clauses")
+                 "closed", "judges", "by_ranks", "_clauses")
 
     def __init__(self, p: Profile) -> None:
         self.profile = p
@@ -1400,6 +1584,16 @@ class _Plan:
         #: the side bets of a box settled at the interim settlement: (box, id of its stakes,
         #: category judged per side bet...) -> what :func:`_side_bets_settled` made
         self.interim: dict[tuple[object, ...], SidesSettled] = {}
+        #: the judges of a box's side bets, in the order of its stakes: id of the stakes ->
+        #: (stakes, judges, whether all read only the ranks)
+        self.judges: dict[int, Judged] = {}
+        #: what :func:`_side_bets_settled` made, by (box, id of its stakes, the two ranks)
+        #: where every side bet of the box reads only the ranks
+        self.by_ranks: dict[tuple[int, int, str, str], SidesSettled] = {}
+        #: the last "no more bets" closed per (id of the limits, number of boxes): (limits,
+        #: wagers, boxes, deal order, phase, outcomes)
+        self.closed: dict[tuple[int, int], tuple[object, Wagers, tuple[Box, ...], list[tuple[int, int] | str],
+                                                 Phase, tuple[Outcome, ...]]] = {}
         self._clauses: dict[str, str] = {}
 
     def clause(self, key: str) -> str:
@@ -1483,6 +1677,55 @@ def _side_bets_settled(number: int, stakes: Mapping[str, Fraction], categories: 
     return stakes, nets, results, tuple(records)
 
 
+Judged = tuple[Mapping[str, Fraction], tuple[Any, ...], bool]
+
+
+def _judges_of(stakes: Mapping[str, Fraction], side_plan: Mapping[str, tuple[Any, _SideSettle]],
+               judges: dict[int, Judged]) -> Judged:
+    """The judge of each of a box's side bets in the order of its stakes and whether every
+    one reads only the two ranks (:data:`RANKS_ONLY`), remembered by the stakes dict
+    (replaced, never changed in place; the entry holds it, so its id is its own)."""
+    names = [name for name in stakes if name in side_plan]
+    found = (stakes, tuple(side_plan[name][0] for name in names), all(name in RANKS_ONLY for name in names))
+    if len(judges) >= 4096:             # stakes come from outside: bounded
+        judges.clear()
+    judges[id(stakes)] = found
+    return found
+
+
+def _sides_settled(number: int, stakes: Mapping[str, Fraction], cards: list[Card], up: Card,
+                   plan: _Plan) -> SidesSettled:
+    """A box's side bets settled on its first two cards (and the dealer's up card): the
+    same box (its stakes dict) judged the same settles the same, so the new ledger entries,
+    results and records are remembered by the categories judged (frozen records; the dicts
+    are replaced, never changed in place, so rounds may share them), and, when every side
+    bet reads only the two ranks, by the ranks without judging again."""
+    judged = plan.judges.get(id(stakes))
+    if judged is None or judged[0] is not stakes:
+        judged = _judges_of(stakes, plan.side, plan.judges)
+    by_ranks = plan.by_ranks
+    ranks = (number, id(stakes), cards[0].rank, cards[1].rank) if judged[2] else None
+    if ranks is not None:
+        found = by_ranks.get(ranks)
+        if found is not None and found[0] is stakes:
+            return found
+    first_two = (cards[0], cards[1])            # (every dealt hand has its two cards now)
+    categories = [judge(first_two, up) for judge in judged[1]]
+    memo = plan.interim
+    key = (number, id(stakes), *categories)
+    found = memo.get(key)
+    if found is None or found[0] is not stakes:
+        found = _side_bets_settled(number, stakes, categories, plan.side)
+        if len(memo) >= 4096:           # box numbers and stakes come from outside: bounded
+            memo.clear()
+        memo[key] = found
+    if ranks is not None:
+        if len(by_ranks) >= 4096:       # likewise
+            by_ranks.clear()
+        by_ranks[ranks] = found         # (the entry holds the stakes, so the id is theirs)
+    return found
+
+
 def _booked(ledger: Mapping[str, Fraction], nets: Mapping[str, Fraction]) -> dict[str, Fraction]:
     """A new ledger: ``ledger`` with each of ``nets`` added (:meth:`Box.book` per bet)."""
     merged = dict(ledger)
@@ -1490,6 +1733,27 @@ def _booked(ledger: Mapping[str, Fraction], nets: Mapping[str, Fraction]) -> dic
         old = merged.get(name)
         merged[name] = net if old is None else _plus(old, net)
     return merged
+
+
+def _plain_wagers(wagers: Wagers) -> bool:
+    """Box numbers all ints and amounts all Fractions, as :meth:`BetsClosed.of` makes them."""
+    for number, bets in wagers:
+        if type(number) is not int:
+            return False
+        for _, amount in bets:
+            if type(amount) is not Fraction:
+                return False
+    return True
+
+
+def _waits_for_decision(box: Box, hand: Hand) -> bool:
+    """What :meth:`Round._settle_hand_flow` finds of a hand in play that is not done: it
+    waits for its decision, nothing for the rules to do (two cards or more, below 21, not
+    doubled, not split Aces, the player still there)."""
+    doubled = hand.doubled
+    cards = hand.cards
+    return (not hand.wants_card and len(cards) >= 2 and not hand.split_aces and not box.walked_away
+            and (doubled is ZERO or not doubled) and hand_total(cards)[0] < 21)
 
 
 _TEN_VALUES = frozenset("TJQK")

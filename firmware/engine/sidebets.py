@@ -186,3 +186,8 @@ SIDE_BETS: Mapping[str, SideBetRule] = {
                     'uk-blackjack-4-deck-poster "TOP 3"', top_3),
     )
 }
+
+#: The side bets whose judge reads only the two cards' ranks (neither their suits nor the
+#: dealer's card): the engine may remember a box's categories by its two ranks.
+#: tests/engine/test_fast_path.py holds each to that on every pair of cards.
+RANKS_ONLY = frozenset({"player_pair", "under_13", "over_13"})

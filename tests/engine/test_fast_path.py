@@ -355,3 +355,100 @@ def test_rounds_of_one_deck_count_share_one_fresh_shoe_that_no_draw_changes():
     again = Round.new(profile, decks=6)
     assert again.shoe == first.shoe == ShoeComposition.of_decks(6) and len(again.shoe) == 6 * 52
     assert Round.new(profile, decks=4).shoe == ShoeComposition.of_decks(4)
+
+
+def test_no_more_bets_with_wagers_closed_before_closes_as_the_long_way_and_other_wagers_their_own():
+    from firmware.engine.events import BetsClosed
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round, _plan
+
+    from .test_properties import serialised
+
+    profile = load_profile("rws-blackjack")
+    limits = {"main": [10, 500]}
+    # box 1 over the maximum (flagged, pro rata), box 2 a side bet without a main bet (returned)
+    wagers = {1: {"main": 600, "under_13": 5}, 2: {"player_pair": 5}, 4: {"main": 10, "over_13": 10}}
+
+    def long_way(event):
+        _plan(profile).closed.clear()
+        return Round.new(profile, limits=limits).apply(event)
+
+    first = long_way(BetsClosed.of(wagers))
+    again = Round.new(profile, limits=limits).apply(BetsClosed.of(wagers))      # equal wagers, a new event
+    assert serialised(again[0]) == serialised(first[0]) and again[1] == first[1]
+    # rounds without limits share one limits mapping: the boxes as made, in a list of its own
+    plain = {1: {"main": 10, "under_13": 5}, 3: {"main": 10}}
+    one = Round.new(profile).apply(BetsClosed.of(plain))[0]
+    two = Round.new(profile).apply(BetsClosed.of(plain))[0]
+    assert two.boxes[0] is one.boxes[0] and two.boxes is not one.boxes
+    # one amount other: that box is its own, closed as the long way closes it
+    other = {**wagers, 4: {"main": 20, "over_13": 10}}
+    quick = Round.new(profile, limits=limits).apply(BetsClosed.of(other))
+    slow = long_way(BetsClosed.of(other))
+    assert serialised(quick[0]) == serialised(slow[0]) and quick[1] == slow[1]
+    assert quick[0].boxes[2].stakes["main"] == 20
+    # a box number or an amount that only equals the typed one (True == 1, 10 == Fraction(10))
+    # is not taken for the wagers closed before: it closes the long way
+    typed = BetsClosed(((1, (("main", whole_amount(10)),)),))
+    for odd in (BetsClosed(((True, (("main", whole_amount(10)),)),)),
+                BetsClosed(((1, (("main", 10),)),))):                             # type: ignore[arg-type]
+        Round.new(profile).apply(typed)
+        quick = Round.new(profile).apply(odd)
+        _plan(profile).closed.clear()
+        slow = Round.new(profile).apply(odd)
+        assert serialised(quick[0]) == serialised(slow[0]) and quick[1] == slow[1]
+    assert type(quick[0].boxes[0].wagers["main"]) is int
+
+
+def test_two_cards_are_counted_as_the_loop_counts_them():
+    from firmware.engine import hand
+
+    for a in ALL_CARDS:
+        for b in ALL_CARDS:
+            two = [a, b]
+            total, has_ace = 0, False
+            for card in two:        # the loop of hand_total, written out
+                total += card.value
+                has_ace = has_ace or card.rank == "A"
+            expected = (total + 10, True) if has_ace and total + 10 <= 21 else (total, False)
+            assert hand.hand_total(two) == expected and hand.hand_total((a, b)) == expected
+
+
+def test_the_side_bets_remembered_by_rank_read_nothing_but_the_two_ranks():
+    from firmware.engine.sidebets import RANKS_ONLY, SIDE_BETS
+
+    plain = {rank: next(c for c in ALL_CARDS if c.rank == rank) for rank in {c.rank for c in ALL_CARDS}}
+    for name in RANKS_ONLY:
+        judge = SIDE_BETS[name].evaluate
+        for a in ALL_CARDS:
+            for b in ALL_CARDS:
+                expected = judge((plain[a.rank], plain[b.rank]), None)
+                for dealer in (None, a, ALL_CARDS[0], ALL_CARDS[-1]):
+                    assert judge((a, b), dealer) == expected, (name, a, b, dealer)
+
+
+def test_a_box_settled_by_its_ranks_as_remembered_settles_as_judged_afresh():
+    from firmware.engine.events import BetsClosed, CardDrawn
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round, _plan
+
+    profile = load_profile("rws-blackjack")
+    bets = BetsClosed.of({1: {"main": 10, "player_pair": 5, "under_13": 5, "over_13": 5}})
+
+    def interim(cards):
+        state = Round.new(profile).apply(bets)[0]
+        out = []
+        for card in cards:
+            state, got = state.apply(CardDrawn(parse_card(card)))
+            out.extend(got)
+        return state, out
+
+    for first, again in [(["8S", "9D", "8H"], ["8C", "2S", "8D"]), (["AS", "7D", "5H"], ["AH", "KC", "5C"]),
+                         (["TS", "6D", "3H"], ["TD", "AS", "3C"])]:
+        interim(first)                                  # remembered by the ranks of box 1's two cards
+        quick, quick_out = interim(again)               # the same ranks, other suits and dealer card
+        _plan(profile).by_ranks.clear()
+        _plan(profile).interim.clear()
+        slow, slow_out = interim(again)
+        assert quick_out == slow_out and quick.boxes[0].side_results == slow.boxes[0].side_results
+        assert quick.boxes[0].ledger == slow.boxes[0].ledger and any(isinstance(o, SideBetSettled) for o in quick_out)

@@ -677,3 +677,40 @@ def test_the_settlement_written_from_the_round_is_its_projections_json_byte_for_
         boxes = {str(b.box): b.to_json() for b in projection.box_settlements(state)}
         assert json.dumps(settlement(state)) == direct       # (now from the projection)
         assert json.dumps(json.loads(direct)["boxes"]) == json.dumps(boxes)
+
+
+class LongWayDriver(Driver):
+    """Applies every event twice: as ``apply`` does (its shortcuts for the initial deal and
+    the hand in play) and the long way (those shortcuts turned off); the two rounds must
+    serialise the same and give equal outcomes, and the refusals the same reasons."""
+
+    def apply(self, event, why: str) -> None:
+        old = self.state
+        super().apply(event, why)
+        with long_way():
+            slow, slow_out = old.apply(event)
+        fast, fast_out = old.apply(event)
+        assert serialised(slow) == serialised(fast), f"apply({event!r}) differs from the long way"
+        assert slow_out == fast_out, f"apply({event!r}) gives other outcomes than the long way"
+
+
+class long_way:
+    """Within: ``Round.apply`` without its shortcuts (each answers "not mine")."""
+
+    def __enter__(self):
+        self.saved = Round._initial_card, Round._in_play
+        Round._initial_card = lambda self, card: None
+        Round._in_play = lambda self, event: None
+
+    def __exit__(self, *exc):
+        Round._initial_card, Round._in_play = self.saved
+
+
+@given_rounds(examples=60)
+def test_the_shortcuts_of_apply_give_the_long_ways_round_byte_for_byte(table: Table, rnd: random.Random):
+    """issue 17: ``apply`` takes an initial card, a card for the hand in play and a plain
+    decision on it without the general dispatch; every event of random play (legal and
+    refused) must give the same round, outcomes and refusal as the long way."""
+    driver = LongWayDriver(table, rnd, check_illegal=True)
+    played = driver.play()
+    assert played.state.is_over
