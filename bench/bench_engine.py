@@ -284,7 +284,7 @@ def basic_action(hand, up, first_two: bool) -> Action:
 #: made once: an Enum member read from its class costs ~0.3 us, which the bench would
 #: otherwise count against the engine on every decision
 _CODES = {"H": Action.HIT, "S": Action.STAND, "D": Action.DOUBLE, "R": Action.SURRENDER}
-_SPLIT, _SURRENDER, _HIT, _STAND = Action.SPLIT, Action.SURRENDER, Action.HIT, Action.STAND
+_SPLIT, _SURRENDER, _HIT, _STAND, _DOUBLE = Action.SPLIT, Action.SURRENDER, Action.HIT, Action.STAND, Action.DOUBLE
 _FALLBACK = {Action.DOUBLE: Action.HIT, Action.SURRENDER: Action.HIT, Action.SPLIT: Action.HIT}
 #: the charts' letters as actions, each dealer up-card rank's column, each rank's value
 _HARD_ACTIONS = {total: [_CODES[c] for c in row] for total, row in HARD.items()}
@@ -312,7 +312,18 @@ def play_basic(profile, bets: BetsClosed, shoe: EventShoe):
         if kind != "decision":                      # "nothing": the round is over
             break
         _, hand = state.hand_in_play()
-        want = basic_action(hand, state.dealer[0], not hand.decided)
+        up = state.dealer[0]
+        want = basic_action(hand, up, not hand.decided)
+        if want is _SURRENDER or want is _DOUBLE:
+            # what the seat's screen shows the player (the button greyed out) is not tried: a
+            # surrender against an Ace, on a split hand or after a card has been dealt after
+            # the initial deal (rws-blackjack-v5 §3.16), a double after the first two cards
+            # (§3.22). The fallback below is the one a refusal would bring: the same play.
+            if (hand.decided or (len(hand.cards) != 2 if want is _DOUBLE else
+                                 (hand.from_split or up.rank == "A" or not state.offers_open))):
+                want = _FALLBACK[want]
+                if want is _HIT and hand.total >= 17:
+                    want = _STAND
         d = _decision(expect.box, want)
         try:
             state, _ = state.apply(d)
