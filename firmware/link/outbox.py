@@ -377,6 +377,11 @@ class Outbox:
             self._committed(written[0])
         return seq
 
+    def known(self, key: str) -> bool:
+        """``key`` is known reported (committed, among the newest kept): a reporter need not
+        make its body again. False says nothing: :meth:`put` judges."""
+        return key in self._known
+
     def _know(self, key: str) -> None:
         self._known[key] = None
         if len(self._known) > self.keep_keys:

@@ -71,6 +71,8 @@ ROWS_PER_INSERT = 500
 #: steps between the unit's checkpoints of its journal's WAL (a step writes ~7 pages: about
 #: SQLite's checkpoint every WAL_AUTOCHECKPOINT pages, taken off the card's way)
 CHECKPOINT_STEPS = 8
+#: steps a fold is put off at most while inputs wait (~450 pages: below SQLite's backstop)
+CHECKPOINT_PUT_OFF = 64
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -337,13 +339,15 @@ class Journal:
         self.writes += 1
         return step
 
-    def checkpoint_due(self) -> None:
+    def checkpoint_due(self, waiting: bool = False) -> None:
         """Fold the WAL into the file every :data:`CHECKPOINT_STEPS` steps, called by the unit
         once a step's messages and reports are handed over: SQLite's own checkpoint ran
         inside the COMMIT of one step in ~9, on that card's way. PASSIVE: it never waits; a
-        failure (a full partition) leaves the frames in the WAL, safe, for the next one."""
+        failure (a full partition) leaves the frames in the WAL, safe, for the next one.
+        ``waiting``: an input is queued (the next card): the fold (~1 ms, an fsync) would
+        hold it up, so it waits for a step with nothing queued, up to :data:`CHECKPOINT_PUT_OFF`."""
         self._steps_unfolded += 1
-        if self._steps_unfolded < CHECKPOINT_STEPS:
+        if self._steps_unfolded < (CHECKPOINT_PUT_OFF if waiting else CHECKPOINT_STEPS):
             return
         self._steps_unfolded = 0
         try:

@@ -365,7 +365,7 @@ class Unit(UnitState, ABC):
             self._halt(str(exc))
         self.after_step()
         self._notify()
-        self.journal.checkpoint_due()            # the WAL folded in off the card's way
+        self.journal.checkpoint_due(waiting=not self.inbox.empty())   # the WAL folded in off the card's way
         return True
 
     def _report(self) -> None:
