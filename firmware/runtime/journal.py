@@ -360,12 +360,13 @@ class Journal:
         :meth:`write_step`'s ``within``), else None."""
         return self._db if self._step_thread == threading.get_ident() else None
 
-    def notify_committed(self) -> None:
+    def notify_committed(self) -> int:
         """Call what waited for the steps written so far (e.g. send their reports: they are
-        visible to the outbox's own connection now)."""
+        visible to the outbox's own connection now); how many callbacks that was."""
         done, self._after_commit = self._after_commit, []
         for callback in done:
             callback()
+        return len(done)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` once the step being written has committed (never if it fails)."""

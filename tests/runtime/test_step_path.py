@@ -466,3 +466,31 @@ def test_the_wal_is_not_folded_in_while_an_input_waits(tmp_path):
     dealer.inbox.get()
     outbox.close()
     journal.close()
+
+
+def test_a_step_that_hands_nothing_over_does_not_yield(tmp_path, monkeypatch):
+    """The step yields so that paho's network thread writes what it was handed; a step that
+    handed nothing (a seat taking the dealer's card, most of its steps) gave the interpreter
+    away for nothing and waited to get it back before its next input."""
+    import os
+
+    from tests.tables import booted_table, place_bet
+
+    t = booted_table(tmp_path)
+    yields: list[int] = []
+    monkeypatch.setattr(os, "sched_yield", lambda: yields.append(1))
+    units = [t.dealer, *t.seats.values()]
+
+    def handing_steps() -> int:                  # steps of every unit that emitted a message
+        return sum(len({r.step for r in u.journal.records() if r.dir == "out"}) for u in units)
+    before, steps = handing_steps(), sum(u.journal.last_step for u in units)
+    t.console.press("open_bets")
+    t.settle()
+    place_bet(t, 1, 10)
+    t.console.press("no_more_bets")
+    t.settle()
+    for card in "9H 5C TD 7S".split():
+        t.shoe.deal(card)
+        t.settle()
+    assert sum(u.journal.last_step for u in units) - steps > handing_steps() - before   # some handed nothing
+    assert len(yields) == handing_steps() - before
