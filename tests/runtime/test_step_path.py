@@ -494,3 +494,36 @@ def test_a_step_that_hands_nothing_over_does_not_yield(tmp_path, monkeypatch):
         t.settle()
     assert sum(u.journal.last_step for u in units) - steps > handing_steps() - before   # some handed nothing
     assert len(yields) == handing_steps() - before
+
+
+def test_a_new_report_is_asked_of_sqlite_in_one_statement_inside_the_step(tmp_path):
+    """A new report cost the step five or six statements (whether its key waits in the
+    outbox, whether it was reported and confirmed, its name's running mark, the next seq,
+    the INSERT, the UPDATE), each one letting the process's other threads take the
+    interpreter: the three questions are one SELECT now; the answers are the file's (the
+    database still judges a duplicate, across restarts), nothing is kept in memory for it."""
+    dealer, journal, outbox = open_dealer(tmp_path)
+    sql = Statements(journal._db, outbox._db)
+    assert dealer.step("device", dict(SHOE_DOWN))             # an alarm: a new report
+    assert outbox.last_seq == 1
+    inside = sql.seen[sql.seen.index("BEGIN IMMEDIATE"):sql.seen.index("COMMIT")]
+    assert len([s for s in inside if "OUTBOX" in s or "REPORTED" in s]) == 3, inside   # SELECT, INSERT, UPDATE
+    # still the file's answers: a key waiting, a key confirmed (gone from the outbox), a mark
+    assert outbox.put("t", "alarm", {}, key="alarm/1") is None
+    outbox.close()
+    journal.close()
+    from firmware.link.outbox import Outbox
+    journal = Journal(tmp_path / "journal.db", "t/dealer", "dealer")
+    outbox = Outbox(tmp_path / "outbox.db", "t/dealer", journal=journal)
+    assert outbox.put("t", "alarm", {}, key="alarm/1") is None     # waiting: refused after a restart
+    outbox.confirm_through(1)
+    assert outbox.stats()["waiting"] == 0
+    outbox.close()
+    journal.close()
+    journal = Journal(tmp_path / "journal.db", "t/dealer", "dealer")
+    outbox = Outbox(tmp_path / "outbox.db", "t/dealer", journal=journal)
+    assert outbox.put("t", "alarm", {}, key="alarm/1") is None     # confirmed: refused after a restart
+    assert outbox.put("t", "x", {}, key="other/1") == 2
+    assert outbox.put("t", "x", {}) == 3                           # no key: always a new report
+    outbox.close()
+    journal.close()
