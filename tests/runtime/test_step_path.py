@@ -4,6 +4,7 @@ reports already reported known without asking SQLite again."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import threading
@@ -527,3 +528,37 @@ def test_a_new_report_is_asked_of_sqlite_in_one_statement_inside_the_step(tmp_pa
     assert outbox.put("t", "x", {}) == 3                           # no key: always a new report
     outbox.close()
     journal.close()
+
+
+def test_a_seats_reporter_settles_a_round_reported_once_not_at_every_step(tmp_path, monkeypatch):
+    """Once a round is over, a seat's reporter valued its box's settlement (and each side
+    bet's body) again at every later step (the chips taken off, the next round's bets) to be
+    told "reported already": its ``round_result``, put last, is known, so nothing is made."""
+    from firmware.link import reporter
+    from firmware.link.outbox import Outbox
+    from firmware.link.reporter import SeatReporter
+    from tests.link.commitchild import Link
+    from tests.tables import booted_table, deal_initial, finish_round, open_round
+
+    t = booted_table(tmp_path / "t")
+    seat = t.seats[1]
+    outbox = Outbox(tmp_path / "ob.db", seat.unit_id)
+    SeatReporter(seat, Link(outbox))
+    settled: list[int] = []
+    real = reporter.box_settlement
+    monkeypatch.setattr(reporter, "box_settlement", lambda state, box: (settled.append(box), real(state, box))[1])
+    open_round(t, {1: {"main": 10}})
+    deal_initial(t, {1: ["9H", "8D"]})
+    finish_round(t)
+    kinds = [json.loads(p.payload)["kind"] for p in outbox.pending()]
+    assert kinds.count("round_result") == 1
+    once = len(settled)
+    assert once >= 1
+    steps = seat.journal.last_step
+    t.readers[1].remove_chips("main")                   # the player takes the chips back
+    t.cycle_readers(3, [1])
+    t.settle()
+    assert seat.journal.last_step > steps               # the seat stepped on ...
+    assert len(settled) == once                         # ... and valued nothing again
+    assert [json.loads(p.payload)["kind"] for p in outbox.pending()] == kinds
+    outbox.close()
