@@ -931,8 +931,9 @@ def card_to_report_split(url: str, rounds: int, tmp: Path, traces: list[list[flo
             if sim.cut_card_out:
                 sim.shuffle()
                 shoe.shuffle()
+            n = dealer.round_no + 1         # read before the press: its step may be taken at once
             console.press("open_bets")
-            seat.ask(f"bet {dealer.round_no + 1}", "offered")
+            seat.ask(f"bet {n}", "offered")
             wait_until(lambda: set(dealer.offers.get(1, {})) == {"main", "progressive"}, 10, "the offer at the dealer",
                        step=0.0005)
             console.press("no_more_bets")
