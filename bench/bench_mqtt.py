@@ -760,6 +760,25 @@ def _seat_unit(url: str, tmp: Path):
     return seat, sbus, reader, spots, timing
 
 
+class _Steps:
+    """Waits for a unit's state on a condition its steps notify (an observer after each
+    step): a poll of the bench's own, every 0.5 ms, takes the interpreter from the unit's
+    threads in its process while they carry a card's message to its report."""
+
+    def __init__(self, unit) -> None:
+        self.changed = threading.Condition()
+        unit.observe(self._stepped)
+
+    def _stepped(self, unit) -> None:
+        with self.changed:
+            self.changed.notify_all()
+
+    def wait(self, predicate, timeout: float, what: str) -> None:
+        with self.changed:
+            if not self.changed.wait_for(predicate, timeout):
+                raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
 def seat_child(url: str, tmp: Path) -> None:
     """``--seat-child URL DIR``: the seat in its own process, told by lines on stdin
     (``bet N``: place its chips once round N is open, answer ``offered``; ``clear``: take
@@ -776,6 +795,7 @@ def seat_child(url: str, tmp: Path) -> None:
     thread = threading.Thread(target=serve, args=(seat, stop.is_set), daemon=True)
     thread.start()
     wait_until(lambda: seat.controller.link == "up", 30, "the controller up")
+    steps = _Steps(seat)
     wager = load_profile("rws-blackjack-switch").progressive.wager
     chips = {"main": chipset.chips_for(Fraction(10), 1, spots.index("main"), 0),
              "progressive": chipset.chips_for(wager, 1, spots.index("progressive"), 0)}
@@ -785,16 +805,15 @@ def seat_child(url: str, tmp: Path) -> None:
     for line in sys.stdin:
         word, *args = line.split()
         if word == "bet":
-            wait_until(lambda n=int(args[0]): seat.phase == "open" and seat.round_no == n, 10, "bets open",
-                       step=0.0005)
+            steps.wait(lambda n=int(args[0]): seat.phase == "open" and seat.round_no == n, 10, "bets open")
             for spot, on in chips.items():
                 reader.place_chips(spot, on)
             for _ in range(3):
                 reader.cycle(1)
-            wait_until(lambda: set(seat.offered or {}) == set(chips), 10, "the offer", step=0.0005)
+            steps.wait(lambda: set(seat.offered or {}) == set(chips), 10, "the offer")
             print("offered", flush=True)
         elif word == "clear":
-            wait_until(lambda: seat.phase in ("over", "void"), 10, "the seat's result", step=0.0005)
+            steps.wait(lambda: seat.phase in ("over", "void"), 10, "the seat's result")
             for spot in chips:
                 reader.remove_chips(spot)
             for _ in range(4):
@@ -912,8 +931,9 @@ def card_to_report_split(url: str, rounds: int, tmp: Path, traces: list[list[flo
             if sim.cut_card_out:
                 sim.shuffle()
                 shoe.shuffle()
+            n = dealer.round_no + 1         # read before the press: its step may be taken at once
             console.press("open_bets")
-            seat.ask(f"bet {dealer.round_no + 1}", "offered")
+            seat.ask(f"bet {n}", "offered")
             wait_until(lambda: set(dealer.offers.get(1, {})) == {"main", "progressive"}, 10, "the offer at the dealer",
                        step=0.0005)
             console.press("no_more_bets")

@@ -590,9 +590,10 @@ class MqttBus:
         was reported before). Returns once it is on disk, not once it is sent."""
         if self.outbox is None:
             raise LinkError(f"{self.unit_id}: this link has no outbox; reports need one")
-        seq = self.outbox.put(topics.report_topic(self.unit_id), kind, body, key=key, extra=extra)
-        self._wake.set()
-        return seq
+        # no wake here: once committed (now, or with the step it was put in) the outbox's
+        # listener (:meth:`_committed`) hands it to paho or wakes the sender; a step's report
+        # is not visible to the sender before, and a key reported before has nothing to send
+        return self.outbox.put(topics.report_topic(self.unit_id), kind, body, key=key, extra=extra)
 
     def _send_loop(self) -> None:
         """The outbox's one sender. It must outlive anything paho or SQLite throws at it:

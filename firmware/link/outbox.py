@@ -340,9 +340,9 @@ class Outbox:
         written: list[Pending] = []
 
         def store(db: sqlite3.Connection) -> int | None:
-            if key is not None and self._reported(db, key):
+            reported, seq = self._look(db, key)
+            if reported:
                 return None
-            seq = self._meta("next_seq", db)
             rid = str(uuid.uuid4())
             payload = json.dumps({"schema": SCHEMA, "id": rid, "unit": self.unit_id, "seq": seq,
                                   "kind": kind, **(extra or {}), "body": body},
@@ -377,22 +377,27 @@ class Outbox:
             self._committed(written[0])
         return seq
 
+    def known(self, key: str) -> bool:
+        """``key`` is known reported (committed, among the newest kept): a reporter need not
+        make its body again. False says nothing: :meth:`put` judges."""
+        return key in self._known
+
     def _know(self, key: str) -> None:
         self._known[key] = None
         if len(self._known) > self.keep_keys:
             del self._known[next(iter(self._known))]
 
-    def _reported(self, db: sqlite3.Connection, key: str) -> bool:
-        """Was ``key`` reported: waiting here, confirmed and kept, or under its name's mark."""
-        if db.execute("SELECT 1 FROM outbox WHERE key = ?", (key,)).fetchone():
-            return True
-        if db.execute("SELECT 1 FROM reported WHERE key = ?", (key,)).fetchone():
-            return True
-        numbered = NUMBERED_KEY.match(key)
-        if numbered:
-            row = db.execute(f"SELECT value FROM {self._m} WHERE key = ?", ("n:" + numbered.group(1),)).fetchone()
-            return row is not None and int(numbered.group(2)) <= int(row[0])
-        return False
+    def _look(self, db: sqlite3.Connection, key: str | None) -> tuple[bool, int]:
+        """Was ``key`` reported (waiting here, confirmed and kept, or under its name's mark),
+        and the next seq: one statement (each lets the process's other threads in)."""
+        numbered = NUMBERED_KEY.match(key) if key is not None else None
+        waiting, mark, seq = db.execute(
+            "SELECT EXISTS(SELECT 1 FROM outbox WHERE key = :k) OR EXISTS(SELECT 1 FROM reported WHERE key = :k), "
+            f"(SELECT value FROM {self._m} WHERE key = :n), (SELECT value FROM {self._m} WHERE key = 'next_seq')",
+            {"k": key, "n": "n:" + numbered.group(1) if numbered else None}).fetchone()
+        reported = bool(waiting) or (numbered is not None and mark is not None
+                                     and int(numbered.group(2)) <= int(mark))
+        return reported, int(seq)
 
     def mark_acked(self, seq: int) -> None:
         self.mark_acked_many([seq])

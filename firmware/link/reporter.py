@@ -102,6 +102,9 @@ class SeatReporter(_AlarmCounts):
         if seq is not None:
             self.reported += 1
 
+    def _known(self, round_no: int, kind: str) -> bool:
+        return _known(self.bus, f"{round_no}/{kind}")
+
     def sync(self) -> None:
         """Report what the seat's state holds now (after its journal was replayed: a crash
         between a step and its report loses nothing; the keys make it idempotent)."""
@@ -129,10 +132,14 @@ class SeatReporter(_AlarmCounts):
         except Exception:          # this box has no wager this round
             return
         progressive = state.profile.progressive
+        # a report known made is not made again (its body is work inside the step's transaction)
         if progressive is not None and "progressive" in box.ledger and "progressive" in box.stakes:
-            self._report(rnd, "progressive_wager", {"amount": amount_text(box.stakes["progressive"])})
-            if box.progressive_hand is not None:
+            if not self._known(rnd, "progressive_wager"):
+                self._report(rnd, "progressive_wager", {"amount": amount_text(box.stakes["progressive"])})
+            if box.progressive_hand is not None and not self._known(rnd, "progressive_hit"):
                 self._report(rnd, "progressive_hit", hit_body(box))
+        if state.is_over and self._known(rnd, "round_result"):
+            return            # put last: the round's other settlement reports were put before it
         settled = box_settlement(state, self.seat.box) if state.is_over else None
         if settled is not None:
             if progressive is not None and progressive.envy_bonus is not None and not settled.void:
@@ -256,14 +263,21 @@ class DealerReporter(_AlarmCounts):
         state, rnd = dealer.round, dealer.round_no
         if state is None or not rnd:
             return
-        progressive = progressive_record(state)
+        # a record known made is not made again (its body is work inside the step's transaction)
+        progressive = None if _known(self.bus, f"{rnd}/round_progressive") else progressive_record(state)
         if progressive is not None and self.bus.report("round_progressive", progressive, key=f"{rnd}/round_progressive",
                                                        table=dealer.table, round=rnd) is not None:
             self.reported += 1
-        if state.is_over and self.bus.report("round_settlement", settlement_record(state),
-                                             key=f"{rnd}/round_settlement", table=dealer.table,
-                                             round=rnd) is not None:
+        settled = f"{rnd}/round_settlement"
+        if state.is_over and not _known(self.bus, settled) and self.bus.report(
+                "round_settlement", settlement_record(state), key=settled, table=dealer.table, round=rnd) is not None:
             self.reported += 1
+
+
+def _known(bus: ReportLink, key: str) -> bool:
+    """The report under ``key`` is known made (its outbox remembers it committed)."""
+    outbox = bus.outbox
+    return outbox is not None and outbox.known(key)
 
 
 def progressive_record(state: Any) -> dict[str, Any] | None:

@@ -71,6 +71,8 @@ ROWS_PER_INSERT = 500
 #: steps between the unit's checkpoints of its journal's WAL (a step writes ~7 pages: about
 #: SQLite's checkpoint every WAL_AUTOCHECKPOINT pages, taken off the card's way)
 CHECKPOINT_STEPS = 8
+#: steps a fold is put off at most while inputs wait (~450 pages: below SQLite's backstop)
+CHECKPOINT_PUT_OFF = 64
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -337,13 +339,15 @@ class Journal:
         self.writes += 1
         return step
 
-    def checkpoint_due(self) -> None:
+    def checkpoint_due(self, waiting: bool = False) -> None:
         """Fold the WAL into the file every :data:`CHECKPOINT_STEPS` steps, called by the unit
         once a step's messages and reports are handed over: SQLite's own checkpoint ran
         inside the COMMIT of one step in ~9, on that card's way. PASSIVE: it never waits; a
-        failure (a full partition) leaves the frames in the WAL, safe, for the next one."""
+        failure (a full partition) leaves the frames in the WAL, safe, for the next one.
+        ``waiting``: an input is queued (the next card): the fold (~1 ms, an fsync) would
+        hold it up, so it waits for a step with nothing queued, up to :data:`CHECKPOINT_PUT_OFF`."""
         self._steps_unfolded += 1
-        if self._steps_unfolded < CHECKPOINT_STEPS:
+        if self._steps_unfolded < (CHECKPOINT_PUT_OFF if waiting else CHECKPOINT_STEPS):
             return
         self._steps_unfolded = 0
         try:
@@ -356,12 +360,13 @@ class Journal:
         :meth:`write_step`'s ``within``), else None."""
         return self._db if self._step_thread == threading.get_ident() else None
 
-    def notify_committed(self) -> None:
+    def notify_committed(self) -> int:
         """Call what waited for the steps written so far (e.g. send their reports: they are
-        visible to the outbox's own connection now)."""
+        visible to the outbox's own connection now); how many callbacks that was."""
         done, self._after_commit = self._after_commit, []
         for callback in done:
             callback()
+        return len(done)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` once the step being written has committed (never if it fails)."""

@@ -346,14 +346,16 @@ class Unit(UnitState, ABC):
             self._halt(str(exc))
             return False
         outs, self._outs = self._outs, []
+        handed = 0
         try:
             for message in outs:                 # ... then act
                 self.bus.publish(message)
         finally:
-            self.journal.notify_committed()      # then its reports go (the table's messages first)
+            handed = self.journal.notify_committed()     # then its reports go (the table's messages first)
         # paho's network thread, woken (its socketpair) to write them, waits for the
-        # interpreter while this thread goes on (up to a switch interval): let it go first
-        if hasattr(os, "sched_yield"):          # (Linux, the units' system)
+        # interpreter while this thread goes on (up to a switch interval): let it go first;
+        # a step that handed nothing over has nothing to let go first
+        if (outs or handed) and hasattr(os, "sched_yield"):     # (Linux, the units' system)
             os.sched_yield()
         try:
             self.journal.mark_delivered([m.seq for m in outs], later=True)   # with the next step
@@ -365,7 +367,7 @@ class Unit(UnitState, ABC):
             self._halt(str(exc))
         self.after_step()
         self._notify()
-        self.journal.checkpoint_due()            # the WAL folded in off the card's way
+        self.journal.checkpoint_due(waiting=not self.inbox.empty())   # the WAL folded in off the card's way
         return True
 
     def _report(self) -> None:

@@ -4,6 +4,7 @@ reports already reported known without asking SQLite again."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import threading
@@ -363,3 +364,201 @@ def test_the_wal_is_folded_in_after_a_steps_messages_are_handed_not_in_its_commi
     assert os.path.getsize(str(journal.path) + "-wal") <= WAL_SIZE_LIMIT + 64 * 4096
     outbox.close()
     journal.close()
+
+
+def test_a_report_wakes_the_sender_neither_inside_the_step_nor_when_it_was_reported(tmp_path, broker):
+    """A reporter asks at every step for its round's reports; ``report`` woke the outbox's
+    sender thread each time, inside the step's transaction, even for a key reported long
+    ago (nothing to send) and for a new report not yet committed (the sender cannot see it
+    yet): a thread hand-off on the card's way. A committed report is handed over by the
+    outbox's listener (once committed) and the PUBACK wakes the sender."""
+    from firmware.engine.profile import load_profile
+    from firmware.link import connect_bus
+    from firmware.link.outbox import Outbox
+    from firmware.runtime.dealer import DealerUnit
+    from tests.link.helpers import wait_until
+
+    journal = Journal(tmp_path / "journal.db", "t/dealer", "dealer")
+    outbox = Outbox(tmp_path / "outbox.db", "t/dealer", journal=journal)
+    bus = connect_bus(broker.url, "t/dealer", role="dealer", outbox=outbox)
+    dealer = DealerUnit("t/dealer", "t", bus, journal, load_profile("rws-blackjack"), close_wait=None)
+    dealer.recover()
+    stepping = [False]
+    woken_by_steps: list[bool] = []
+    wake = bus._wake.set
+
+    def counted() -> None:
+        if stepping[0] and threading.current_thread() is threading.main_thread():
+            woken_by_steps.append(journal.step_db() is not None)
+        wake()
+    bus._wake.set = counted                         # type: ignore[method-assign]
+    keys: set[str] = set()
+
+    def report(unit) -> None:
+        keys.add(f"k/{unit.journal.last_step // 3}")
+        bus.report("alarm", {"alarm": "x", "detail": ""}, key=f"k/{unit.journal.last_step // 3}")
+    dealer.observe(report, in_step=True)
+    try:
+        for n in range(9):                          # a new key every third step, else known
+            stepping[0] = True
+            assert dealer.step("device", dict(SHOE_DOWN if n % 2 == 0 else SHOE_UP))
+            stepping[0] = False
+        assert outbox.last_seq == len(keys) >= 3
+        assert True not in woken_by_steps           # never inside a step's transaction
+        wait_until(lambda: outbox.stats()["waiting"] == 0, 10, "every report acknowledged", step=0.001)
+    finally:
+        bus.close()
+        outbox.close()
+        journal.close()
+
+
+def test_a_reporter_makes_no_report_body_for_a_key_already_reported(tmp_path, monkeypatch):
+    """The reporters look at every step whether their round's reports were made, and built
+    each report's body (the dealer's progressive record, a seat's settlement) before the
+    outbox said "reported already": CPU inside the step's transaction, every step."""
+    from firmware.link import reporter
+    from firmware.runtime.dealer import DealerUnit
+
+    made: list[str] = []
+    record = reporter.progressive_record
+    monkeypatch.setattr(reporter, "progressive_record", lambda state: (made.append("progressive"), record(state))[1])
+    dealer, journal, outbox = open_dealer(tmp_path)
+    assert isinstance(dealer, DealerUnit)
+    reported = outbox.put                       # the dealer's round record, once made
+    keys: list[str | None] = []
+    outbox.put = lambda *a, **k: (keys.append(k.get("key")), reported(*a, **k))[1]    # type: ignore[method-assign]
+    made.clear()
+    for n in range(6):                          # steps with no round: nothing to build
+        assert dealer.step("device", dict(SHOE_DOWN if n % 2 == 0 else SHOE_UP))
+    assert made == []
+    from firmware.link.reporter import DealerReporter
+
+    class Round:                                # a round whose record was made: known
+        is_over = False
+    dealer.round, dealer.round_no = Round(), 7  # type: ignore[assignment]
+    outbox._know("7/round_progressive")
+    DealerReporter(dealer, type("L", (), {"outbox": outbox, "report": lambda self, *a, **k: None})())._round_record(dealer)
+    assert made == []                           # known: its body is not built again
+    outbox.close()
+    journal.close()
+
+
+def test_the_wal_is_not_folded_in_while_an_input_waits(tmp_path):
+    """The fold (a checkpoint: the WAL's pages written into the file and fsynced, ~1 ms) ran
+    at the end of every eighth step even with the next input already queued (the next card
+    at the shoe): it waited behind it. It waits for a step that ends with nothing queued,
+    and is never put off for long (a backstop in steps)."""
+    from firmware.runtime.journal import CHECKPOINT_STEPS
+
+    dealer, journal, outbox = open_dealer(tmp_path)
+    folds: list[int] = []
+    journal._db.set_trace_callback(lambda s: folds.append(journal.last_step) if "WAL_CHECKPOINT" in s.upper() else None)
+    dealer.inbox.put(("device", dict(SHOE_UP)))          # an input waits behind each step
+    for n in range(CHECKPOINT_STEPS * 2):
+        assert dealer.step("device", dict(SHOE_DOWN if n % 2 == 0 else SHOE_UP))
+    assert folds == []
+    dealer.inbox.get()                                   # nothing waits now: folded at once
+    assert dealer.step("device", dict(SHOE_DOWN))
+    assert len(folds) == 1
+    dealer.inbox.put(("device", dict(SHOE_UP)))
+    for n in range(CHECKPOINT_STEPS * 8):                # busy for long: folded anyway
+        assert dealer.step("device", dict(SHOE_DOWN if n % 2 == 0 else SHOE_UP))
+    assert len(folds) >= 2
+    dealer.inbox.get()
+    outbox.close()
+    journal.close()
+
+
+def test_a_step_that_hands_nothing_over_does_not_yield(tmp_path, monkeypatch):
+    """The step yields so that paho's network thread writes what it was handed; a step that
+    handed nothing (a seat taking the dealer's card, most of its steps) gave the interpreter
+    away for nothing and waited to get it back before its next input."""
+    import os
+
+    from tests.tables import booted_table, place_bet
+
+    t = booted_table(tmp_path)
+    yields: list[int] = []
+    monkeypatch.setattr(os, "sched_yield", lambda: yields.append(1))
+    units = [t.dealer, *t.seats.values()]
+
+    def handing_steps() -> int:                  # steps of every unit that emitted a message
+        return sum(len({r.step for r in u.journal.records() if r.dir == "out"}) for u in units)
+    before, steps = handing_steps(), sum(u.journal.last_step for u in units)
+    t.console.press("open_bets")
+    t.settle()
+    place_bet(t, 1, 10)
+    t.console.press("no_more_bets")
+    t.settle()
+    for card in "9H 5C TD 7S".split():
+        t.shoe.deal(card)
+        t.settle()
+    assert sum(u.journal.last_step for u in units) - steps > handing_steps() - before   # some handed nothing
+    assert len(yields) == handing_steps() - before
+
+
+def test_a_new_report_is_asked_of_sqlite_in_one_statement_inside_the_step(tmp_path):
+    """A new report cost the step five or six statements (whether its key waits in the
+    outbox, whether it was reported and confirmed, its name's running mark, the next seq,
+    the INSERT, the UPDATE), each one letting the process's other threads take the
+    interpreter: the three questions are one SELECT now; the answers are the file's (the
+    database still judges a duplicate, across restarts), nothing is kept in memory for it."""
+    dealer, journal, outbox = open_dealer(tmp_path)
+    sql = Statements(journal._db, outbox._db)
+    assert dealer.step("device", dict(SHOE_DOWN))             # an alarm: a new report
+    assert outbox.last_seq == 1
+    inside = sql.seen[sql.seen.index("BEGIN IMMEDIATE"):sql.seen.index("COMMIT")]
+    assert len([s for s in inside if "OUTBOX" in s or "REPORTED" in s]) == 3, inside   # SELECT, INSERT, UPDATE
+    # still the file's answers: a key waiting, a key confirmed (gone from the outbox), a mark
+    assert outbox.put("t", "alarm", {}, key="alarm/1") is None
+    outbox.close()
+    journal.close()
+    from firmware.link.outbox import Outbox
+    journal = Journal(tmp_path / "journal.db", "t/dealer", "dealer")
+    outbox = Outbox(tmp_path / "outbox.db", "t/dealer", journal=journal)
+    assert outbox.put("t", "alarm", {}, key="alarm/1") is None     # waiting: refused after a restart
+    outbox.confirm_through(1)
+    assert outbox.stats()["waiting"] == 0
+    outbox.close()
+    journal.close()
+    journal = Journal(tmp_path / "journal.db", "t/dealer", "dealer")
+    outbox = Outbox(tmp_path / "outbox.db", "t/dealer", journal=journal)
+    assert outbox.put("t", "alarm", {}, key="alarm/1") is None     # confirmed: refused after a restart
+    assert outbox.put("t", "x", {}, key="other/1") == 2
+    assert outbox.put("t", "x", {}) == 3                           # no key: always a new report
+    outbox.close()
+    journal.close()
+
+
+def test_a_seats_reporter_settles_a_round_reported_once_not_at_every_step(tmp_path, monkeypatch):
+    """Once a round is over, a seat's reporter valued its box's settlement (and each side
+    bet's body) again at every later step (the chips taken off, the next round's bets) to be
+    told "reported already": its ``round_result``, put last, is known, so nothing is made."""
+    from firmware.link import reporter
+    from firmware.link.outbox import Outbox
+    from firmware.link.reporter import SeatReporter
+    from tests.link.commitchild import Link
+    from tests.tables import booted_table, deal_initial, finish_round, open_round
+
+    t = booted_table(tmp_path / "t")
+    seat = t.seats[1]
+    outbox = Outbox(tmp_path / "ob.db", seat.unit_id)
+    SeatReporter(seat, Link(outbox))
+    settled: list[int] = []
+    real = reporter.box_settlement
+    monkeypatch.setattr(reporter, "box_settlement", lambda state, box: (settled.append(box), real(state, box))[1])
+    open_round(t, {1: {"main": 10}})
+    deal_initial(t, {1: ["9H", "8D"]})
+    finish_round(t)
+    kinds = [json.loads(p.payload)["kind"] for p in outbox.pending()]
+    assert kinds.count("round_result") == 1
+    once = len(settled)
+    assert once >= 1
+    steps = seat.journal.last_step
+    t.readers[1].remove_chips("main")                   # the player takes the chips back
+    t.cycle_readers(3, [1])
+    t.settle()
+    assert seat.journal.last_step > steps               # the seat stepped on ...
+    assert len(settled) == once                         # ... and valued nothing again
+    assert [json.loads(p.payload)["kind"] for p in outbox.pending()] == kinds
+    outbox.close()
