@@ -87,7 +87,9 @@ class Comparison:
 
     @property
     def computed_text(self) -> str:
-        quantum = Decimal(1).scaleb(self.published.as_tuple().exponent)     # e.g. 0.01
+        exponent = self.published.as_tuple().exponent
+        assert isinstance(exponent, int)        # a finite percentage (checked on load)
+        quantum = Decimal(1).scaleb(exponent)   # the document's last digit, e.g. 0.01
         return f"{Decimal(repr(self.computed * 100)).quantize(quantum, ROUND_HALF_EVEN)}%"
 
     @property
