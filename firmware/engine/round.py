@@ -1428,7 +1428,6 @@ class Round:
         box = self.boxes[bi]
         fresh = self._fresh
         assert fresh is not None, "a write outside apply"
-        settled = plan.settled
         booked: Fraction | None = None
         for hi, hand in enumerate(box.hands):
             if not hand.done or hand.net is not None or hand.status == "blackjack":    # not live
@@ -1454,15 +1453,7 @@ class Round:
             hand.result = result
             hand.net = net
             booked = net if booked is None else _plus(booked, net)
-            key = (box.number, hand.id, result, id(net), clause_key)
-            found = settled.get(key)
-            # (the entry holds its net, so the net's id is not another's); the records are frozen
-            if found is None or found[0] is not net:
-                found = (net, hand_settled(box.number, hand.id, result, net, plan.clause(clause_key)))
-                if len(settled) >= 4096:        # box numbers and amounts come from outside: bounded
-                    settled.clear()
-                settled[key] = found
-            out.append(found[1])
+            out.append(_hand_settled(plan, box.number, hand.id, result, net, clause_key))
         if booked is not None:
             ledger = box.ledger
             old = ledger.get("main")
@@ -1486,17 +1477,7 @@ class Round:
         hand.result = result
         hand.net = net
         box.book("main", net)
-        plan = _plan(self.profile)
-        settled = plan.settled
-        key = (box.number, hand.id, result, id(net), clause_key)
-        found = settled.get(key)
-        # (the entry holds its net, so the net's id is not another's); the records are frozen
-        if found is None or found[0] is not net:
-            found = (net, hand_settled(box.number, hand.id, result, net, plan.clause(clause_key)))
-            if len(settled) >= 4096:        # box numbers and amounts come from outside: bounded
-                settled.clear()
-            settled[key] = found
-        out.append(found[1])
+        out.append(_hand_settled(_plan(self.profile), box.number, hand.id, result, net, clause_key))
 
     def _void(self, reason: str, out: list[Outcome], detail: str | None = None) -> None:
         """§5.5, §5.17: a voided round has no result and every bet is returned."""
@@ -1517,6 +1498,22 @@ _TURN_CHECKS = {Action.HIT: Round._check_hit, Action.STAND: Round._check_stand,
                 Action.DOUBLE: Round._check_double, Action.SPLIT: Round._check_split,
                 Action.SWITCH: Round._check_switch}
 assert _TURN_CHECKS.keys() == TURN_ACTIONS
+
+
+def _hand_settled(plan: "_Plan", number: int, hand_id: int, result: str, net: Fraction,
+                  clause_key: str) -> HandSettled:
+    """The (frozen, so shared) record of a hand settled so, made once per box, hand, result,
+    net and clause."""
+    settled = plan.settled
+    key = (number, hand_id, result, id(net), clause_key)
+    found = settled.get(key)
+    # (the entry holds its net, so the net's id is not another's)
+    if found is None or found[0] is not net:
+        found = (net, hand_settled(number, hand_id, result, net, plan.clause(clause_key)))
+        if len(settled) >= 4096:        # box numbers and amounts come from outside: bounded
+            settled.clear()
+        settled[key] = found
+    return found[1]
 
 
 def _times(amount: Fraction, odds: Fraction) -> Fraction:
