@@ -404,7 +404,7 @@ def test_a_report_wakes_the_sender_neither_inside_the_step_nor_when_it_was_repor
             assert dealer.step("device", dict(SHOE_DOWN if n % 2 == 0 else SHOE_UP))
             stepping[0] = False
         assert outbox.last_seq == len(keys) >= 3
-        assert True not in woken_by_steps           # never inside a step's transaction
+        assert not any(woken_by_steps), "the sender was woken inside a step's transaction"
         wait_until(lambda: outbox.stats()["waiting"] == 0, 10, "every report acknowledged", step=0.001)
     finally:
         bus.close()
