@@ -311,8 +311,9 @@ def _read_published(s: _Section, bets: tuple[str, ...], decks: tuple[int, int]) 
             value = Decimal(text.strip().removesuffix("%")) if text.strip().endswith("%") else None
         except InvalidOperation:
             value = None
-        if value is None or not value.is_finite() or not 0 <= value < 100:
-            raise s.fail(key, f"{text!r}: expected a percentage as the document prints it, e.g. \"0.51%\"")
+        if value is None or not value.is_finite() or value.is_signed() or not value < 100:
+            shown = repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
+            raise s.fail(key, f"{shown}: expected a percentage as the document prints it, e.g. \"0.51%\"")
         edges[key] = value
     s.finish()
     if not edges:
