@@ -364,8 +364,9 @@ class Round:
     def _in_play(self, event: Event) -> "tuple[Round, list[Outcome]] | None":
         """``apply`` of a card for the hand in play or a plain decision on it (no amount, no
         hand named), else None (the long way, which also gives every refusal its reason).
-        The same writes as :meth:`_card` and :meth:`_turn`; a hit, and a card that leaves
-        a plain hand below 21 waiting for its decision, end there (what
+        The same writes as :meth:`_card` and :meth:`_turn`; a hit, a double, a card that
+        leaves a plain hand below 21 waiting for its decision, and a card or stand that ends
+        the hand when the next hand waits for its decision, end there (what
         :meth:`_settle_hand_flow` would find); anything else goes on through :meth:`_advance`."""
         cursor = self.cursor
         if cursor is None:
@@ -376,68 +377,114 @@ class Round:
         if isinstance(event, CardDrawn):
             if not hand.wants_card or hand.done:
                 return None                     # refused (or not the usual flow): the long way
-            card = event.card
-            i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]
-            drawn = self._drawn
-            left = self._shoe_start.counts[i]
-            if left <= len(drawn):
-                left -= drawn.count(i)
-            if left <= 0:
-                return None                     # a foreign card voids the round: the long way
-            new = self._clone()
-            box = box.copy()
-            new.boxes[bi] = box
+            return self._card_in_play(event.card, bi, hi, box, hand)
+        if isinstance(event, Decision):
+            return self._decision_in_play(event, bi, hi, box, hand)
+        return None
+
+    def _card_in_play(self, card: Card, bi: int, hi: int, box: Box,
+                      hand: Hand) -> "tuple[Round, list[Outcome]] | None":
+        """:meth:`_in_play` of a card for the hand in play, which wants one."""
+        i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]
+        drawn = self._drawn
+        left = self._shoe_start.counts[i]
+        if left <= len(drawn):
+            left -= drawn.count(i)
+        if left <= 0:
+            return None                         # a foreign card voids the round: the long way
+        new = self._clone()
+        box = box.copy()
+        new.boxes[bi] = box
+        hand = hand.copy()
+        box.hands[hi] = hand
+        cards = hand.cards
+        cards.append(card)
+        hand.wants_card = False
+        new.subsequent_deal = True
+        new._drawn = (*drawn, i)
+        # what :meth:`_settle_hand_flow` does with the hand now, in its order, for the usual
+        # cases; a split hand's first card, split Aces and a walk-away go the long way
+        total = hand_total(cards)[0]
+        doubled = hand.doubled
+        if len(cards) < 2:
+            pass
+        elif total > 21:
+            hand.status = "bust"
+            hand.done = True
+            # §3.18: a Player who Busts loses his Bets
+            out: list[Outcome] = []
+            new._settle(box, hand, "bust", _minus(hand.at_risk), "bust", out)
+            if new._next_waits(bi, hi):
+                return new, out
+            return new._advance_from(box, hand, out)
+        elif total == 21 or (doubled is not ZERO and doubled and len(cards) >= 3):
+            # §3.17: no drawing on a Blackjack or 21; §3.22: one card after a double
+            hand.status = "twenty_one" if total == 21 else "doubled"
+            hand.done = True
+            if new._next_waits(bi, hi):
+                return new, []
+        elif not hand.split_aces and not box.walked_away and (doubled is ZERO or not doubled):
+            return new, []                      # it waits for its decision
+        return new._advance_from(box, hand, [])
+
+    def _decision_in_play(self, event: Decision, bi: int, hi: int, box: Box,
+                          hand: Hand) -> "tuple[Round, list[Outcome]] | None":
+        """:meth:`_in_play` of a decision: a plain hit, stand, double, split or switch."""
+        action = event.action
+        turn_check = _TURN_CHECKS.get(action)
+        if turn_check is None:
+            return None                         # insurance, even money, surrender: the long way
+        if not (_last_legal[0] is self and _last_legal[1] is event):
+            # :meth:`_plain_turn_checked` on the box and hand read above
+            if (event.amount is not None or event.hand is not None
+                    or box.number != event.box
+                    or "main" not in box.stakes or box.walked_away or hand.wants_card):
+                return None                     # not a plain decision: the long way checks it
+            turn_check(self, box, hand, event)
+        new = self._clone()
+        box = box.copy()
+        new.boxes[bi] = box
+        if action is _HIT:
+            box.acted = True
             hand = hand.copy()
             box.hands[hi] = hand
-            cards = hand.cards
-            cards.append(card)
-            hand.wants_card = False
-            new.subsequent_deal = True
-            new._drawn = (*drawn, i)
-            if _waits_for_decision(box, hand):
+            hand.decided = True
+            hand.wants_card = True              # the hand waits for its card
+            return new, []
+        if action is _STAND:
+            box.acted = True
+            hand = hand.copy()
+            box.hands[hi] = hand
+            hand.decided = True
+            hand.status = "stood"
+            hand.done = True
+            if new._next_waits(bi, hi):
                 return new, []
-        elif isinstance(event, Decision):
-            action = event.action
-            turn_check = _TURN_CHECKS.get(action)
-            if turn_check is None:
-                return None                     # insurance, even money, surrender: the long way
-            if not (_last_legal[0] is self and _last_legal[1] is event):
-                # :meth:`_plain_turn_checked` on the box and hand read above
-                if (event.amount is not None or event.hand is not None
-                        or box.number != event.box
-                        or "main" not in box.stakes or box.walked_away or hand.wants_card):
-                    return None                 # not a plain decision: the long way checks it
-                turn_check(self, box, hand, event)
-            new = self._clone()
-            box = box.copy()
-            new.boxes[bi] = box
-            if action is _HIT:
-                box.acted = True
-                hand = hand.copy()
-                box.hands[hi] = hand
-                hand.decided = True
-                hand.wants_card = True          # the hand waits for its card
-                return new, []
-            if action is _STAND:
-                box.acted = True
-                hand = hand.copy()
-                box.hands[hi] = hand
-                hand.decided = True
-                hand.status = "stood"
-                hand.done = True
-                if new._next_waits(bi, hi):
-                    return new, []
-            else:
-                new._fresh = {id(box)}          # double, split, switch as _turn makes them
-                new._turn(event)
-        else:
-            return None
+            return new._advance_from(box, hand, [])
+        if action is _DOUBLE:
+            # as :meth:`_turn` doubles; the hand then waits for its one card
+            box.acted = True
+            hand = hand.copy()
+            box.hands[hi] = hand
+            hand.decided = True
+            amount = event.amount
+            hand.doubled = hand.stake if amount is None else amount
+            hand.wants_card = True
+            return new, []
+        new._fresh = {id(box)}                  # split, switch as _turn makes them
+        new._turn(event)
         out: list[Outcome] = []
-        if new._fresh is None:
-            new._fresh = {id(box), id(hand)}
         new._advance(out)
         new._fresh = None
         return new, out
+
+    def _advance_from(self, box: Box, hand: Hand, out: list[Outcome]) -> "tuple[Round, list[Outcome]]":
+        """The rest of :meth:`_in_play` the long way: :meth:`_advance` on this new round, whose
+        ``box`` and ``hand`` (copied in this apply) are the ones it may still write."""
+        self._fresh = {id(box), id(hand)}
+        self._advance(out)
+        self._fresh = None
+        return self, out
 
     def _next_waits(self, bi: int, hi: int) -> bool:
         """After hand ``hi`` of box ``bi`` stood: when the next hand not done waits for its
@@ -561,6 +608,18 @@ class Round:
         if phase is _BETTING:
             return _BETS
         return _NOTHING
+
+    def expecting_hand(self) -> tuple[Expect, Box | None, Hand | None]:
+        """:meth:`expecting` with the box and hand in play (both None outside play): what a
+        table asks before each event, in one call instead of two."""
+        if self.phase is _PLAY:
+            assert self.cursor is not None              # PLAY: a hand is in play
+            bi, hi = self.cursor
+            box = self.boxes[bi]
+            hand = box.hands[hi]
+            key = ("card" if hand.wants_card else "decision", box.number, hi + 1)
+            return _EXPECTS.get(key) or _expect(*key), box, hand
+        return self.expecting(), None, None
 
     def hand_in_play(self) -> tuple[Box, Hand] | None:
         if self.phase is not _PLAY or self.cursor is None:

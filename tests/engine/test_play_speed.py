@@ -1,0 +1,144 @@
+"""The hand in play's shortcuts (issue 17 speed, session 9 "play") give what the long way gives.
+
+``Round._in_play`` settles a card that busts the hand in play, makes 21 or completes a double,
+and takes a plain double, without the general ``_advance``; ``Round.expecting_hand`` answers
+``expecting()`` and ``hand_in_play()`` in one call; the bench's shoe shuffles as
+``random.shuffle`` does. Each is compared here with the long way, event by event, on rounds
+of every shipped profile (turning a shortcut wrong makes these fail: the bust's record, a
+21's or a double's status, the hand moved to, the double's amount).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+from firmware.engine.events import Action, CardDrawn, Decision
+from firmware.engine.round import Phase, Round
+
+from .test_properties import PROFILES, LongWayDriver, Table, long_way, serialised
+
+
+class CountingDriver(LongWayDriver):
+    """:class:`LongWayDriver` (each event applied with the shortcuts and the long way, the
+    rounds compared byte for byte, the outcomes for equality), counting the cases the
+    shortcuts of this session take, and checking ``expecting_hand`` before every event."""
+
+    def __init__(self, *args, seen: Counter, **kw):
+        super().__init__(*args, **kw)
+        self.seen = seen
+
+    def apply(self, event, why: str) -> None:
+        old = self.state
+        expect, box, hand = old.expecting_hand()
+        in_play = old.hand_in_play()
+        assert expect == old.expecting(), f"expecting_hand() says {expect}, expecting() {old.expecting()}"
+        assert (box, hand) == ((None, None) if in_play is None else in_play)
+        if in_play is not None:
+            assert box is in_play[0] and hand is in_play[1]
+        super().apply(event, why)
+        if old.phase is Phase.PLAY and in_play is not None:
+            before = hand
+            assert before is not None
+            if isinstance(event, CardDrawn) and before.wants_card:
+                after = next(h for b in self.state.boxes for h in b.hands
+                             if h.id == before.id and b.number == in_play[0].number)
+                moved = self.state.cursor != old.cursor
+                waits = (self.state.phase is Phase.PLAY and self.state.cursor is not None
+                         and not self.state.hand_in_play()[1].wants_card)
+                self.seen[f"card {after.status}" + (" moved" if moved else "")
+                          + (" next waits" if moved and waits else "")
+                          + (" dealer" if self.state.phase is not Phase.PLAY else "")] += 1
+            elif isinstance(event, Decision) and event.action is Action.DOUBLE:
+                self.seen["double" + (" amount" if event.amount is not None else "")] += 1
+
+
+def test_a_card_that_ends_the_hand_and_a_double_give_the_long_ways_round():
+    """Rounds of every profile (1-7 boxes, main and side bets; the random driver of
+    test_properties with its offers, walk-aways, voids and refused decisions): every event
+    with the shortcuts and the long way, the same round byte for byte and equal outcomes.
+    The cases the shortcuts take all occur (a bust, a 21 and a completed double, each with
+    the next hand waiting, the next hand not waiting yet and the dealer's turn after them)."""
+    seen: Counter = Counter()
+    for name, profile in sorted(PROFILES.items()):
+        rnd = random.Random(name)
+        for _ in range(60):
+            boxes = rnd.sample(range(1, 8), rnd.randint(1, 7))
+            wagers = {}
+            for number in boxes:
+                bets = {"main": Fraction(rnd.choice([5, 10, 25]))}
+                for side in profile.side_bets:
+                    if rnd.random() < 0.3:
+                        bets[side] = Fraction(5)
+                wagers[number] = bets
+            table = Table(profile, profile.default_decks, None, None, wagers)
+            CountingDriver(table, rnd, seen=seen, check_illegal=True).play()
+    for case in ("card bust moved next waits", "card bust moved dealer", "card twenty_one moved next waits",
+                 "card twenty_one moved dealer", "card doubled moved next waits", "card doubled moved dealer",
+                 "card play", "double", "double amount"):
+        assert seen[case] > 0, f"{case!r} never occurred: {sorted(seen.items())}"
+    # a bust or 21 whose next hand is not waiting for its decision (a split hand's first card)
+    assert sum(n for case, n in seen.items() if case.startswith("card ") and case.endswith("moved")) > 0, seen
+
+
+def _rounds(profile_name: str, cards: list[str], decisions: list[Decision]) -> list[tuple[Round, list]]:
+    """Every round of a dealt game, each from the one before it, as the table applies them."""
+    from firmware.engine.cards import parse_card
+    from firmware.engine.events import BetsClosed
+    state = Round.new(PROFILES[profile_name])
+    state, _ = state.apply(BetsClosed.of({1: {"main": 10}, 2: {"main": 10}}))
+    out = [(state, [])]
+    pending = list(decisions)
+    for text in cards:
+        while state.expecting().kind == "decision":
+            state, got = state.apply(pending.pop(0))
+            out.append((state, got))
+        state, got = state.apply(CardDrawn(parse_card(text)))
+        out.append((state, got))
+    return out
+
+
+def test_a_bust_and_a_doubled_21_are_settled_as_the_long_way_and_play_moves_on():
+    """Box 1 (T 6) hits and busts: its HandSettled (bust, -10) and ledger as the long way,
+    box 2 in play; box 2 (5 6) doubles and makes 21: 'twenty_one' (§3.17 before §3.22's
+    'doubled'), the dealer's turn. Each event against the long way, byte for byte."""
+    cards = ["TS", "5H", "9S", "6C", "6D",     # box 1, box 2, the dealer's up card, box 1, box 2
+             "KD", "TH", "7C", "2D"]
+    decisions = [Decision(1, Action.HIT), Decision(2, Action.DOUBLE)]
+    rounds = _rounds("rws-blackjack", cards, decisions)
+    for (before, _), (after, got) in zip(rounds, rounds[1:], strict=False):
+        event = after.history[-1]
+        with long_way():
+            slow, slow_out = before.apply(event)
+        assert serialised(slow) == serialised(after), event
+        assert slow_out == got, event
+    states = [s for s, _ in rounds]
+    bust, bust_out = next((s, o) for s, o in rounds if s.boxes[0].hands[0].status == "bust")
+    assert bust.boxes[0].hands[0].net == -10 and bust.boxes[0].ledger["main"] == -10
+    assert [(o.box, o.hand, o.result, o.net) for o in bust_out] == [(1, 1, "bust", -10)]
+    assert bust.expecting_hand()[1] is bust.boxes[1] and str(bust.expecting()) == "a decision for box 2 hand 1"
+    doubled = next(s for s in states if s.boxes[1].hands[0].status != "play")
+    assert (doubled.boxes[1].hands[0].status, doubled.boxes[1].hands[0].doubled) == ("twenty_one", 10)
+    assert doubled.phase is Phase.DEALER and doubled.expecting_hand() == (doubled.expecting(), None, None)
+    assert states[-1].is_over and states[-1].boxes[1].hands[0].net == 20
+
+
+def test_the_bench_shoe_shuffles_as_random_shuffle():
+    """The bench's shoe (its shuffle written out) deals the cards ``random.shuffle`` deals
+    from the same seed, refill after refill, and leaves the generator where it leaves it."""
+    path = Path(__file__).resolve().parents[2] / "bench" / "bench_engine.py"
+    spec = importlib.util.spec_from_file_location("bench_engine_for_test", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for decks in (1, 6, 8):
+        ours, theirs = random.Random(decks), random.Random(decks)
+        shoe = bench.Shoe(decks, ours)
+        for _ in range(5):
+            expected = shoe.full[:]
+            theirs.shuffle(expected)
+            assert shoe.refill() == expected
+        assert ours.random() == theirs.random()
