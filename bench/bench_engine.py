@@ -338,7 +338,7 @@ def play_basic(profile, bets: BetsClosed, shoe: EventShoe):
                 want = _FALLBACK[want]
                 if want is _HIT and hand.total >= 17:
                     want = _STAND
-        d = _decision(expect.box, want)
+        d = _DECISIONS.get((expect.box, want)) or _decision(expect.box, want)
         try:
             state, _ = state.apply(d)
         except RuleError:
@@ -354,16 +354,25 @@ def play_basic(profile, bets: BetsClosed, shoe: EventShoe):
 if not hasattr(Round, "expecting_hand"):
     # an engine from before Round.expecting_hand (a --baseline tree): the query as this
     # engine has it, so that both engines are played by the same harness
-    from firmware.engine.round import _EXPECTS, _PLAY, _expect  # noqa: E402
+    from firmware.engine.round import _DEALER_CARD, _EXPECTS, _INITIAL_DEAL, _PLAY, _expect  # noqa: E402
 
     def _expecting_hand(self):
-        if self.phase is _PLAY:
+        phase = self.phase
+        if phase is _PLAY:
             bi, hi = self.cursor
             box = self.boxes[bi]
             hand = box.hands[hi]
             key = ("card" if hand.wants_card else "decision", box.number, hi + 1)
             return _EXPECTS.get(key) or _expect(*key), box, hand
+        if phase is _INITIAL_DEAL:
+            target = self.deal_order[self.deal_pos]
+            if isinstance(target, str):
+                return _DEALER_CARD_NO_HAND
+            key = ("card", self.boxes[target[0]].number, target[1] + 1)
+            return _EXPECTS.get(key) or _expect(*key), None, None
         return self.expecting(), None, None
+
+    _DEALER_CARD_NO_HAND = (_DEALER_CARD, None, None)
 
     Round.expecting_hand = _expecting_hand
 

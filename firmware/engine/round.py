@@ -221,6 +221,7 @@ class Expect:
 _BETS = Expect("bets")
 _NOTHING = Expect("nothing")
 _DEALER_CARD = Expect("card", to_dealer=True)
+_DEALER_CARD_NO_HAND: "tuple[Expect, None, None]" = (_DEALER_CARD, None, None)
 _EXPECTS: dict[tuple[str, int, int], Expect] = {}
 
 
@@ -612,13 +613,20 @@ class Round:
     def expecting_hand(self) -> tuple[Expect, Box | None, Hand | None]:
         """:meth:`expecting` with the box and hand in play (both None outside play): what a
         table asks before each event, in one call instead of two."""
-        if self.phase is _PLAY:
+        phase = self.phase
+        if phase is _PLAY:
             assert self.cursor is not None              # PLAY: a hand is in play
             bi, hi = self.cursor
             box = self.boxes[bi]
             hand = box.hands[hi]
             key = ("card" if hand.wants_card else "decision", box.number, hi + 1)
             return _EXPECTS.get(key) or _expect(*key), box, hand
+        if phase is _INITIAL_DEAL:               # (as expecting, without a second call)
+            target = self.deal_order[self.deal_pos]
+            if isinstance(target, str):         # DEALER
+                return _DEALER_CARD_NO_HAND
+            key = ("card", self.boxes[target[0]].number, target[1] + 1)
+            return _EXPECTS.get(key) or _expect(*key), None, None
         return self.expecting(), None, None
 
     def hand_in_play(self) -> tuple[Box, Hand] | None:
@@ -1247,14 +1255,14 @@ class Round:
         p = self.profile
         if hand.split_aces:
             raise IllegalDecision("split Aces receive one card each", p.clause("split_aces"))
-        total = hand.total
+        total = hand_total(hand.cards)[0]       # (Hand.total without the property call)
         if total >= 21:
             raise IllegalDecision(f"a hand of {total} draws no more cards", p.clause("no_draw_on_21"))
 
     def _check_stand(self, box: Box, hand: Hand, d: Decision) -> None:
         p = self.profile
         floor = p.rules.must_draw_below
-        if floor and hand.total < floor and not hand.split_aces:
+        if floor and hand_total(hand.cards)[0] < floor and not hand.split_aces:
             raise IllegalDecision(f"{describe(hand.cards)} is below {floor}: the hand must draw",
                                   p.clause("must_draw"))
 
