@@ -282,14 +282,23 @@ PAIRS = _chart("""
 
 def basic_action(hand, up, first_two: bool) -> Action:
     """Total-dependent basic strategy; the caller falls back when the engine refuses.
-    (Looked up by rank in tables made once: a Card's ``value`` is a property.)"""
+    (Read from tables made once from the charts: the first two cards' action by their ranks
+    and the up card's, later ones by total and column; :func:`chart_action` reads the charts.)"""
     cards = hand.cards
+    if first_two and len(cards) == 2:
+        return _FIRST_TWO[cards[0].rank, cards[1].rank, up.rank]
+    total, soft = hand_total(cards)          # (hand.total and hand.soft: one count, not two)
+    return (_SOFT_BY_TOTAL if soft else _HARD_BY_TOTAL)[total][_UP_COLUMN[up.rank]]
+
+
+def chart_action(cards, up, first_two: bool) -> Action:
+    """The charts read as written (the tables of :func:`basic_action` are made from this)."""
     col = _UP_COLUMN[up.rank]
     if first_two and len(cards) == 2:
         value = _RANK_VALUE[cards[0].rank]
         if value == _RANK_VALUE[cards[1].rank] and PAIRS.get(value, "H" * 10)[col] == "P":
             return _SPLIT
-    total, soft = hand_total(cards)          # (hand.total and hand.soft: one count, not two)
+    total, soft = hand_total(cards)
     if soft:
         return _SOFT_ACTIONS[min(max(total, 13), 19)][col]
     return _HARD_ACTIONS[min(max(total, 8), 17)][col]
@@ -305,6 +314,12 @@ _HARD_ACTIONS = {total: [_CODES[c] for c in row] for total, row in HARD.items()}
 _SOFT_ACTIONS = {total: [_CODES[c] for c in row] for total, row in SOFT.items()}
 _RANK_VALUE = {c.rank: c.value for c in ALL_CARDS}
 _UP_COLUMN = {rank: (v if v > 1 else 11) - 2 for rank, v in _RANK_VALUE.items()}
+#: the charts by total (every total a hand can have, clamped as the charts are read) and the
+#: first two cards' action by ranks (two cards and the up card's)
+_HARD_BY_TOTAL = [_HARD_ACTIONS[min(max(total, 8), 17)] for total in range(32)]
+_SOFT_BY_TOTAL = [_SOFT_ACTIONS[min(max(total, 13), 19)] for total in range(32)]
+_FIRST_TWO = {(a.rank, b.rank, up.rank): chart_action([a, b], up, True)
+              for a in ALL_CARDS[:13] for b in ALL_CARDS[:13] for up in ALL_CARDS[:13]}
 
 
 def play_basic(profile, bets: BetsClosed, shoe: EventShoe):

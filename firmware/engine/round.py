@@ -491,12 +491,26 @@ class Round:
         """After hand ``hi`` of box ``bi`` stood: when the next hand not done waits for its
         decision, it is in play and that is all the hand flow does (True); else False and
         nothing changed (the flow from the stood hand goes the long way)."""
-        after = self._first_open_hand(bi, hi + 1)
-        if after is not None:
-            box = self.boxes[after[0]]
-            if _waits_for_decision(box, box.hands[after[1]]):
-                self.cursor = after
-                return True
+        boxes = self.boxes
+        box = boxes[bi]
+        hands = box.hands
+        hi += 1
+        while True:                             # (_first_open_hand without the call)
+            if hi < len(hands):
+                hand = hands[hi]
+                if not hand.done:
+                    break
+                hi += 1
+            else:
+                bi += 1
+                if bi >= len(boxes):
+                    return False
+                box = boxes[bi]
+                hands = box.hands
+                hi = 0
+        if _waits_for_decision(box, hand):
+            self.cursor = (bi, hi)
+            return True
         return False
 
     def _clone(self) -> "Round":

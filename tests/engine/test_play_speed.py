@@ -126,14 +126,35 @@ def test_a_bust_and_a_doubled_21_are_settled_as_the_long_way_and_play_moves_on()
     assert states[-1].is_over and states[-1].boxes[1].hands[0].net == 20
 
 
-def test_the_bench_shoe_shuffles_as_random_shuffle():
-    """The bench's shoe (its shuffle written out) deals the cards ``random.shuffle`` deals
-    from the same seed, refill after refill, and leaves the generator where it leaves it."""
+def _bench():
     path = Path(__file__).resolve().parents[2] / "bench" / "bench_engine.py"
     spec = importlib.util.spec_from_file_location("bench_engine_for_test", path)
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_the_bench_strategy_from_its_tables_is_the_charts():
+    """The bench's basic strategy read from its tables gives what the charts say, for every
+    two and three cards against every up card, on the first two cards and after."""
+    from types import SimpleNamespace
+
+    bench = _bench()
+    ranks = bench.ALL_CARDS[:13]
+    for up in ranks:
+        for a in ranks:
+            for b in ranks:
+                for cards in ([a, b], *([a, b, c] for c in ranks)):
+                    for first_two in (True, False):
+                        got = bench.basic_action(SimpleNamespace(cards=cards), up, first_two)
+                        assert got is bench.chart_action(cards, up, first_two), (cards, up, first_two)
+
+
+def test_the_bench_shoe_shuffles_as_random_shuffle():
+    """The bench's shoe (its shuffle written out) deals the cards ``random.shuffle`` deals
+    from the same seed, refill after refill, and leaves the generator where it leaves it."""
+    bench = _bench()
     for decks in (1, 6, 8):
         ours, theirs = random.Random(decks), random.Random(decks)
         shoe = bench.Shoe(decks, ours)
