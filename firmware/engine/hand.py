@@ -16,8 +16,11 @@ def hand_total(cards: Sequence[Card]) -> tuple[int, bool]:
     At most one Ace can count 11 without busting, which is also the UK poster's "the
     Dealer's first ace counts as 11 unless it busts the hand; subsequent aces count as one".
     """
-    if len(cards) == 2:                # most counts are of two cards: one look-up
+    n = len(cards)
+    if n == 2:                         # most counts are of two cards: one look-up
         return _TWO_CARDS[cards[0].rank, cards[1].rank]
+    if n == 3:                         # and most others of three (a hit, a double): likewise
+        return _THREE_CARDS[cards[0].rank, cards[1].rank, cards[2].rank]
     total = 0
     has_ace = False
     for card in cards:
@@ -36,7 +39,15 @@ for _a in RANKS:
     for _b in RANKS:
         _t = _VALUE[_a] + _VALUE[_b]
         _TWO_CARDS[_a, _b] = (_t + 10, True) if "A" in (_a, _b) and _t + 10 <= 21 else (_t, False)
-del _a, _b, _t
+#: every three ranks' (total, soft), likewise
+_THREE_CARDS: dict[tuple[str, str, str], tuple[int, bool]] = {}
+for _a in RANKS:
+    for _b in RANKS:
+        for _c in RANKS:
+            _t = _VALUE[_a] + _VALUE[_b] + _VALUE[_c]
+            _THREE_CARDS[_a, _b, _c] = ((_t + 10, True) if "A" in (_a, _b, _c) and _t + 10 <= 21
+                                        else (_t, False))
+del _a, _b, _c, _t
 
 
 def is_two_card_21(cards: Sequence[Card]) -> bool:

@@ -126,6 +126,23 @@ def test_a_bust_and_a_doubled_21_are_settled_as_the_long_way_and_play_moves_on()
     assert states[-1].is_over and states[-1].boxes[1].hands[0].net == 20
 
 
+def test_three_cards_are_counted_as_the_loop_counts_them():
+    """``hand_total`` reads three cards from a table made once: every three cards (as a list
+    and as a tuple) as the loop counts them (§3.2, §1.11, §1.28)."""
+    from firmware.engine.cards import ALL_CARDS
+    from firmware.engine.hand import hand_total
+
+    for a in ALL_CARDS[:13]:
+        for b in ALL_CARDS[13:26]:
+            for c in ALL_CARDS[26:39]:
+                total, has_ace = 0, False
+                for card in (a, b, c):  # the loop of hand_total, written out
+                    total += card.value
+                    has_ace = has_ace or card.rank == "A"
+                expected = (total + 10, True) if has_ace and total + 10 <= 21 else (total, False)
+                assert hand_total([a, b, c]) == expected and hand_total((a, b, c)) == expected
+
+
 def _bench():
     path = Path(__file__).resolve().parents[2] / "bench" / "bench_engine.py"
     spec = importlib.util.spec_from_file_location("bench_engine_for_test", path)
