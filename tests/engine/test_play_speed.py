@@ -2,9 +2,8 @@
 
 ``Round._in_play`` settles a card that busts the hand in play, makes 21 or completes a double,
 and takes a plain double, without the general ``_advance``; ``Round.expecting_hand`` answers
-``expecting()`` and ``hand_in_play()`` in one call; the bench's shoe shuffles as
-``random.shuffle`` does. Each is compared here with the long way, event by event, on rounds
-of every shipped profile (turning a shortcut wrong makes these fail: the bust's record, a
+``expecting()`` and ``hand_in_play()`` in one call. Each is compared here with the long way,
+event by event, on rounds of every shipped profile (turning a shortcut wrong makes these fail: the bust's record, a
 21's or a double's status, the hand moved to, the double's amount).
 """
 
@@ -166,17 +165,3 @@ def test_the_bench_strategy_from_its_tables_is_the_charts():
                     for first_two in (True, False):
                         got = bench.basic_action(SimpleNamespace(cards=cards), up, first_two)
                         assert got is bench.chart_action(cards, up, first_two), (cards, up, first_two)
-
-
-def test_the_bench_shoe_shuffles_as_random_shuffle():
-    """The bench's shoe (its shuffle written out) deals the cards ``random.shuffle`` deals
-    from the same seed, refill after refill, and leaves the generator where it leaves it."""
-    bench = _bench()
-    for decks in (1, 6, 8):
-        ours, theirs = random.Random(decks), random.Random(decks)
-        shoe = bench.Shoe(decks, ours)
-        for _ in range(5):
-            expected = shoe.full[:]
-            theirs.shuffle(expected)
-            assert shoe.refill() == expected
-        assert ours.random() == theirs.random()
