@@ -270,7 +270,10 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
         total, soft = hand_total(cards)
         stake = hand.stake
         whole = by_id(id(stake))
-        entry: dict[str, Any] = {"id": hand.id, "cards": [c.rank + c.suit for c in cards], "total": total,
+        # (two cards, the usual hand, without a comprehension's call)
+        texts = [(c := cards[0]).rank + c.suit, (c := cards[1]).rank + c.suit] if len(cards) == 2 \
+            else [c.rank + c.suit for c in cards]
+        entry: dict[str, Any] = {"id": hand.id, "cards": texts, "total": total,
                                  "soft": soft, "result": hand.result,
                                  "stake": whole if whole is not None else to_json_number(stake)}
         doubled = hand.doubled
@@ -279,12 +282,12 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
         if switch:
             entry["switched"] = hand.switched
         hands.append(entry)
-    bets, net = _bets_json(box.ledger)
-    b: dict[str, Any] = {"hands": hands, "wagered": _wagered_json(box.stakes, box.hands), "bets": bets,
-                         "net": net}
+    stakes = box.stakes
+    wagered, bets, net = _box_parts(stakes, box.hands, box.ledger)
+    b: dict[str, Any] = {"hands": hands, "wagered": wagered, "bets": bets, "net": net}
     if box.side_results:
-        b["side_bets"] = dict(box.side_results)
-    if "progressive" in box.stakes:
+        b["side_bets"] = box.side_results.copy()
+    if "progressive" in stakes:
         award = box.progressive_award
         b["progressive"] = {"hand": box.progressive_hand,
                             "award": None if award is None else to_json_number(award)}
@@ -311,34 +314,39 @@ def _bets_json(ledger: dict[str, Fraction]) -> tuple[dict[str, int | float | str
     return bets, (net if rest is None else to_json_number(whole_amount(net) + rest))
 
 
-#: the wagered JSON of a box's stakes and its main bet's amount at risk, by their identities:
-#: a box's stakes are never changed once it belongs to a round ``apply`` returned (Box),
-#: rounds share them (the same wagers make the same box) and an amount is immutable. An
-#: entry holds both objects, so neither id can be another object's while it is kept;
-#: bounded (emptied when full); what it gives out is a copy (a caller may change its
-#: settlement without changing the next round's).
-MEMO_LIMIT = 1024
-_wagered_memo: dict[tuple[int, int], tuple[dict[str, Fraction], Fraction, dict[str, int | float | str]]] = {}
+#: a box's wagered JSON, bets JSON and net by the identities of its stakes, its main bet's
+#: amount at risk and its ledger: a box's stakes and ledger are replaced, never changed in
+#: place once it belongs to a round ``apply`` returned (Box), rounds share them (the same
+#: wagers make the same box; the engine books the same net on the same ledger as the same
+#: new ledger) and an amount is immutable. An entry holds all three objects, so no id can
+#: be another object's while it is kept; bounded (emptied when full); what it gives out is
+#: a copy (a caller may change its settlement without changing the next round's).
+MEMO_LIMIT = 4096
+JsonAmounts = dict[str, int | float | str]
+_box_memo: dict[tuple[int, int, int], tuple[dict[str, Fraction], Fraction, dict[str, Fraction], JsonAmounts,
+                                            JsonAmounts, int | float | str]] = {}
 
 
-def _wagered_json(stakes: dict[str, Fraction], hands: list[Hand]) -> dict[str, int | float | str]:
-    """What the box put at risk per bet, as JSON (the main bet: its hands' stakes and doubles)."""
+def _box_parts(stakes: dict[str, Fraction], hands: list[Hand],
+               ledger: dict[str, Fraction]) -> tuple[JsonAmounts, JsonAmounts, int | float | str]:
+    """What the box put at risk per bet (the main bet: its hands' stakes and doubles), each
+    bet's net and the box's net, as JSON."""
     if len(hands) == 1:
         hand = hands[0]
         risk = hand.stake if hand.doubled is ZERO else hand.at_risk
     else:
         risk = _total([h.at_risk for h in hands])
-    key = (id(stakes), id(risk))
-    found = _wagered_memo.get(key)
-    if found is not None and found[0] is stakes and found[1] is risk:
-        return found[2].copy()
-    wagered: dict[str, int | float | str] = {}
-    for name, stake in stakes.items():
-        if name == "main":
-            stake = risk
-        whole = whole_by_id.get(id(stake))
-        wagered[name] = whole if whole is not None else to_json_number(stake)
-    if len(_wagered_memo) >= MEMO_LIMIT:
-        _wagered_memo.clear()
-    _wagered_memo[key] = (stakes, risk, wagered)
-    return wagered.copy()
+    key = (id(stakes), id(risk), id(ledger))
+    found = _box_memo.get(key)
+    if found is None or found[0] is not stakes or found[1] is not risk or found[2] is not ledger:
+        wagered: JsonAmounts = {}
+        for name, stake in stakes.items():
+            if name == "main":
+                stake = risk
+            whole = whole_by_id.get(id(stake))
+            wagered[name] = whole if whole is not None else to_json_number(stake)
+        found = (stakes, risk, ledger, wagered, *_bets_json(ledger))
+        if len(_box_memo) >= MEMO_LIMIT:
+            _box_memo.clear()
+        _box_memo[key] = found
+    return found[3].copy(), found[4].copy(), found[5]
