@@ -1331,23 +1331,24 @@ class Round:
 
     def _dealer_flow(self, out: list[Outcome]) -> None:
         p = self.profile
+        total: int | None = None
         while True:
-            if len(self.dealer) == 1:
+            dealer = self.dealer
+            if len(dealer) == 1:
                 if self._waiting_on_dealer():
                     return   # European no-hole-card: the second card comes after all players acted
                 break
+            total = hand_total(dealer)[0]                   # (counted once per dealer step)
+            blackjack = total == 21 and len(dealer) == 2    # (dealer_blackjack)
             if not self.second_card_seen:
                 self.second_card_seen = True
-                self._settle_dealer_second_card(out)
-            total = hand_total(self.dealer)[0]
-            if total == 21 and len(self.dealer) == 2:       # (dealer_blackjack, counted once)
-                break
-            if total >= p.rules.dealer_stands_on:
+                self._settle_dealer_second_card(out, blackjack)
+            if blackjack or total >= p.rules.dealer_stands_on:
                 break
             if not self._any_live():
                 break   # nothing left that the dealer's total can decide
             return
-        self._final_settlement(out)
+        self._final_settlement(out, total)
 
     def _live(self, hand: Hand) -> bool:
         return hand.done and not hand.settled and hand.status != "blackjack"
@@ -1369,22 +1370,33 @@ class Round:
                     return True
         return False
 
-    def _settle_dealer_second_card(self, out: list[Outcome]) -> None:
-        """The dealer's second card decides insurance and the Blackjacks that waited (§3.14, §3.15)."""
+    def _settle_dealer_second_card(self, out: list[Outcome], dealer_bj: bool) -> None:
+        """The dealer's second card decides insurance and the Blackjacks that waited (§3.14,
+        §3.15); ``dealer_bj``: the dealer has a Blackjack (:attr:`dealer_blackjack`)."""
         p = self.profile
-        dealer_bj = self.dealer_blackjack
+        up = self.dealer[0].rank
+        if up != "A" and (p.rules.blackjack_paid_at_once or up not in _TEN_VALUES):
+            # nothing waits for the second card: insurance is offered only against an Ace
+            # (_check, §3.14) and every Blackjack was paid at the interim settlement (§3.15)
+            return
+        self._second_card_settles(out, dealer_bj)
+
+    def _second_card_settles(self, out: list[Outcome], dealer_bj: bool) -> None:
+        """Every box's insurance and waiting Blackjack settled on the dealer's second card
+        (:meth:`_settle_dealer_second_card` without its shortcut)."""
+        p = self.profile
         boxes = self.boxes
-        for bi in range(len(boxes)):
-            box = boxes[bi]
-            for family, stake in sorted(box.insurance.items()) if box.insurance else ():
-                net = stake * p.rules.insurance_pays if dealer_bj else -stake
-                box = self._wbox(bi)
-                box.insurance_settled = box.insurance_settled | {family}
-                box.book("insurance", net)
-                out.append(InsuranceSettled(box.number, family + 1, stake, net, p.clause("insurance")))
-            for hand in box.hands:              # (no enumerate: a waiting Blackjack is rare)
+        for bi, box in enumerate(boxes):        # (boxes[bi] is replaced in place: enumerate reads it anew)
+            if box.insurance:
+                for family, stake in sorted(box.insurance.items()):
+                    net = stake * p.rules.insurance_pays if dealer_bj else -stake
+                    box = self._wbox(bi)
+                    box.insurance_settled = box.insurance_settled | {family}
+                    box.book("insurance", net)
+                    out.append(InsuranceSettled(box.number, family + 1, stake, net, p.clause("insurance")))
+            for hi, hand in enumerate(box.hands):
                 if hand.status == "blackjack" and hand.net is None:        # (not settled)
-                    hand = self._whand(bi, box.hands.index(hand))
+                    hand = self._whand(bi, hi)
                     box = boxes[bi]
                     if dealer_bj:
                         self._settle(box, hand, "stand_off", ZERO, "blackjack_settlement", out)
@@ -1392,10 +1404,12 @@ class Round:
                         self._settle(box, hand, "blackjack", _times(hand.stake, p.rules.blackjack_pays),
                                      "blackjack_settlement", out)
 
-    def _final_settlement(self, out: list[Outcome]) -> None:
+    def _final_settlement(self, out: list[Outcome], dealer_total: int | None = None) -> None:
+        """Every hand the dealer's final hand decides (``dealer_total``: its total, if counted)."""
         p = self.profile
         r = p.rules
-        dealer_total = hand_total(self.dealer)[0]
+        if dealer_total is None:
+            dealer_total = hand_total(self.dealer)[0]
         dealer_bj = dealer_total == 21 and len(self.dealer) == 2       # (dealer_blackjack)
         progressive = p.progressive is not None
         collects = dealer_bj and r.dealer_blackjack_collects == "initial_bet"
@@ -1409,10 +1423,10 @@ class Round:
         boxes = self.boxes
         fresh = self._fresh
         assert fresh is not None, "a write outside apply"
-        for bi in range(len(boxes)):
+        for bi, box in enumerate(boxes):
             if collects:
                 self._collect_initial_bets(bi, out)
-            box = boxes[bi]
+                box = boxes[bi]
             hands = box.hands
             if len(hands) != 1:
                 self._settle_live_hands(bi, dealer, plan, out)

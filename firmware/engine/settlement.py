@@ -12,7 +12,7 @@ from typing import Any, Iterable
 from .hand import hand_total
 from .money import to_json_number, whole_amount, whole_by_id
 from .outcomes import BetReturned, WagerFlagged, record_maker
-from .round import Box, Hand, Phase, Round
+from .round import Box, Phase, Round
 
 ZERO = whole_amount(0)
 
@@ -252,8 +252,16 @@ def settlement(state: Round) -> dict[str, Any]:
     else:
         # JSON only: no frozen projection made just to be written out and dropped
         switch = state.profile.is_switch
-        out["boxes"] = {str(box.number): _box_json(box, switch) for box in state.boxes}
+        boxes: dict[str, Any] = {}
+        for box in state.boxes:             # (a loop: a comprehension is a call of its own)
+            number = box.number
+            boxes[_NUMBER_TEXT[number] if 0 < number < 16 else str(number)] = _box_json(box, switch)
+        out["boxes"] = boxes
     return out
+
+
+#: a box number's text (the JSON's key), for the usual numbers
+_NUMBER_TEXT = tuple(str(n) for n in range(16))
 
 
 def _box_json(box: Box, switch: bool) -> dict[str, Any]:
@@ -265,7 +273,7 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
         return _settle_box(box, False, switch).to_json()
     by_id = whole_by_id.get
     hands = []
-    for hand in box.hands:
+    for hand in (played := box.hands):
         cards = hand.cards
         total, soft = hand_total(cards)
         stake = hand.stake
@@ -282,9 +290,14 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
         if switch:
             entry["switched"] = hand.switched
         hands.append(entry)
+    # the main bet's amount at risk: its hands' stakes and doubles
+    risk = (stake if doubled is ZERO else hand.at_risk) if len(played) == 1 else _total([h.at_risk for h in played])
     stakes = box.stakes
-    wagered, bets, net = _box_parts(stakes, box.hands, box.ledger)
-    b: dict[str, Any] = {"hands": hands, "wagered": wagered, "bets": bets, "net": net}
+    ledger = box.ledger
+    found = _box_memo.get((id(stakes), id(risk), id(ledger)))
+    if found is None or found[0] is not stakes or found[1] is not risk or found[2] is not ledger:
+        found = _box_parts(stakes, risk, ledger)
+    b: dict[str, Any] = {"hands": hands, "wagered": found[3].copy(), "bets": found[4].copy(), "net": found[5]}
     if box.side_results:
         b["side_bets"] = box.side_results.copy()
     if "progressive" in stakes:
@@ -323,19 +336,13 @@ def _bets_json(ledger: dict[str, Fraction]) -> tuple[dict[str, int | float | str
 #: a copy (a caller may change its settlement without changing the next round's).
 MEMO_LIMIT = 4096
 JsonAmounts = dict[str, int | float | str]
-_box_memo: dict[tuple[int, int, int], tuple[dict[str, Fraction], Fraction, dict[str, Fraction], JsonAmounts,
-                                            JsonAmounts, int | float | str]] = {}
+BoxParts = tuple[dict[str, Fraction], Fraction, dict[str, Fraction], JsonAmounts, JsonAmounts, int | float | str]
+_box_memo: dict[tuple[int, int, int], BoxParts] = {}
 
 
-def _box_parts(stakes: dict[str, Fraction], hands: list[Hand],
-               ledger: dict[str, Fraction]) -> tuple[JsonAmounts, JsonAmounts, int | float | str]:
-    """What the box put at risk per bet (the main bet: its hands' stakes and doubles), each
-    bet's net and the box's net, as JSON."""
-    if len(hands) == 1:
-        hand = hands[0]
-        risk = hand.stake if hand.doubled is ZERO else hand.at_risk
-    else:
-        risk = _total([h.at_risk for h in hands])
+def _box_parts(stakes: dict[str, Fraction], risk: Fraction, ledger: dict[str, Fraction]) -> BoxParts:
+    """What the box put at risk per bet (``risk`` on the main bet), each bet's net and the
+    box's net, as JSON, remembered in :data:`_box_memo` (:func:`_box_json` looks it up)."""
     key = (id(stakes), id(risk), id(ledger))
     found = _box_memo.get(key)
     if found is None or found[0] is not stakes or found[1] is not risk or found[2] is not ledger:
@@ -349,4 +356,4 @@ def _box_parts(stakes: dict[str, Fraction], hands: list[Hand],
         if len(_box_memo) >= MEMO_LIMIT:
             _box_memo.clear()
         _box_memo[key] = found
-    return found[3].copy(), found[4].copy(), found[5]
+    return found

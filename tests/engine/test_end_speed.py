@@ -29,7 +29,7 @@ from firmware.engine.round import Round, replay
 from firmware.engine.settlement import settlement
 
 from .helpers import step
-from .test_properties import serialised
+from .test_properties import Driver, given_rounds, serialised
 
 #: the same wagers every round per profile (the profile's side bets where it has them);
 #: box 3 bets more, so boxes differ in their amounts at risk too
@@ -191,6 +191,33 @@ def test_the_json_of_a_ledger_is_the_callers_own_and_the_memo_bounded(monkeypatc
     ledgers = [{**state.box(1).ledger, "main": Fraction(n)} for n in range(10)]
     for _ in range(2):
         for n, ledger in enumerate(ledgers):
-            wagered, bets, net = settle_module._box_parts(stakes, hands, ledger)
+            *_, wagered, bets, net = settle_module._box_parts(stakes, hands[0].stake, ledger)
             assert (wagered["main"], bets["main"], net) == (10, n, 55 + n)
             assert len(settle_module._box_memo) <= 4
+
+
+class SecondCardLongWay(Driver):
+    """Applies every event twice: as ``apply`` does and with the dealer's second card read
+    the long way (every box, :meth:`Round._second_card_settles`): the same round, outcomes."""
+
+    def apply(self, event, why: str) -> None:
+        old = self.state
+        super().apply(event, why)
+        fast, fast_out = old.apply(event)
+        shortcut = Round._settle_dealer_second_card
+        Round._settle_dealer_second_card = Round._second_card_settles
+        try:
+            slow, slow_out = old.apply(event)
+        finally:
+            Round._settle_dealer_second_card = shortcut
+        assert serialised(slow) == serialised(fast), f"apply({event!r}) differs from the long way"
+        assert slow_out == fast_out, f"apply({event!r}) gives other outcomes than the long way"
+
+
+@given_rounds(examples=60)
+def test_the_dealers_second_card_settles_as_the_long_way(table, rnd):
+    """Where the up card is neither an Ace nor (Blackjacks paid at once) a ten, the dealer's
+    second card settles nothing and is not looked for box by box: no insurance (offered only
+    against an Ace, §3.14), no Blackjack waiting (§3.15). Random play with insurance, even
+    money, surrender and walk-aways thrown in: every event gives the long way's round."""
+    assert SecondCardLongWay(table, rnd, check_illegal=True).play().state.is_over
