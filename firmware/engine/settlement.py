@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable
 
-from .hand import hand_total
+from .hand import _TWO_CARDS, hand_total
 from .money import to_json_number, whole_amount, whole_by_id
 from .outcomes import BetReturned, WagerFlagged, record_maker
 from .round import Box, Phase, Round
@@ -275,12 +275,16 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
     hands = []
     for hand in (played := box.hands):
         cards = hand.cards
-        total, soft = hand_total(cards)
+        if len(cards) == 2:     # the usual hand: counted and written without a call
+            first, second = cards
+            rank, other = first.rank, second.rank
+            total, soft = _TWO_CARDS[rank, other]          # (hand_total's table for two cards)
+            texts = [rank + first.suit, other + second.suit]
+        else:
+            total, soft = hand_total(cards)
+            texts = [c.rank + c.suit for c in cards]
         stake = hand.stake
         whole = by_id(id(stake))
-        # (two cards, the usual hand, without a comprehension's call)
-        texts = [(c := cards[0]).rank + c.suit, (c := cards[1]).rank + c.suit] if len(cards) == 2 \
-            else [c.rank + c.suit for c in cards]
         entry: dict[str, Any] = {"id": hand.id, "cards": texts, "total": total,
                                  "soft": soft, "result": hand.result,
                                  "stake": whole if whole is not None else to_json_number(stake)}
