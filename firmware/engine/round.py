@@ -1412,23 +1412,24 @@ class Round:
 
     def _dealer_flow(self, out: list[Outcome]) -> None:
         p = self.profile
+        total: int | None = None
         while True:
-            if len(self.dealer) == 1:
+            dealer = self.dealer
+            if len(dealer) == 1:
                 if self._waiting_on_dealer():
                     return   # European no-hole-card: the second card comes after all players acted
                 break
+            total = hand_total(dealer)[0]                   # (counted once per dealer step)
+            blackjack = total == 21 and len(dealer) == 2    # (dealer_blackjack)
             if not self.second_card_seen:
                 self.second_card_seen = True
-                self._settle_dealer_second_card(out)
-            total = hand_total(self.dealer)[0]
-            if total == 21 and len(self.dealer) == 2:       # (dealer_blackjack, counted once)
-                break
-            if total >= p.rules.dealer_stands_on:
+                self._settle_dealer_second_card(out, blackjack)
+            if blackjack or total >= p.rules.dealer_stands_on:
                 break
             if not self._any_live():
                 break   # nothing left that the dealer's total can decide
             return
-        self._final_settlement(out)
+        self._final_settlement(out, total)
 
     def _live(self, hand: Hand) -> bool:
         return hand.done and not hand.settled and hand.status != "blackjack"
@@ -1450,62 +1451,119 @@ class Round:
                     return True
         return False
 
-    def _settle_dealer_second_card(self, out: list[Outcome]) -> None:
-        """The dealer's second card decides insurance and the Blackjacks that waited (§3.14, §3.15)."""
+    def _settle_dealer_second_card(self, out: list[Outcome], dealer_bj: bool) -> None:
+        """The dealer's second card decides insurance and the Blackjacks that waited (§3.14,
+        §3.15); ``dealer_bj``: the dealer has a Blackjack (:attr:`dealer_blackjack`)."""
         p = self.profile
-        dealer_bj = self.dealer_blackjack
-        for bi in range(len(self.boxes)):
-            box = self.boxes[bi]
-            for family, stake in sorted(box.insurance.items()) if box.insurance else ():
-                net = stake * p.rules.insurance_pays if dealer_bj else -stake
-                box = self._wbox(bi)
-                box.insurance_settled = box.insurance_settled | {family}
-                box.book("insurance", net)
-                out.append(InsuranceSettled(box.number, family + 1, stake, net, p.clause("insurance")))
+        up = self.dealer[0].rank
+        if up != "A" and (p.rules.blackjack_paid_at_once or up not in _TEN_VALUES):
+            # nothing waits for the second card: insurance is offered only against an Ace
+            # (_check, §3.14) and every Blackjack was paid at the interim settlement (§3.15)
+            return
+        self._second_card_settles(out, dealer_bj)
+
+    def _second_card_settles(self, out: list[Outcome], dealer_bj: bool) -> None:
+        """Every box's insurance and waiting Blackjack settled on the dealer's second card
+        (:meth:`_settle_dealer_second_card` without its shortcut)."""
+        p = self.profile
+        boxes = self.boxes
+        for bi, box in enumerate(boxes):        # (boxes[bi] is replaced in place: enumerate reads it anew)
+            if box.insurance:
+                for family, stake in sorted(box.insurance.items()):
+                    net = stake * p.rules.insurance_pays if dealer_bj else -stake
+                    box = self._wbox(bi)
+                    box.insurance_settled = box.insurance_settled | {family}
+                    box.book("insurance", net)
+                    out.append(InsuranceSettled(box.number, family + 1, stake, net, p.clause("insurance")))
             for hi, hand in enumerate(box.hands):
-                if hand.status == "blackjack" and not hand.settled:
+                if hand.status == "blackjack" and hand.net is None:        # (not settled)
                     hand = self._whand(bi, hi)
-                    box = self.boxes[bi]
+                    box = boxes[bi]
                     if dealer_bj:
                         self._settle(box, hand, "stand_off", ZERO, "blackjack_settlement", out)
                     else:
                         self._settle(box, hand, "blackjack", _times(hand.stake, p.rules.blackjack_pays),
                                      "blackjack_settlement", out)
 
-    def _final_settlement(self, out: list[Outcome]) -> None:
+    def _final_settlement(self, out: list[Outcome], dealer_total: int | None = None) -> None:
+        """Every hand the dealer's final hand decides (``dealer_total``: its total, if counted)."""
         p = self.profile
         r = p.rules
-        dealer_total = hand_total(self.dealer)[0]
+        if dealer_total is None:
+            dealer_total = hand_total(self.dealer)[0]
         dealer_bj = dealer_total == 21 and len(self.dealer) == 2       # (dealer_blackjack)
         progressive = p.progressive is not None
+        collects = dealer_bj and r.dealer_blackjack_collects == "initial_bet"
+        # what decides a live hand besides its own total: the dealer's total, or where the
+        # hand's total does not count, 0 for a dealer Blackjack (every live hand loses), -2 for
+        # Switch §3.19.2's push total (stands off) and -1 for a dealer bust (wins)
         push_total = r.dealer_push_total
+        dealer = (0 if dealer_bj else -2 if push_total and dealer_total == push_total
+                  else -1 if dealer_total > 21 else dealer_total)
         plan = _plan(p)
-        for bi in range(len(self.boxes)):
-            box = self.boxes[bi]
-            if dealer_bj and r.dealer_blackjack_collects == "initial_bet":
-                # §3.21.3 / §3.22.2: hands that have not bust lose only the initial bet
-                for family in sorted({h.family for h in box.hands}):
-                    live = [hi for hi, h in enumerate(box.hands) if h.family == family and self._live(h)]
-                    if not live:
-                        continue
-                    loss = min(box.hands[live[0]].stake, sum((box.hands[hi].at_risk for hi in live), ZERO))
-                    for i, hi in enumerate(live):
-                        hand = self._whand(bi, hi)
-                        box = self.boxes[bi]
-                        self._settle(box, hand, "lose", -loss if i == 0 else ZERO, "dealer_blackjack", out)
-            self._settle_live_hands(bi, dealer_total, dealer_bj, push_total, plan, out)
+        boxes = self.boxes
+        fresh = self._fresh
+        assert fresh is not None, "a write outside apply"
+        for bi, box in enumerate(boxes):
+            if collects:
+                self._collect_initial_bets(bi, out)
+                box = boxes[bi]
+            hands = box.hands
+            if len(hands) != 1:
+                self._settle_live_hands(bi, dealer, plan, out)
+            elif (hand := hands[0]).done and hand.net is None and hand.status != "blackjack":     # (live)
+                # a box of one live hand: settled as remembered by what decides it (_one_hand_settled)
+                risk = hand.stake if hand.doubled is ZERO else hand.at_risk
+                ledger = box.ledger
+                # (the hand's total decides only against a dealer's total that stands)
+                key = (box.number, hand.id, id(risk), hand_total(hand.cards)[0] if dealer > 0 else 0, dealer,
+                       id(ledger), id(plan))
+                found = _ONE_HAND.get(key)
+                # (the entry holds the amount, ledger and plan, so their ids are not another's)
+                if found is None or found[0] is not risk or found[1] is not ledger or found[2] is not plan:
+                    found = _one_hand_settled(key, risk, ledger, plan)
+                if id(box) not in fresh:        # (_whand written out: a hand is this apply's only
+                    box = box.copy()            # if its box is, so both are copied)
+                    boxes[bi] = box
+                    fresh.add(id(box))
+                    hand = hand.copy()
+                    box.hands[0] = hand
+                elif id(hand) not in fresh:
+                    hand = hand.copy()
+                    box.hands[0] = hand
+                hand.result = found[3]
+                hand.net = found[4]
+                box.ledger = found[6]
+                out.append(found[5])
             if progressive:
                 self._settle_progressive_end(bi, out)
         self.phase = _COMPLETE
         self.cursor = None
-        out.append(RoundComplete(dealer_total))
+        done = _ROUND_COMPLETE.get(dealer_total)
+        if done is None:
+            done = _ROUND_COMPLETE[dealer_total] = RoundComplete(dealer_total)
+        out.append(done)
 
-    def _settle_live_hands(self, bi: int, dealer_total: int, dealer_bj: bool, push_total: int | None,
-                           plan: "_Plan", out: list[Outcome]) -> None:
-        """Box ``bi``'s hands that the dealer's total decides, settled as :meth:`_settle`
-        settles each (the same records, by the same memo), the box and each hand copied
-        once, and the box's ``main`` booked once with their nets' sum (exact: the same
-        amount as booking them one by one)."""
+    def _collect_initial_bets(self, bi: int, out: list[Outcome]) -> None:
+        """§3.21.3 / §3.22.2: against a dealer Blackjack, box ``bi``'s hands that have not bust
+        lose only the initial bet."""
+        box = self.boxes[bi]
+        for family in sorted({h.family for h in box.hands}):
+            live = [hi for hi, h in enumerate(box.hands) if h.family == family and self._live(h)]
+            if not live:
+                continue
+            loss = min(box.hands[live[0]].stake, sum((box.hands[hi].at_risk for hi in live), ZERO))
+            for i, hi in enumerate(live):
+                hand = self._whand(bi, hi)
+                box = self.boxes[bi]
+                self._settle(box, hand, "lose", -loss if i == 0 else ZERO, "dealer_blackjack", out)
+
+    def _settle_live_hands(self, bi: int, dealer: int, plan: "_Plan", out: list[Outcome]) -> None:
+        """Box ``bi``'s hands that the dealer's total decides (a box of more than one hand:
+        :meth:`_final_settlement` settles the others), settled as :meth:`_settle` settles
+        each (the same records, by the same memo), the box and each hand copied once, and
+        the box's ``main`` booked once with their nets' sum (exact: the same amount as
+        booking them one by one). ``dealer``: what decides beside a hand's own total."""
         box = self.boxes[bi]
         fresh = self._fresh
         assert fresh is not None, "a write outside apply"
@@ -1521,24 +1579,14 @@ class Round:
                 hand = hand.copy()
                 box.hands[hi] = hand
                 fresh.add(id(hand))
-            if dealer_bj:
-                result, net, clause_key = "lose", _minus(hand.at_risk), "dealer_blackjack"
-            elif push_total and dealer_total == push_total:
-                result, net, clause_key = "stand_off", ZERO, "dealer_push"     # Switch §3.19.2
-            elif dealer_total > 21 or (total := hand_total(hand.cards)[0]) > dealer_total:
-                result, net, clause_key = "win", hand.at_risk, "dealer"
-            elif total < dealer_total:
-                result, net, clause_key = "lose", _minus(hand.at_risk), "dealer"
-            else:
-                result, net, clause_key = "stand_off", ZERO, "dealer"
+            result, net, clause_key = _against_dealer(hand_total(hand.cards)[0] if dealer > 0 else 0, hand.at_risk,
+                                                      dealer)
             hand.result = result
             hand.net = net
             booked = net if booked is None else _plus(booked, net)
             out.append(_hand_settled(plan, box.number, hand.id, result, net, clause_key))
         if booked is not None:
-            ledger = box.ledger
-            old = ledger.get("main")
-            box.ledger = {**ledger, "main": booked if old is None else _plus(old, booked)}
+            box.ledger = _main_booked(box.ledger, booked)
 
     def _settle_progressive_end(self, bi: int, out: list[Outcome]) -> None:
         """Switch §3.7: 100% wins and their envy bonuses settle at the end of the round."""
@@ -1557,7 +1605,9 @@ class Round:
                 out: list[Outcome]) -> None:
         hand.result = result
         hand.net = net
-        box.book("main", net)
+        if type(net) is not Fraction:
+            net = Fraction(net)
+        box.ledger = _main_booked(box.ledger, net)     # (Box.book, the ledger as remembered)
         out.append(_hand_settled(_plan(self.profile), box.number, hand.id, result, net, clause_key))
 
     def _void(self, reason: str, out: list[Outcome], detail: str | None = None) -> None:
@@ -1595,6 +1645,69 @@ def _hand_settled(plan: "_Plan", number: int, hand_id: int, result: str, net: Fr
             settled.clear()
         settled[key] = found
     return found[1]
+
+
+#: the (frozen, so shared) record of a round complete, per dealer's total (a few dozen at most)
+_ROUND_COMPLETE: dict[int, RoundComplete] = {}
+
+
+def _against_dealer(total: int, risk: Fraction, dealer: int) -> tuple[str, Fraction, str]:
+    """A live hand's result, net and clause key against the dealer's final hand (§3.17-§3.21,
+    Switch §3.19.2): ``total`` is the hand's (read only where ``dealer`` is a total that
+    stands), ``dealer`` as :meth:`Round._final_settlement` reads it."""
+    if dealer == 0:
+        return "lose", _minus(risk), "dealer_blackjack"
+    if dealer == -2:
+        return "stand_off", ZERO, "dealer_push"         # Switch §3.19.2
+    if dealer == -1 or total > dealer:
+        return "win", risk, "dealer"
+    if total < dealer:
+        return "lose", _minus(risk), "dealer"
+    return "stand_off", ZERO, "dealer"
+
+
+#: a box of one live hand settled at the end of the round, by (box, hand id, id of the
+#: amount at risk, the hand's total (0 where it does not count), the dealer as
+#: :meth:`Round._final_settlement` reads it, id of the box's ledger, id of the plan) ->
+#: (amount at risk, ledger, plan, result, net, record, the new ledger): everything the
+#: settlement reads is in the key, and the entry holds each object whose id is.
+OneHand = tuple[Fraction, dict[str, Fraction], "_Plan", str, Fraction, HandSettled, dict[str, Fraction]]
+_ONE_HAND: dict[tuple[int, int, int, int, int, int, int], OneHand] = {}
+
+
+def _one_hand_settled(key: tuple[int, int, int, int, int, int, int], risk: Fraction, ledger: dict[str, Fraction],
+                      plan: "_Plan") -> OneHand:
+    """A box of one live hand settled (:meth:`Round._settle_live_hands`), remembered in :data:`_ONE_HAND`."""
+    number, hand_id, _, total, dealer, _, _ = key
+    result, net, clause_key = _against_dealer(total, risk, dealer)
+    found = (risk, ledger, plan, result, net, _hand_settled(plan, number, hand_id, result, net, clause_key),
+             _main_booked(ledger, net))
+    if len(_ONE_HAND) >= 4096:          # box numbers, amounts and ledgers come from outside: bounded
+        _ONE_HAND.clear()
+    _ONE_HAND[key] = found
+    return found
+
+
+#: the ledgers made by booking a net on ``main``: (id of the ledger, id of the net) ->
+#: (ledger, net, the new ledger). Ledgers are replaced, never changed in place once a round
+#: ``apply`` returned holds them, so rounds may share them (and the settlement's JSON of
+#: one is remembered by it: settlement._bets_json); the entry holds both keys' objects.
+_BOOKED: dict[tuple[int, int], tuple[dict[str, Fraction], Fraction, dict[str, Fraction]]] = {}
+
+
+def _main_booked(ledger: dict[str, Fraction], net: Fraction) -> dict[str, Fraction]:
+    """``ledger`` with ``net`` booked on ``main`` (:meth:`Box.book`), the same new ledger
+    for the same ledger and net."""
+    key = (id(ledger), id(net))
+    found = _BOOKED.get(key)
+    if found is not None and found[0] is ledger and found[1] is net:
+        return found[2]
+    old = ledger.get("main")
+    new = {**ledger, "main": net if old is None else _plus(old, net)}
+    if len(_BOOKED) >= 4096:            # bounded
+        _BOOKED.clear()
+    _BOOKED[key] = (ledger, net, new)
+    return new
 
 
 def _times(amount: Fraction, odds: Fraction) -> Fraction:

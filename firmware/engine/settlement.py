@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable
 
-from .hand import hand_total
+from .hand import _TWO_CARDS, hand_total
 from .money import to_json_number, whole_amount, whole_by_id
 from .outcomes import BetReturned, WagerFlagged, record_maker
-from .round import Box, Hand, Phase, Round
+from .round import Box, Phase, Round
 
 ZERO = whole_amount(0)
 
@@ -252,8 +252,16 @@ def settlement(state: Round) -> dict[str, Any]:
     else:
         # JSON only: no frozen projection made just to be written out and dropped
         switch = state.profile.is_switch
-        out["boxes"] = {str(box.number): _box_json(box, switch) for box in state.boxes}
+        boxes: dict[str, Any] = {}
+        for box in state.boxes:             # (a loop: a comprehension is a call of its own)
+            number = box.number
+            boxes[_NUMBER_TEXT[number] if 0 < number < 16 else str(number)] = _box_json(box, switch)
+        out["boxes"] = boxes
     return out
+
+
+#: a box number's text (the JSON's key), for the usual numbers
+_NUMBER_TEXT = tuple(str(n) for n in range(16))
 
 
 def _box_json(box: Box, switch: bool) -> dict[str, Any]:
@@ -265,12 +273,19 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
         return _settle_box(box, False, switch).to_json()
     by_id = whole_by_id.get
     hands = []
-    for hand in box.hands:
+    for hand in (played := box.hands):
         cards = hand.cards
-        total, soft = hand_total(cards)
+        if len(cards) == 2:     # the usual hand: counted and written without a call
+            first, second = cards
+            rank, other = first.rank, second.rank
+            total, soft = _TWO_CARDS[rank, other]          # (hand_total's table for two cards)
+            texts = [rank + first.suit, other + second.suit]
+        else:
+            total, soft = hand_total(cards)
+            texts = [c.rank + c.suit for c in cards]
         stake = hand.stake
         whole = by_id(id(stake))
-        entry: dict[str, Any] = {"id": hand.id, "cards": [c.rank + c.suit for c in cards], "total": total,
+        entry: dict[str, Any] = {"id": hand.id, "cards": texts, "total": total,
                                  "soft": soft, "result": hand.result,
                                  "stake": whole if whole is not None else to_json_number(stake)}
         doubled = hand.doubled
@@ -279,12 +294,17 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
         if switch:
             entry["switched"] = hand.switched
         hands.append(entry)
-    bets, net = _bets_json(box.ledger)
-    b: dict[str, Any] = {"hands": hands, "wagered": _wagered_json(box.stakes, box.hands), "bets": bets,
-                         "net": net}
+    # the main bet's amount at risk: its hands' stakes and doubles
+    risk = (stake if doubled is ZERO else hand.at_risk) if len(played) == 1 else _total([h.at_risk for h in played])
+    stakes = box.stakes
+    ledger = box.ledger
+    found = _box_memo.get((id(stakes), id(risk), id(ledger)))
+    if found is None or found[0] is not stakes or found[1] is not risk or found[2] is not ledger:
+        found = _box_parts(stakes, risk, ledger)
+    b: dict[str, Any] = {"hands": hands, "wagered": found[3].copy(), "bets": found[4].copy(), "net": found[5]}
     if box.side_results:
-        b["side_bets"] = dict(box.side_results)
-    if "progressive" in box.stakes:
+        b["side_bets"] = box.side_results.copy()
+    if "progressive" in stakes:
         award = box.progressive_award
         b["progressive"] = {"hand": box.progressive_hand,
                             "award": None if award is None else to_json_number(award)}
@@ -311,34 +331,33 @@ def _bets_json(ledger: dict[str, Fraction]) -> tuple[dict[str, int | float | str
     return bets, (net if rest is None else to_json_number(whole_amount(net) + rest))
 
 
-#: the wagered JSON of a box's stakes and its main bet's amount at risk, by their identities:
-#: a box's stakes are never changed once it belongs to a round ``apply`` returned (Box),
-#: rounds share them (the same wagers make the same box) and an amount is immutable. An
-#: entry holds both objects, so neither id can be another object's while it is kept;
-#: bounded (emptied when full); what it gives out is a copy (a caller may change its
-#: settlement without changing the next round's).
-MEMO_LIMIT = 1024
-_wagered_memo: dict[tuple[int, int], tuple[dict[str, Fraction], Fraction, dict[str, int | float | str]]] = {}
+#: a box's wagered JSON, bets JSON and net by the identities of its stakes, its main bet's
+#: amount at risk and its ledger: a box's stakes and ledger are replaced, never changed in
+#: place once it belongs to a round ``apply`` returned (Box), rounds share them (the same
+#: wagers make the same box; the engine books the same net on the same ledger as the same
+#: new ledger) and an amount is immutable. An entry holds all three objects, so no id can
+#: be another object's while it is kept; bounded (emptied when full); what it gives out is
+#: a copy (a caller may change its settlement without changing the next round's).
+MEMO_LIMIT = 4096
+JsonAmounts = dict[str, int | float | str]
+BoxParts = tuple[dict[str, Fraction], Fraction, dict[str, Fraction], JsonAmounts, JsonAmounts, int | float | str]
+_box_memo: dict[tuple[int, int, int], BoxParts] = {}
 
 
-def _wagered_json(stakes: dict[str, Fraction], hands: list[Hand]) -> dict[str, int | float | str]:
-    """What the box put at risk per bet, as JSON (the main bet: its hands' stakes and doubles)."""
-    if len(hands) == 1:
-        hand = hands[0]
-        risk = hand.stake if hand.doubled is ZERO else hand.at_risk
-    else:
-        risk = _total([h.at_risk for h in hands])
-    key = (id(stakes), id(risk))
-    found = _wagered_memo.get(key)
-    if found is not None and found[0] is stakes and found[1] is risk:
-        return found[2].copy()
-    wagered: dict[str, int | float | str] = {}
-    for name, stake in stakes.items():
-        if name == "main":
-            stake = risk
-        whole = whole_by_id.get(id(stake))
-        wagered[name] = whole if whole is not None else to_json_number(stake)
-    if len(_wagered_memo) >= MEMO_LIMIT:
-        _wagered_memo.clear()
-    _wagered_memo[key] = (stakes, risk, wagered)
-    return wagered.copy()
+def _box_parts(stakes: dict[str, Fraction], risk: Fraction, ledger: dict[str, Fraction]) -> BoxParts:
+    """What the box put at risk per bet (``risk`` on the main bet), each bet's net and the
+    box's net, as JSON, remembered in :data:`_box_memo` (:func:`_box_json` looks it up)."""
+    key = (id(stakes), id(risk), id(ledger))
+    found = _box_memo.get(key)
+    if found is None or found[0] is not stakes or found[1] is not risk or found[2] is not ledger:
+        wagered: JsonAmounts = {}
+        for name, stake in stakes.items():
+            if name == "main":
+                stake = risk
+            whole = whole_by_id.get(id(stake))
+            wagered[name] = whole if whole is not None else to_json_number(stake)
+        found = (stakes, risk, ledger, wagered, *_bets_json(ledger))
+        if len(_box_memo) >= MEMO_LIMIT:
+            _box_memo.clear()
+        _box_memo[key] = found
+    return found

@@ -98,13 +98,13 @@ def test_a_caller_changing_its_settlement_does_not_change_the_next_one():
 
 def test_the_memo_stays_bounded_and_right_when_it_is_emptied(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(settle_module, "MEMO_LIMIT", 4)
-    monkeypatch.setattr(settle_module, "_wagered_memo", {})
+    monkeypatch.setattr(settle_module, "_box_memo", {})
     for main in range(5, 30):
         state = start("rws-blackjack", {1: {"main": main, "player_pair": 5}}, ["9S", "TH", "TD"])
         state, _ = step(state, (1, "stand"), "8C")
         assert _direct(state) == _projected(state)
         assert json.loads(_direct(state))["1"]["wagered"] == {"main": main, "player_pair": 5}
-        assert len(settle_module._wagered_memo) <= 4
+        assert len(settle_module._box_memo) <= 4
 
 
 def test_amounts_that_are_not_shared_whole_amounts_are_written_exactly():
