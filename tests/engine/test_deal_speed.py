@@ -1,0 +1,174 @@
+"""The round's start without needless copies (issue 17, session 9 "deal"): the memos of the
+initial deal and the interim settlement must give, byte for byte, the round the long way
+gives, whatever was remembered from the rounds before.
+
+Rounds repeat their wagers here (as at a table where the players bet the same), so the boxes
+"no more bets" makes are shared round to round and the memos are found again; every event
+is applied with the memos on and off (and with ``apply``'s shortcuts off), and the rounds
+must serialise the same and the outcomes be equal.
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import firmware.engine.round as engine_round
+from firmware.engine.cards import ALL_CARDS, CardError, parse_card
+from firmware.engine.events import BetsClosed, CardDrawn
+from firmware.engine.profile import load_profile
+from firmware.engine.round import Phase, Round
+from tests.engine.test_properties import PROFILE_NAMES, PROFILES, SETTINGS, Driver, long_way, serialised, tables
+
+
+class memos_off:
+    """Within: the initial deal's memos are not read nor written (the long way)."""
+
+    def __enter__(self):
+        self.saved = engine_round._deal_memos
+        engine_round._deal_memos = False
+
+    def __exit__(self, *exc):
+        engine_round._deal_memos = self.saved
+
+
+class MemoDriver(Driver):
+    """Applies every event as ``apply`` does and again the long way (memos and shortcuts
+    off); the rounds must serialise the same and the outcomes be equal."""
+
+    def apply(self, event, why: str) -> None:
+        old = self.state
+        super().apply(event, why)
+        with memos_off(), long_way():
+            slow, slow_out = old.apply(event)
+        fast, fast_out = old.apply(event)
+        assert serialised(slow) == serialised(fast), f"apply({event!r}) differs from the long way"
+        assert slow_out == fast_out, f"apply({event!r}) gives other outcomes than the long way"
+        assert serialised(fast) == serialised(self.state)
+
+
+@pytest.mark.parametrize("name", PROFILE_NAMES)
+@given(data=st.data())
+@settings(SETTINGS, max_examples=40)
+def test_the_deal_memos_give_the_long_ways_round_byte_for_byte_round_after_round(name, data):
+    """Six rounds with the same wagers on one table (so the first cards and the interim
+    settlements are found as remembered from the rounds before): every event, legal and
+    refused, gives the same round and outcomes as the long way."""
+    table = data.draw(tables(PROFILES[name]))
+    rnd = data.draw(st.randoms(use_true_random=False))
+    for _ in range(6):
+        played = MemoDriver(table, rnd, check_illegal=True).play()
+        assert played.state.is_over
+
+
+RWS = load_profile("rws-blackjack")
+WAGERS = {n: {"main": 10, "player_pair": 5, "under_13": 5, "over_13": 5} for n in range(1, 8)}
+
+
+def _deal(cards: list[str], wagers=WAGERS, profile=RWS) -> list[tuple[Round, list]]:
+    """Every round of the initial deal (from "no more bets" on) with what it gave."""
+    state, out = Round.new(profile).apply(BetsClosed.of(wagers))
+    rounds = [(state, out)]
+    for text in cards:
+        state, out = state.apply(CardDrawn(parse_card(text)))
+        rounds.append((state, out))
+    return rounds
+
+
+#: 7 boxes, the dealer, 7 boxes: box 3 a pair of 8s, box 4 a Blackjack, the dealer a 9 up
+CARDS = ["8S", "2H", "8D", "AS", "KH", "5C", "6D", "9H",
+         "3S", "4H", "8C", "QS", "7D", "TC", "3D"]
+
+
+def test_a_round_dealt_as_before_shares_the_first_cards_and_interim_results_and_equals_the_long_way():
+    first = _deal(CARDS)
+    again = _deal(CARDS)
+    with memos_off(), long_way():
+        slow = _deal(CARDS)
+    for (a, a_out), (b, b_out) in zip(again, slow, strict=True):
+        assert serialised(a) == serialised(b)
+        assert a_out == b_out
+    # the box of each first card is the one remembered from the first round (found again)
+    after_firsts = 8
+    for box1, box2 in zip(first[after_firsts][0].boxes, again[after_firsts][0].boxes, strict=True):
+        assert box1 is box2
+    # after the interim settlement each box is its own, its new ledger and results shared
+    # (Blackjack's box 4 and the last box, dealt in that very event, the long way each time)
+    end1, end2 = first[-1][0], again[-1][0]
+    assert end2.phase is Phase.PLAY
+    for number in (1, 2, 3, 5, 6):
+        b1, b2 = end1.box(number), end2.box(number)
+        assert b1 is not b2
+        assert b1.ledger is b2.ledger and b1.side_results is b2.side_results
+    assert end2.box(3).side_results["player_pair"] is not None     # the pair of 8s won
+    assert end2.box(4).hands[0].status == "blackjack"
+    # the rounds the memos were made from are as they were (nothing shared was written)
+    for (a, _), (b, _) in zip(first, slow, strict=True):
+        assert serialised(a) == serialised(b)
+
+
+def test_a_first_card_of_another_object_is_dealt_as_that_card():
+    """The memo knows a card by its identity: an equal card made afresh is dealt the long
+    way, and the box then holds that very card."""
+    _deal(CARDS)
+    state, _ = Round.new(RWS).apply(BetsClosed.of(WAGERS))
+    own = type(ALL_CARDS[0])("8", "S")          # equal to parse_card("8S"), another object
+    state, _ = state.apply(CardDrawn(own))
+    assert state.boxes[0].hands[0].cards[0] is own
+
+
+def test_a_box_with_a_ledger_or_results_other_than_remembered_is_settled_afresh():
+    """The interim memo holds the ledger and results it settled from: a box with a returned
+    bet booked (another ledger) does not take the entry of a box without one."""
+    wagers = {1: {"main": 10, "player_pair": 5}}
+    returned = {1: {"main": 10, "player_pair": 5, "under_13": 5}}
+    cards = ["8S", "9H", "8D"]
+    plain = _deal(cards, wagers)[-1][0]
+    with_limits = Round.new(RWS, limits={"under_13": [10, 100]})
+    state, _ = with_limits.apply(BetsClosed.of(returned))
+    for text in cards:
+        state, out = state.apply(CardDrawn(parse_card(text)))
+    with memos_off():
+        slow, _ = _deal(cards, wagers)[-1]
+    assert serialised(plain) == serialised(slow)
+    assert state.box(1).ledger["player_pair"] == plain.box(1).ledger["player_pair"]
+
+
+def test_the_interim_memo_is_bounded_and_right_when_emptied():
+    engine_round._INTERIM_BOXES.clear()
+    engine_round._FIRST_CARDS.clear()
+    rnd = random.Random(7)
+    deck = [str(c) for c in ALL_CARDS]
+    for _ in range(30):
+        cards = rnd.sample(deck, 15)
+        fast = _deal(cards)
+        with memos_off():
+            slow = _deal(cards)
+        assert [serialised(r) for r, _ in fast] == [serialised(r) for r, _ in slow]
+        assert [o for _, o in fast] == [o for _, o in slow]
+    assert 0 < len(engine_round._INTERIM_BOXES) <= 4096
+    assert 0 < len(engine_round._FIRST_CARDS) <= 4096
+
+
+@pytest.mark.parametrize("text", [c.rank + c.suit for c in ALL_CARDS] + ["10h", " as ", "ks"])
+def test_a_parsed_card_is_the_one_card_of_its_rank_and_suit(text):
+    card = parse_card(text)
+    assert card is ALL_CARDS[ALL_CARDS.index(card)]
+    assert card == type(card)(card.rank, card.suit)
+
+
+@pytest.mark.parametrize("text", ["", "1S", "AX", "10", "AS ,", "X"])
+def test_a_card_that_cannot_be_read_still_names_what_is_wrong(text):
+    with pytest.raises(CardError, match="cannot read card"):
+        parse_card(text)
+
+
+def test_amounts_as_fractions_deal_as_ints_do():
+    as_fractions = {n: {k: Fraction(v) for k, v in bets.items()} for n, bets in WAGERS.items()}
+    a = _deal(CARDS, as_fractions)
+    b = _deal(CARDS)
+    assert [serialised(r) for r, _ in a] == [serialised(r) for r, _ in b]
