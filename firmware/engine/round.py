@@ -1101,7 +1101,7 @@ class Round:
                     hand.done = True
                     if paid_at_once:
                         # §3.15 (and Switch §3.8: immediately, kept whatever the dealer draws)
-                        self._settle(box, hand, "blackjack", _times(hand.stake, p.rules.blackjack_pays),
+                        self._settle(box, hand, "blackjack", _blackjack_net(hand.stake, p.rules.blackjack_pays),
                                      "blackjack_settlement", out)
         self._progressive(out)
 
@@ -1835,6 +1835,25 @@ _INTERIM_BOXES: dict[tuple[int, str, str], tuple[Mapping[str, Fraction], "_Plan"
 #: card's index) -> (box, card, the box dealt to). Boxes are never changed in place once a
 #: round holds them, and "no more bets" shares a box round to round, so rounds share these.
 _FIRST_CARDS: dict[tuple[int, int], tuple[Box, Card, Box]] = {}
+#: a Blackjack's net as worked out before: (id of the stake, id of the odds) -> (stake, odds,
+#: net). 3:2 is not whole, so the product is Fraction arithmetic (Python code, ~4 us); the same
+#: net object then also finds its remembered ``HandSettled`` record (:func:`_hand_settled`).
+_BLACKJACK_NETS: dict[tuple[int, int], tuple[Fraction, Fraction, Fraction]] = {}
+
+
+def _blackjack_net(stake: Fraction, odds: Fraction) -> Fraction:
+    """``_times(stake, odds)``, the same object for the same stake and odds objects."""
+    found = _BLACKJACK_NETS.get((id(stake), id(odds)))
+    if found is not None and found[0] is stake and found[1] is odds and _deal_memos:
+        return found[2]
+    net = _times(stake, odds)
+    if len(_BLACKJACK_NETS) >= 4096:    # stakes come from outside: bounded
+        _BLACKJACK_NETS.clear()
+    # (the entry holds the stake and the odds, so the ids in its key are theirs)
+    _BLACKJACK_NETS[(id(stake), id(odds))] = (stake, odds, net)
+    return net
+
+
 #: the initial deal's memos on (tests/engine/test_deal_speed.py turns them off to compare)
 _deal_memos = True
 

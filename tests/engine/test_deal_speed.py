@@ -172,3 +172,30 @@ def test_amounts_as_fractions_deal_as_ints_do():
     a = _deal(CARDS, as_fractions)
     b = _deal(CARDS)
     assert [serialised(r) for r, _ in a] == [serialised(r) for r, _ in b]
+
+
+@pytest.mark.parametrize("stake", [Fraction(10), Fraction(25, 2), Fraction(7), Fraction(1, 100)])
+def test_a_blackjack_net_as_remembered_is_the_stake_times_the_odds(stake):
+    """A Blackjack paid at the interim settlement: the same stake and odds give the same net
+    object (so its record is found again), and it is exactly stake x odds."""
+    odds = RWS.rules.blackjack_pays
+    first = engine_round._blackjack_net(stake, odds)
+    assert first == stake * odds
+    assert engine_round._blackjack_net(stake, odds) is first
+    other = Fraction(stake.numerator + 1, stake.denominator)
+    assert engine_round._blackjack_net(other, odds) == other * odds
+
+
+def test_a_blackjack_paid_at_once_settles_as_the_long_way_round_after_round():
+    cards = ["AS", "2H", "8D", "AH", "KH", "5C", "6D", "9H",
+             "KS", "4H", "8C", "QS", "AD", "TC", "3D"]
+    first = _deal(cards)
+    again = _deal(cards)
+    with memos_off(), long_way():
+        slow = _deal(cards)
+    for (a, a_out), (b, b_out) in zip(again, slow, strict=True):
+        assert serialised(a) == serialised(b)
+        assert a_out == b_out
+    blackjacks = [o for o in again[-1][1] if getattr(o, "result", None) == "blackjack"]
+    assert [(o.box, o.net) for o in blackjacks] == [(1, 15), (4, 15), (5, 15)]
+    assert blackjacks == [o for o in first[-1][1] if getattr(o, "result", None) == "blackjack"]
