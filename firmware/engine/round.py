@@ -764,6 +764,10 @@ class Round:
         closed = plan.closed.get((id(self.limits), len(wagers)))
         if (closed is not None and closed[0] is self.limits and closed[1] == wagers
                 and _plain_wagers(wagers)):
+            if closed[1] is not wagers:
+                # these very wagers (a table sends its own event each round) are known again
+                # by identity from now on (:meth:`_closed_again`)
+                plan.closed[(id(self.limits), len(wagers))] = (self.limits, wagers, *closed[2:])
             self.boxes = list(closed[2])
             self.deal_order = closed[3]
             self.phase = closed[4]

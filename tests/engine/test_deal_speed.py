@@ -199,3 +199,35 @@ def test_a_blackjack_paid_at_once_settles_as_the_long_way_round_after_round():
     blackjacks = [o for o in again[-1][1] if getattr(o, "result", None) == "blackjack"]
     assert [(o.box, o.net) for o in blackjacks] == [(1, 15), (4, 15), (5, 15)]
     assert blackjacks == [o for o in first[-1][1] if getattr(o, "result", None) == "blackjack"]
+
+
+def test_no_more_bets_again_with_equal_wagers_of_another_object_is_then_known_by_identity():
+    """A table sends its own "no more bets" each round: equal wagers of a new object close
+    the long way (the boxes as made) and are known by identity from then on."""
+    closed = []
+    for _ in range(3):
+        event = BetsClosed.of(WAGERS)       # a new object each time, equal values
+        state = Round.new(RWS)
+        taken = state._closed_again(event.wagers)
+        fast, fast_out = state.apply(event)
+        with memos_off():
+            slow, slow_out = state.apply(event)
+        assert serialised(fast) == serialised(slow) and fast_out == slow_out
+        again = state._closed_again(event.wagers)
+        assert again is not None
+        again[0]._events, again[0]._n_events = slow._events, slow._n_events   # (apply's part)
+        assert serialised(again[0]) == serialised(slow) and again[1] == slow_out
+        closed.append(taken)
+    assert closed[1] is None and closed[2] is None      # each new object: the long way first
+
+
+def test_no_more_bets_with_mutable_wagers_is_never_known_by_identity():
+    """Wagers in lists (not as BetsClosed.of makes them) could change after they were
+    closed: they are closed the long way every time."""
+    wagers = [[1, [("main", Fraction(10))]]]
+    event = BetsClosed(wagers)              # type: ignore[arg-type]
+    first, _ = Round.new(RWS).apply(event)
+    assert Round.new(RWS)._closed_again(event.wagers) is None
+    wagers[0][1][0] = ("main", Fraction(20))
+    second, _ = Round.new(RWS).apply(event)
+    assert second.box(1).stakes["main"] == 20 and first.box(1).stakes["main"] == 10
