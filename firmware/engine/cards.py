@@ -70,9 +70,6 @@ def parse_card(text: str) -> Card:
         t = "T" + t[2]
     if len(t) != 2:
         raise CardError(f"cannot read card {text!r}: expected rank+suit like 'AS', 'TD' or '10H'")
-    found = _BY_TEXT.get(t)
-    if found is not None:
-        return found            # the one Card of that rank and suit (frozen, so shared)
     try:
         return Card(t[0], t[1])
     except CardError as exc:
@@ -84,9 +81,6 @@ def parse_cards(texts: Iterable[str]) -> tuple[Card, ...]:
 
 
 ALL_CARDS: tuple[Card, ...] = tuple(Card(r, s) for s in SUITS for r in RANKS)
-#: a card's text -> its Card in ALL_CARDS: parsed cards are these very objects, so the
-#: engine's memos keyed by a card's identity know a dealt card again
-_BY_TEXT: dict[str, Card] = {str(c): c for c in ALL_CARDS}
 
 
 @dataclass(frozen=True, slots=True)

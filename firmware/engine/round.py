@@ -380,22 +380,7 @@ class Round:
             new.dealer = self.dealer
             bi, hi = target
             boxes = new.boxes = list(self.boxes)
-            box = boxes[bi]
-            hands = box.hands
-            if len(hands) == 1 and not hands[0].cards and _deal_memos:
-                # a box's first card: the box with that very card (:data:`_FIRST_CARDS`)
-                found = _FIRST_CARDS.get((id(box), i))
-                if found is not None and found[0] is box and found[1] is card:
-                    boxes[bi] = found[2]
-                    return new, []
-                dealt = _dealt_to(box, 0, card)
-                if len(_FIRST_CARDS) >= 4096:   # boxes come from outside: bounded
-                    _FIRST_CARDS.clear()
-                # (the entry holds the box and the card, so the ids in its key are theirs)
-                _FIRST_CARDS[(id(box), i)] = (box, card, dealt)
-                boxes[bi] = dealt
-            else:
-                boxes[bi] = _dealt_to(box, hi, card)
+            boxes[bi] = _dealt_to(boxes[bi], hi, card)
         return new, []
 
     def _last_initial_card(self, card: Card) -> "tuple[Round, list[Outcome]] | None":
@@ -424,7 +409,7 @@ class Round:
 
     def _closed_again(self, wagers: Wagers) -> "tuple[Round, list[Outcome]] | None":
         """``apply`` of "no more bets" with the very wagers (the same object, deeply
-        immutable: :func:`_plain_wagers`) that :meth:`_close_bets` last closed at these
+        immutable: :func:`_all_tuples`) that :meth:`_close_bets` last closed at these
         limits: the round as it made it (boxes, deal order, phase, outcomes, all shared and
         never changed in place); ``_advance`` has nothing to do after it. Else None."""
         closed = _plan(self.profile).closed.get((id(self.limits), len(wagers)))
@@ -766,7 +751,8 @@ class Round:
                 and _plain_wagers(wagers)):
             if closed[1] is not wagers:
                 # these very wagers (a table sends its own event each round) are known again
-                # by identity from now on (:meth:`_closed_again`)
+                # by identity from now on (:meth:`_closed_again`; equal to the entry's, so
+                # in tuples all the way down too)
                 plan.closed[(id(self.limits), len(wagers))] = (self.limits, wagers, *closed[2:])
             self.boxes = list(closed[2])
             self.deal_order = closed[3]
@@ -774,7 +760,7 @@ class Round:
             out.extend(closed[5])
             return
         self._close_each(event, out)
-        if _plain_wagers(wagers):
+        if _plain_wagers(wagers) and _all_tuples(wagers):
             if len(plan.closed) >= 4096:        # limits come from outside: bounded
                 plan.closed.clear()
             # (the entry holds the limits, so the id in its key is theirs)
@@ -1835,10 +1821,6 @@ def _sides_settled(number: int, stakes: Mapping[str, Fraction], cards: list[Card
 _INTERIM_BOXES: dict[tuple[int, str, str], tuple[Mapping[str, Fraction], "_Plan", dict[str, Fraction],
                                                 dict[str, str | None], int, dict[str, Fraction],
                                                 dict[str, str | None], tuple[SideBetSettled, ...]]] = {}
-#: a box of one hand (none of its hands dealt to) with its first card: (id of the box, the
-#: card's index) -> (box, card, the box dealt to). Boxes are never changed in place once a
-#: round holds them, and "no more bets" shares a box round to round, so rounds share these.
-_FIRST_CARDS: dict[tuple[int, int], tuple[Box, Card, Box]] = {}
 #: a Blackjack's net as worked out before: (id of the stake, id of the odds) -> (stake, odds,
 #: net). 3:2 is not whole, so the product is Fraction arithmetic (Python code, ~4 us); the same
 #: net object then also finds its remembered ``HandSettled`` record (:func:`_hand_settled`).
@@ -1872,18 +1854,27 @@ def _booked(ledger: Mapping[str, Fraction], nets: Mapping[str, Fraction]) -> dic
 
 
 def _plain_wagers(wagers: Wagers) -> bool:
-    """Box numbers all ints and amounts all Fractions, as :meth:`BetsClosed.of` makes them,
-    in tuples all the way down (so the very same wagers object has the same values)."""
+    """Box numbers all ints and amounts all Fractions, as :meth:`BetsClosed.of` makes them."""
+    for number, bets in wagers:
+        if type(number) is not int:
+            return False
+        for _, amount in bets:
+            if type(amount) is not Fraction:
+                return False
+    return True
+
+
+def _all_tuples(wagers: Wagers) -> bool:
+    """Wagers in tuples all the way down, as :meth:`BetsClosed.of` makes them: the same
+    object keeps the same values (lists could be changed after "no more bets"). Wagers
+    equal to such wagers are such too (a tuple never equals a list)."""
     if type(wagers) is not tuple:
         return False
     for entry in wagers:
-        if type(entry) is not tuple or len(entry) != 2:
+        if type(entry) is not tuple or type(entry[1]) is not tuple:
             return False
-        number, bets = entry
-        if type(number) is not int or type(bets) is not tuple:
-            return False
-        for bet in bets:
-            if type(bet) is not tuple or len(bet) != 2 or type(bet[0]) is not str or type(bet[1]) is not Fraction:
+        for bet in entry[1]:
+            if type(bet) is not tuple:
                 return False
     return True
 

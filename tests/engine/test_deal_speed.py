@@ -1,5 +1,5 @@
 """The round's start without needless copies (issue 17, session 9 "deal"): the memos of the
-initial deal and the interim settlement must give, byte for byte, the round the long way
+interim settlement and the shortcuts of the initial deal must give, byte for byte, the round the long way
 gives, whatever was remembered from the rounds before.
 
 Rounds repeat their wagers here (as at a table where the players bet the same), so the boxes
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import firmware.engine.round as engine_round
-from firmware.engine.cards import ALL_CARDS, CardError, parse_card
+from firmware.engine.cards import ALL_CARDS, parse_card
 from firmware.engine.events import BetsClosed, CardDrawn
 from firmware.engine.profile import load_profile
 from firmware.engine.round import Phase, Round
@@ -55,7 +55,7 @@ class MemoDriver(Driver):
 @given(data=st.data())
 @settings(SETTINGS, max_examples=40)
 def test_the_deal_memos_give_the_long_ways_round_byte_for_byte_round_after_round(name, data):
-    """Six rounds with the same wagers on one table (so the first cards and the interim
+    """Six rounds with the same wagers on one table (so "no more bets" and the interim
     settlements are found as remembered from the rounds before): every event, legal and
     refused, gives the same round and outcomes as the long way."""
     table = data.draw(tables(PROFILES[name]))
@@ -84,7 +84,7 @@ CARDS = ["8S", "2H", "8D", "AS", "KH", "5C", "6D", "9H",
          "3S", "4H", "8C", "QS", "7D", "TC", "3D"]
 
 
-def test_a_round_dealt_as_before_shares_the_first_cards_and_interim_results_and_equals_the_long_way():
+def test_a_round_dealt_as_before_shares_the_interim_results_and_equals_the_long_way():
     first = _deal(CARDS)
     again = _deal(CARDS)
     with memos_off(), long_way():
@@ -92,10 +92,6 @@ def test_a_round_dealt_as_before_shares_the_first_cards_and_interim_results_and_
     for (a, a_out), (b, b_out) in zip(again, slow, strict=True):
         assert serialised(a) == serialised(b)
         assert a_out == b_out
-    # the box of each first card is the one remembered from the first round (found again)
-    after_firsts = 8
-    for box1, box2 in zip(first[after_firsts][0].boxes, again[after_firsts][0].boxes, strict=True):
-        assert box1 is box2
     # after the interim settlement each box is its own, its new ledger and results shared
     # (Blackjack's box 4 and the last box, dealt in that very event, the long way each time)
     end1, end2 = first[-1][0], again[-1][0]
@@ -109,16 +105,6 @@ def test_a_round_dealt_as_before_shares_the_first_cards_and_interim_results_and_
     # the rounds the memos were made from are as they were (nothing shared was written)
     for (a, _), (b, _) in zip(first, slow, strict=True):
         assert serialised(a) == serialised(b)
-
-
-def test_a_first_card_of_another_object_is_dealt_as_that_card():
-    """The memo knows a card by its identity: an equal card made afresh is dealt the long
-    way, and the box then holds that very card."""
-    _deal(CARDS)
-    state, _ = Round.new(RWS).apply(BetsClosed.of(WAGERS))
-    own = type(ALL_CARDS[0])("8", "S")          # equal to parse_card("8S"), another object
-    state, _ = state.apply(CardDrawn(own))
-    assert state.boxes[0].hands[0].cards[0] is own
 
 
 def test_a_box_with_a_ledger_or_results_other_than_remembered_is_settled_afresh():
@@ -140,7 +126,6 @@ def test_a_box_with_a_ledger_or_results_other_than_remembered_is_settled_afresh(
 
 def test_the_interim_memo_is_bounded_and_right_when_emptied():
     engine_round._INTERIM_BOXES.clear()
-    engine_round._FIRST_CARDS.clear()
     rnd = random.Random(7)
     deck = [str(c) for c in ALL_CARDS]
     for _ in range(30):
@@ -151,20 +136,6 @@ def test_the_interim_memo_is_bounded_and_right_when_emptied():
         assert [serialised(r) for r, _ in fast] == [serialised(r) for r, _ in slow]
         assert [o for _, o in fast] == [o for _, o in slow]
     assert 0 < len(engine_round._INTERIM_BOXES) <= 4096
-    assert 0 < len(engine_round._FIRST_CARDS) <= 4096
-
-
-@pytest.mark.parametrize("text", [c.rank + c.suit for c in ALL_CARDS] + ["10h", " as ", "ks"])
-def test_a_parsed_card_is_the_one_card_of_its_rank_and_suit(text):
-    card = parse_card(text)
-    assert card is ALL_CARDS[ALL_CARDS.index(card)]
-    assert card == type(card)(card.rank, card.suit)
-
-
-@pytest.mark.parametrize("text", ["", "1S", "AX", "10", "AS ,", "X"])
-def test_a_card_that_cannot_be_read_still_names_what_is_wrong(text):
-    with pytest.raises(CardError, match="cannot read card"):
-        parse_card(text)
 
 
 def test_amounts_as_fractions_deal_as_ints_do():
