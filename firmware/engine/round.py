@@ -1840,7 +1840,8 @@ def _blackjack_net(stake: Fraction, odds: Fraction) -> Fraction:
     return net
 
 
-#: the initial deal's memos on (tests/engine/test_deal_speed.py turns them off to compare)
+#: the round start's memos on: the interim settlement's boxes, the Blackjack nets, "no more
+#: bets" known by identity (tests/engine/test_deal_speed.py turns them off to compare)
 _deal_memos = True
 
 
