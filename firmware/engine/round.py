@@ -303,13 +303,20 @@ class Round:
         """The round after ``event`` and what it produced; ``self`` is unchanged.
         An illegal event raises a :class:`RuleError` that explains itself."""
         if type(event) is CardDrawn and self.phase is _INITIAL_DEAL:
-            # the most frequent event (15 of a 7-box round's ~33): an initial card that
-            # is not the last writes one hand and produces nothing (:meth:`_initial_card`)
+            # the most frequent event (15 of a 7-box round's ~33): an initial card writes
+            # one hand and, but for the last, produces nothing (:meth:`_initial_card`)
             dealt = self._initial_card(event.card)
             if dealt is not None:
-                dealt._events = (event, self._events)
-                dealt._n_events = self._n_events + 1
-                return dealt, []
+                dealt[0]._events = (event, self._events)
+                dealt[0]._n_events = self._n_events + 1
+                return dealt
+        elif type(event) is BetsClosed and self.phase is _BETTING:
+            # "no more bets" with the very wagers closed before (:meth:`_closed_again`)
+            closed = self._closed_again(event.wagers)
+            if closed is not None:
+                closed[0]._events = (event, self._events)
+                closed[0]._n_events = self._n_events + 1
+                return closed
         elif self.phase is _PLAY:
             # a card or a decision on the hand in play (25 of the ~33 events): the writes
             # and the hand's flow without the general dispatch (:meth:`_in_play`)
@@ -329,16 +336,18 @@ class Round:
         new._n_events = self._n_events + 1
         return new, outcomes
 
-    def _initial_card(self, card: Card) -> "Round | None":
-        """The round after an initial card that is neither the last of the initial deal nor
-        foreign to the shoe, else None (``apply`` goes the long way). Such a card changes one
-        hand (or the dealer's cards), the deal position and the cards drawn, and nothing else
-        (``_card`` then ``_advance``, which waits for the next card), so the new round copies
-        that one box and hand straight away: no writable-set bookkeeping is needed."""
+    def _initial_card(self, card: Card) -> "tuple[Round, list[Outcome]] | None":
+        """The round after an initial card that is not foreign to the shoe and what it gave,
+        else None (``apply`` goes the long way). Such a card changes one hand (or the
+        dealer's cards), the deal position and the cards drawn, and but for the last card
+        nothing else (``_card`` then ``_advance``, which waits for the next card), so the new
+        round copies that one box and hand straight away: no writable-set bookkeeping is
+        needed. The last card then goes on through ``_advance`` (the interim settlement)
+        with the box and hand it wrote as this apply's own."""
         pos = self.deal_pos
         order = self.deal_order
         if pos + 1 >= len(order):
-            return None                         # the last initial card: interim settlement
+            return self._last_initial_card(card)
         i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]        # (card_index without the call)
         drawn = self._drawn
         left = self._shoe_start.counts[i]
@@ -346,21 +355,72 @@ class Round:
             left -= drawn.count(i)
         if left <= 0:
             return None                         # a foreign card voids the round: the long way
-        new = self._clone()
-        target = order[pos]
+        # (_clone written out: an initial card writes the deal position, the cards drawn and
+        # the dealer's cards or the boxes, once each; the rest is as the deal left it)
+        new = _new_round(Round)
+        new.profile = self.profile
+        new.decks = self.decks
+        new.limits = self.limits
+        new.meter = self.meter
+        new.phase = _INITIAL_DEAL
+        new.deal_order = order
         new.deal_pos = pos + 1
+        new.cursor = self.cursor
+        new.subsequent_deal = self.subsequent_deal
+        new.second_card_seen = self.second_card_seen
+        new._shoe_start = self._shoe_start
+        new._drawn = (*drawn, i)
+        new.void_reason = self.void_reason
+        new.void_clause = self.void_clause
+        new._fresh = None
+        target = order[pos]
         if isinstance(target, str):             # DEALER
+            new.boxes = list(self.boxes)
             new.dealer = [*self.dealer, card]
         else:
+            new.dealer = self.dealer
             bi, hi = target
-            boxes = new.boxes
-            box = boxes[bi].copy()
-            boxes[bi] = box
-            hand = box.hands[hi].copy()
-            box.hands[hi] = hand
-            hand.cards.append(card)
+            boxes = new.boxes = list(self.boxes)
+            boxes[bi] = _dealt_to(boxes[bi], hi, card)
+        return new, []
+
+    def _last_initial_card(self, card: Card) -> "tuple[Round, list[Outcome]] | None":
+        """:meth:`_initial_card` of the initial deal's last card (to a box, as §3.11 deals)."""
+        pos = self.deal_pos
+        target = self.deal_order[pos]
+        if isinstance(target, str):
+            return None                         # (no deal order ends with the dealer)
+        i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]
+        drawn = self._drawn
+        left = self._shoe_start.counts[i]
+        if left <= len(drawn):
+            left -= drawn.count(i)
+        if left <= 0:
+            return None                         # a foreign card voids the round: the long way
+        new = self._clone()
+        new.deal_pos = pos + 1
         new._drawn = (*drawn, i)
-        return new
+        bi, hi = target
+        box = new.boxes[bi] = _dealt_to(new.boxes[bi], hi, card)
+        new._fresh = {id(box), id(box.hands[hi])}     # (as _card's _whand leaves it)
+        out: list[Outcome] = []
+        new._advance(out)
+        new._fresh = None
+        return new, out
+
+    def _closed_again(self, wagers: Wagers) -> "tuple[Round, list[Outcome]] | None":
+        """``apply`` of "no more bets" with the very wagers (the same object, deeply
+        immutable: :func:`_all_tuples`) that :meth:`_close_bets` last closed at these
+        limits: the round as it made it (boxes, deal order, phase, outcomes, all shared and
+        never changed in place); ``_advance`` has nothing to do after it. Else None."""
+        closed = _plan(self.profile).closed.get((id(self.limits), len(wagers)))
+        if closed is None or closed[1] is not wagers or closed[0] is not self.limits or not _deal_memos:
+            return None
+        new = self._clone()
+        new.boxes = list(closed[2])
+        new.deal_order = closed[3]
+        new.phase = closed[4]
+        return new, list(closed[5])
 
     def _in_play(self, event: Event) -> "tuple[Round, list[Outcome]] | None":
         """``apply`` of a card for the hand in play or a plain decision on it (no amount, no
@@ -770,13 +830,18 @@ class Round:
         closed = plan.closed.get((id(self.limits), len(wagers)))
         if (closed is not None and closed[0] is self.limits and closed[1] == wagers
                 and _plain_wagers(wagers)):
+            if closed[1] is not wagers:
+                # these very wagers (a table sends its own event each round) are known again
+                # by identity from now on (:meth:`_closed_again`; equal to the entry's, so
+                # in tuples all the way down too)
+                plan.closed[(id(self.limits), len(wagers))] = (self.limits, wagers, *closed[2:])
             self.boxes = list(closed[2])
             self.deal_order = closed[3]
             self.phase = closed[4]
             out.extend(closed[5])
             return
         self._close_each(event, out)
-        if _plain_wagers(wagers):
+        if _plain_wagers(wagers) and _all_tuples(wagers):
             if len(plan.closed) >= 4096:        # limits come from outside: bounded
                 plan.closed.clear()
             # (the entry holds the limits, so the id in its key is theirs)
@@ -1059,20 +1124,46 @@ class Round:
         boxes = self.boxes
         fresh = self._fresh
         assert fresh is not None, "a write outside apply"
+        quick = _INTERIM_BOXES if _deal_memos else None
         for bi in range(len(boxes)):
             box = boxes[bi]
             stakes = box.stakes
             if "main" not in stakes:        # (not Box.dealt)
                 continue
             if len(stakes) > 1:
+                # a box of one hand whose side bets read only the ranks, settled before with
+                # the same stakes, ledger and results on the same two ranks (no Blackjack):
+                # the same new ledger, results and records (:data:`_INTERIM_BOXES`)
+                hands = box.hands
+                cards = hands[0].cards
+                key = (id(stakes), cards[0].rank, cards[1].rank)
+                found = quick.get(key) if quick is not None else None
+                if (found is not None and found[0] is stakes and found[1] is plan and len(hands) == 1
+                        and found[2] is box.ledger and found[3] is box.side_results and found[4] == box.number):
+                    if id(box) not in fresh:
+                        box = box.copy()
+                        boxes[bi] = box
+                        fresh.add(id(box))
+                    box.ledger = found[5]
+                    box.side_results = found[6]
+                    out.extend(found[7])
+                    continue                # (the two ranks make no 21: no Blackjack to settle)
+                ledger, side_results = box.ledger, box.side_results
                 if id(box) not in fresh:    # (_wbox written out) copied only when it has side bets to settle
                     box = box.copy()
                     boxes[bi] = box
                     fresh.add(id(box))
-                _, nets, results, records = _sides_settled(box.number, stakes, box.hands[0].cards, up, plan)
-                box.ledger = nets if not box.ledger else _booked(box.ledger, nets)
-                box.side_results = results if not box.side_results else {**box.side_results, **results}
+                _, nets, results, records = _sides_settled(box.number, stakes, cards, up, plan)
+                box.ledger = nets if not ledger else _booked(ledger, nets)
+                box.side_results = results if not side_results else {**side_results, **results}
                 out.extend(records)
+                if (quick is not None and len(hands) == 1 and plan.judges[id(stakes)][2]
+                        and not _two_card_21(cards)):
+                    if len(quick) >= 4096:  # stakes come from outside: bounded
+                        quick.clear()
+                    # (the entry holds the stakes, ledger and results, so their ids are theirs)
+                    quick[key] = (stakes, plan, ledger, side_results, box.number, box.ledger,
+                                  box.side_results, records)
             for hi, hand in enumerate(box.hands):
                 if _two_card_21(hand.cards) and not hand.from_split and not hand.switched:   # is_blackjack
                     hand = self._whand(bi, hi)
@@ -1081,7 +1172,7 @@ class Round:
                     hand.done = True
                     if paid_at_once:
                         # §3.15 (and Switch §3.8: immediately, kept whatever the dealer draws)
-                        self._settle(box, hand, "blackjack", _times(hand.stake, p.rules.blackjack_pays),
+                        self._settle(box, hand, "blackjack", _blackjack_net(hand.stake, p.rules.blackjack_pays),
                                      "blackjack_settlement", out)
         self._progressive(out)
 
@@ -1917,6 +2008,37 @@ def _sides_settled(number: int, stakes: Mapping[str, Fraction], cards: list[Card
     return found
 
 
+#: the interim settlement of a box of one hand whose side bets all read only the two ranks
+#: (:data:`RANKS_ONLY`) and whose two ranks make no 21: (id of its stakes, the two ranks) ->
+#: (stakes, plan, ledger and side results before, box number, ledger and side results
+#: after, the records). The dicts are replaced, never changed in place, so rounds share them.
+_INTERIM_BOXES: dict[tuple[int, str, str], tuple[Mapping[str, Fraction], "_Plan", dict[str, Fraction],
+                                                dict[str, str | None], int, dict[str, Fraction],
+                                                dict[str, str | None], tuple[SideBetSettled, ...]]] = {}
+#: a Blackjack's net as worked out before: (id of the stake, id of the odds) -> (stake, odds,
+#: net). 3:2 is not whole, so the product is Fraction arithmetic (Python code, ~4 us); the same
+#: net object then also finds its remembered ``HandSettled`` record (:func:`_hand_settled`).
+_BLACKJACK_NETS: dict[tuple[int, int], tuple[Fraction, Fraction, Fraction]] = {}
+
+
+def _blackjack_net(stake: Fraction, odds: Fraction) -> Fraction:
+    """``_times(stake, odds)``, the same object for the same stake and odds objects."""
+    found = _BLACKJACK_NETS.get((id(stake), id(odds)))
+    if found is not None and found[0] is stake and found[1] is odds and _deal_memos:
+        return found[2]
+    net = _times(stake, odds)
+    if len(_BLACKJACK_NETS) >= 4096:    # stakes come from outside: bounded
+        _BLACKJACK_NETS.clear()
+    # (the entry holds the stake and the odds, so the ids in its key are theirs)
+    _BLACKJACK_NETS[(id(stake), id(odds))] = (stake, odds, net)
+    return net
+
+
+#: the round start's memos on: the interim settlement's boxes, the Blackjack nets, "no more
+#: bets" known by identity (tests/engine/test_deal_speed.py turns them off to compare)
+_deal_memos = True
+
+
 def _booked(ledger: Mapping[str, Fraction], nets: Mapping[str, Fraction]) -> dict[str, Fraction]:
     """A new ledger: ``ledger`` with each of ``nets`` added (:meth:`Box.book` per bet)."""
     merged = dict(ledger)
@@ -1933,6 +2055,21 @@ def _plain_wagers(wagers: Wagers) -> bool:
             return False
         for _, amount in bets:
             if type(amount) is not Fraction:
+                return False
+    return True
+
+
+def _all_tuples(wagers: Wagers) -> bool:
+    """Wagers in tuples all the way down, as :meth:`BetsClosed.of` makes them: the same
+    object keeps the same values (lists could be changed after "no more bets"). Wagers
+    equal to such wagers are such too (a tuple never equals a list)."""
+    if type(wagers) is not tuple:
+        return False
+    for entry in wagers:
+        if type(entry) is not tuple or type(entry[1]) is not tuple:
+            return False
+        for bet in entry[1]:
+            if type(bet) is not tuple:
                 return False
     return True
 
@@ -1956,6 +2093,15 @@ def _two_card_21(cards: list[Card]) -> bool:
         return False
     a, b = cards[0].rank, cards[1].rank
     return (a == "A" and b in _TEN_VALUES) or (b == "A" and a in _TEN_VALUES)
+
+
+def _dealt_to(box: Box, hi: int, card: Card) -> Box:
+    """A copy of ``box`` whose hand ``hi`` (a copy too) has ``card`` added."""
+    box = box.copy()
+    hand = box.hands[hi].copy()
+    box.hands[hi] = hand
+    hand.cards.append(card)
+    return box
 
 
 def _box_number(box: Box) -> int:
