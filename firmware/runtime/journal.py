@@ -45,6 +45,7 @@ from typing import Any, Callable, Iterator, Mapping, Protocol
 from firmware import __version__
 from firmware.runtime.storage import (
     OPEN_MARK,
+    PAGE_SIZE,
     WAL_BACKSTOP,
     StorageError,
     StorageFull,
@@ -227,6 +228,7 @@ class Journal:
             self._db = db
             if _not_closed_cleanly(db, had_wal):
                 check_integrity(self.path, db, "journal")
+            db.execute(f"PRAGMA page_size={PAGE_SIZE}")     # a new file's (an existing one keeps its own)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={synchronous}")
             bound_wal(db, WAL_BACKSTOP)             # checkpointed after steps: checkpoint_due
@@ -504,6 +506,7 @@ class Journal:
             create_private(new)
             db = sqlite3.connect(new, isolation_level=None)
             try:
+                db.execute(f"PRAGMA page_size={PAGE_SIZE}")
                 db.execute("PRAGMA journal_mode=DELETE")
                 db.execute(f"PRAGMA synchronous={self.synchronous}")
                 db.executescript(_DDL)

@@ -562,3 +562,44 @@ def test_a_seats_reporter_settles_a_round_reported_once_not_at_every_step(tmp_pa
     assert len(settled) == once                         # ... and valued nothing again
     assert [json.loads(p.payload)["kind"] for p in outbox.pending()] == kinds
     outbox.close()
+
+
+def wal_bytes(path: Path) -> int:
+    wal = Path(str(path) + "-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+def test_a_step_and_its_report_write_small_pages_to_the_wal(tmp_path):
+    """The COMMIT's fsync costs by the bytes it flushes (~30 us a 4 KiB page here): a new
+    journal (and each new active file a rotation starts) is made of 1 KiB pages, so a step
+    with its record, its message and its report flushes a quarter of what 4 KiB pages did."""
+    dealer, journal, outbox = open_dealer(tmp_path)
+    assert journal._db.execute("PRAGMA page_size").fetchone()[0] == 1024
+    dealer.step("device", dict(SHOE_UP))
+    journal.checkpoint_due()
+    journal._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")   # an empty WAL: the next step's frames alone
+    before = wal_bytes(journal.path)
+    assert dealer.step("device", dict(SHOE_DOWN))            # its record, its alarm message and report
+    assert len(outbox.pending()) >= 1
+    assert 0 < wal_bytes(journal.path) - before <= 12 * 1024  # 4 KiB pages: 6-8 frames, 24-32 KiB
+    outbox.close()
+    journal.close()
+
+
+def test_a_journal_of_4k_pages_opens_as_it_is_and_its_next_active_file_has_small_pages(tmp_path):
+    """Older journals keep their page size (it cannot change in WAL mode without rewriting
+    the file); a rotation's new active file is written with the small pages."""
+    path = tmp_path / "journal.db"
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA page_size=4096")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.close()
+    journal = Journal(path, "t/dealer", "dealer", rotate_rounds=1)
+    assert journal._db.execute("PRAGMA page_size").fetchone()[0] == 4096
+    journal.write_step([Record("in", "tick", {"now": 1}, round=1),
+                        Record("out", "m", {"n": 1}, seq=1, round=1)])
+    journal.mark_delivered([1])
+    assert journal.rotate({"format": 5, "state": {}}) is not None
+    assert journal._db.execute("PRAGMA page_size").fetchone()[0] == 1024
+    assert journal.checkpoint() == {"format": 5, "state": {}}
+    journal.close()
