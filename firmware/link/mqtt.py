@@ -48,6 +48,8 @@ MAX_INFLIGHT = 1000          # reports handed to paho and not yet acknowledged
 #: confirmation marks read and not yet written by the sender (each is the controller's
 #: "through seq n"; the newest are kept: a newer mark covers an older one)
 MAX_CONFIRMATIONS = 64
+#: table messages' mids kept waiting for their PUBACK (paho numbers up to 65535)
+MAX_TABLE_MIDS = 4096
 # The controller's confirmation mark has not moved for this long while reports the broker
 # took wait for it, the controller is online and the floor reachable: they were lost on
 # the way (a table broker's bounded bridge queue drops, docs/floor.md), so send them again
@@ -182,6 +184,9 @@ class MqttBus:
         c.on_message = self._on_message
         self._sender: threading.Thread | None = None
         self._unacked: list[mqtt.MQTTMessageInfo] = []     # table messages awaiting PUBACK
+        # their mids, for _on_publish (no lock: paho calls it holding its own; set operations
+        # are atomic): a PUBACK read before its mid went in only wakes the sender, as before
+        self._table_mids: set[int] = set()
         self._confirmations: list[int] = []     # the controller's marks, for the sender to write
         self._markers: dict[str, threading.Event] = {}
         self.sync_topic = topics.sync_topic(unit_id) if topics.UNIT_ID.match(unit_id) else None
@@ -318,6 +323,9 @@ class MqttBus:
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
         # the sender thread reads each report's MQTTMessageInfo.is_published(): no mid
         # bookkeeping to race with (paho calls this holding its own message lock)
+        if mid in self._table_mids:            # a table message's: nothing for the sender
+            self._table_mids.discard(mid)
+            return
         if self.outbox is not None:
             self._wake.set()
 
@@ -530,6 +538,9 @@ class MqttBus:
         if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):
             raise LinkError(f"{self.unit_id}: cannot publish on {message.topic}: {mqtt.error_string(info.rc)}")
         self.published += 1
+        if len(self._table_mids) >= MAX_TABLE_MIDS:     # PUBACKs lost with a link: never read
+            self._table_mids.clear()
+        self._table_mids.add(info.mid)
         with self._lock:
             self._unacked = [i for i in self._unacked if _published(i) is False]
             self._unacked.append(info)

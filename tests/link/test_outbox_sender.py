@@ -135,3 +135,32 @@ def test_a_confirmation_is_written_by_the_sender_not_on_pahos_network_thread(tmp
         pit.close()
         bus.close()
         b.stop()
+
+
+def test_a_table_messages_puback_does_not_wake_the_outbox_sender(tmp_path):
+    """The sender marks reports' PUBACKs; a table message's PUBACK (the dealer's card at every
+    step) has nothing for it: waking it took the interpreter from the unit's next step."""
+    from firmware.runtime.bus import Message
+
+    b = Broker(tmp_path / "mosquitto").start()
+    bus = connect_bus(b.url, "table-1/dealer", role="dealer", outbox_path=tmp_path / "outbox.db")
+    try:
+        wakes: list[int] = []
+        real_set = bus._wake.set
+
+        def counted_set() -> None:
+            wakes.append(1)
+            real_set()
+
+        bus._wake.set = counted_set                    # type: ignore[method-assign]
+        for seq in range(1, 21):
+            bus.publish(Message(topic="betbox/v1/table/table-1/stream", kind="event", sender="table-1/dealer",
+                                seq=seq, body={"stream_seq": seq}))
+        assert bus.wait_published(10)
+        assert wakes == []
+        bus.report("alarm", {"alarm": "door", "detail": "open"}, key="alarm/1", table="table-1")
+        wait_until(bus.drained, 30, "the report acknowledged")     # its PUBACK still marked
+        assert wakes
+    finally:
+        bus.close()
+        b.stop()
