@@ -603,3 +603,63 @@ def test_a_journal_of_4k_pages_opens_as_it_is_and_its_next_active_file_has_small
     assert journal._db.execute("PRAGMA page_size").fetchone()[0] == 1024
     assert journal.checkpoint() == {"format": 5, "state": {}}
     journal.close()
+
+
+def wal_restarts(path: Path) -> int:
+    """The WAL header's checkpoint sequence number: SQLite adds one each time a writer starts
+    the log over (and writes and fsyncs its new header first)."""
+    return int.from_bytes(Path(str(path) + "-wal").read_bytes()[12:16], "big")
+
+
+def test_the_wal_is_started_over_with_its_fold_not_in_the_next_steps_commit(tmp_path):
+    """The first writer after a fold starts the WAL over, and SQLite fsyncs the new header
+    before the frames: in the next step's COMMIT that was a second fsync on the card's way,
+    one step in CHECKPOINT_STEPS, in each unit. The fold starts it over with a light write of
+    its own (the delivered marks waiting, safe to lose), off the card's way."""
+    from firmware.runtime.journal import CHECKPOINT_STEPS
+
+    journal = Journal(tmp_path / "journal.db", "t/dealer", "dealer")
+    seq = 0
+    for with_message in (True, False):            # marks waiting, or none (a seat's card steps)
+        for _ in range(CHECKPOINT_STEPS - 1):
+            seq += 1
+            records = [Record("in", "tick", {"now": seq}, round=1)]
+            if with_message:
+                records.append(Record("out", "m", {"n": seq}, seq=seq, round=1))
+            journal.write_step(records)
+            journal.mark_delivered([seq] if with_message else [], later=True)
+            journal.checkpoint_due()
+        started = wal_restarts(journal.path)
+        journal.write_step([Record("in", "tick", {"now": 0}, round=1)])
+        journal.checkpoint_due()                                  # the fold
+        assert wal_restarts(journal.path) == started + 1          # started over already
+        journal.write_step([Record("in", "tick", {"now": 0}, round=1)])
+        assert wal_restarts(journal.path) == started + 1          # the step wrote into it
+    assert [r.body for r in journal.records()][-1] == {"now": 0}
+    assert journal.undelivered() == []
+    journal.close()
+
+
+def test_a_wal_not_started_over_for_a_full_partition_loses_no_mark_and_stops_nothing(tmp_path, monkeypatch):
+    """The light write after a fold may find the partition full: logged; the fold stands, the
+    delivered marks wait for the next step's transaction, and the unit goes on."""
+    from firmware.runtime.journal import CHECKPOINT_STEPS, JournalFull
+
+    journal = Journal(tmp_path / "journal.db", "t/dealer", "dealer")
+    for seq in range(1, CHECKPOINT_STEPS):
+        journal.write_step([Record("in", "tick", {"now": seq}, round=1), Record("out", "m", {"n": seq}, seq=seq, round=1)])
+        journal.mark_delivered([seq], later=True)
+        journal.checkpoint_due()
+    journal.write_step([Record("in", "tick", {"now": 0}, round=1),
+                        Record("out", "m", {"n": CHECKPOINT_STEPS}, seq=CHECKPOINT_STEPS, round=1)])
+    journal.mark_delivered([CHECKPOINT_STEPS], later=True)
+
+    def full(statements, within=None):
+        raise JournalFull("state partition full (test)")
+    monkeypatch.setattr(journal, "_tx", full)
+    journal.checkpoint_due()                                    # the fold, then the write refused
+    monkeypatch.undo()
+    assert delivered(journal.path)[CHECKPOINT_STEPS] is False   # not written ...
+    journal.write_step([Record("in", "tick", {"now": 1}, round=1)])
+    assert delivered(journal.path)[CHECKPOINT_STEPS] is True    # ... it rode with the next step
+    journal.close()
