@@ -45,6 +45,11 @@ RawSink = Callable[[str, bytes], None]
 DeferredSink = Callable[[str, bytes, Callable[[], None]], None]
 LinkListener = Callable[[bool], None]
 MAX_INFLIGHT = 1000          # reports handed to paho and not yet acknowledged
+#: confirmation marks read and not yet written by the sender (each is the controller's
+#: "through seq n"; the newest are kept: a newer mark covers an older one)
+MAX_CONFIRMATIONS = 64
+#: table messages' mids kept waiting for their PUBACK (paho numbers up to 65535)
+MAX_TABLE_MIDS = 4096
 # The controller's confirmation mark has not moved for this long while reports the broker
 # took wait for it, the controller is online and the floor reachable: they were lost on
 # the way (a table broker's bounded bridge queue drops, docs/floor.md), so send them again
@@ -179,6 +184,10 @@ class MqttBus:
         c.on_message = self._on_message
         self._sender: threading.Thread | None = None
         self._unacked: list[mqtt.MQTTMessageInfo] = []     # table messages awaiting PUBACK
+        # their mids, for _on_publish (no lock: paho calls it holding its own; set operations
+        # are atomic): a PUBACK read before its mid went in only wakes the sender, as before
+        self._table_mids: set[int] = set()
+        self._confirmations: list[int] = []     # the controller's marks, for the sender to write
         self._markers: dict[str, threading.Event] = {}
         self.sync_topic = topics.sync_topic(unit_id) if topics.UNIT_ID.match(unit_id) else None
 
@@ -314,6 +323,9 @@ class MqttBus:
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
         # the sender thread reads each report's MQTTMessageInfo.is_published(): no mid
         # bookkeeping to race with (paho calls this holding its own message lock)
+        if mid in self._table_mids:            # a table message's: nothing for the sender
+            self._table_mids.discard(mid)
+            return
         if self.outbox is not None:
             self._wake.set()
 
@@ -452,6 +464,9 @@ class MqttBus:
                        type(exc).__name__, exc)
 
     def _on_confirmed(self, payload: bytes) -> None:
+        """paho's thread: a confirmation mark read and checked; the outbox's sender writes it
+        (:meth:`_take_confirmations`): paho's network thread carries the unit's packets (a
+        seat's card messages, the PUBACKs) and must not wait for the journal's lock and file."""
         try:
             data = wirejson.loads(payload)
             if not isinstance(data, dict) or data.get("unit") != self.unit_id:
@@ -466,6 +481,23 @@ class MqttBus:
             return
         if self.outbox is None or through == 0:
             return
+        if self._sender is None:                      # no sender started (tests): taken here
+            self._take_confirmation(through)
+            return
+        with self._lock:
+            self._confirmations.append(through)
+            del self._confirmations[:-MAX_CONFIRMATIONS]     # a flood keeps the newest
+        self._wake.set()
+
+    def _take_confirmations(self) -> None:
+        """Sender thread: the confirmation marks read since it last looked, in order."""
+        with self._lock:
+            marks, self._confirmations = self._confirmations, []
+        for through in marks:
+            self._take_confirmation(through)
+
+    def _take_confirmation(self, through: int) -> None:
+        assert self.outbox is not None               # the sender runs only with an outbox
         if through > self.outbox.last_seq and self.outbox.numbered:
             # the controller holds seqs this outbox never numbered: the unit was restarted
             # from an older copy of its state (or, without the ACL, the mark is forged);
@@ -492,7 +524,7 @@ class MqttBus:
 
     def add_behind_listener(self, listener: Callable[[dict[str, int]], None]) -> None:
         """``listener({"outbox_seq": n, "confirmed": m})`` when this unit's outbox is found
-        behind the controller's confirmed mark (at once if it already was); on paho's thread."""
+        behind the controller's confirmed mark (at once if it already was); on the outbox's sender thread."""
         self._behind_listeners.append(listener)
         behind = self.outbox.behind if self.outbox is not None else None
         if behind is not None:
@@ -506,6 +538,9 @@ class MqttBus:
         if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):
             raise LinkError(f"{self.unit_id}: cannot publish on {message.topic}: {mqtt.error_string(info.rc)}")
         self.published += 1
+        if len(self._table_mids) >= MAX_TABLE_MIDS:     # PUBACKs lost with a link: never read
+            self._table_mids.clear()
+        self._table_mids.add(info.mid)
         with self._lock:
             self._unacked = [i for i in self._unacked if _published(i) is False]
             self._unacked.append(info)
@@ -613,6 +648,7 @@ class MqttBus:
         assert self.outbox is not None               # the sender runs only with an outbox
         woken = self._wake.wait(0.5)
         self._wake.clear()
+        self._take_confirmations()
         with self._lock:
             inflight, self._handed = inflight + self._handed, []
         if inflight:

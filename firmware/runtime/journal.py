@@ -45,6 +45,7 @@ from typing import Any, Callable, Iterator, Mapping, Protocol
 from firmware import __version__
 from firmware.runtime.storage import (
     OPEN_MARK,
+    PAGE_SIZE,
     WAL_BACKSTOP,
     StorageError,
     StorageFull,
@@ -227,6 +228,7 @@ class Journal:
             self._db = db
             if _not_closed_cleanly(db, had_wal):
                 check_integrity(self.path, db, "journal")
+            db.execute(f"PRAGMA page_size={PAGE_SIZE}")     # a new file's (an existing one keeps its own)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={synchronous}")
             bound_wal(db, WAL_BACKSTOP)             # checkpointed after steps: checkpoint_due
@@ -351,9 +353,34 @@ class Journal:
             return
         self._steps_unfolded = 0
         try:
-            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            busy, frames, folded = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except sqlite3.OperationalError as exc:
             log.warning("%s: WAL checkpoint failed, the frames stay in the WAL: %s", self.path, exc)
+            return
+        if not busy and frames == folded:
+            try:
+                self._start_wal_over()
+            except (sqlite3.Error, StorageError) as exc:     # (a full partition): the next step's COMMIT does it
+                log.warning("%s: the WAL was not started over after its fold: %s", self.path, exc)
+
+    def _start_wal_over(self) -> None:
+        """After a complete fold the next writer starts the WAL over and SQLite fsyncs its new
+        header before the frames (at any ``synchronous`` but OFF): in the next step's COMMIT
+        that was a second fsync on the card's way. A light write now takes it: the delivered
+        marks waiting (safe to lose: no fsync of their own), else the step of this fold in
+        ``meta`` (a write must change a row: SQLite writes no page for an unchanged one)."""
+        seqs = self._take_delivered()
+        statement = _mark_statement(seqs) if seqs else (
+            "INSERT INTO meta VALUES ('folded_at_step', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (str(self.last_step),))
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        try:
+            self._tx([statement])
+        except BaseException:
+            self._give_back(seqs)
+            raise
+        finally:
+            self._db.execute(f"PRAGMA synchronous={self.synchronous}")
 
     def step_db(self) -> sqlite3.Connection | None:
         """The connection whose transaction is the step being written on this thread (inside
@@ -504,6 +531,7 @@ class Journal:
             create_private(new)
             db = sqlite3.connect(new, isolation_level=None)
             try:
+                db.execute(f"PRAGMA page_size={PAGE_SIZE}")
                 db.execute("PRAGMA journal_mode=DELETE")
                 db.execute(f"PRAGMA synchronous={self.synchronous}")
                 db.executescript(_DDL)

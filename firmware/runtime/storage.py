@@ -22,6 +22,12 @@ WAL_SIZE_LIMIT = 256 * 1024
 #: (``Journal.checkpoint_due``), not inside a COMMIT on the card's way; SQLite's own
 #: checkpoint stays as a backstop at this many pages (~4 MB: SQLite's default).
 WAL_BACKSTOP = 1000
+#: The page size of a new journal file (SQLite's default is 4096). A COMMIT writes every page
+#: the step touched to the WAL and fsyncs it: a step with its report touches ~7 pages (the
+#: record, two indexes, the outbox row, its two unique indexes, the next seq), and on the
+#: state partition the fsync costs by the bytes it flushes (docs/runtime.md, session 9).
+#: A file keeps the page size it was made with (WAL mode cannot change it).
+PAGE_SIZE = 1024
 
 SQLITE_FULL = 13
 

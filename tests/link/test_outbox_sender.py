@@ -100,3 +100,67 @@ def test_a_committed_report_is_handed_to_paho_by_the_thread_that_committed_it(tm
     finally:
         bus.close()
         b.stop()
+
+
+def test_a_confirmation_is_written_by_the_sender_not_on_pahos_network_thread(tmp_path):
+    """paho's network thread reads and writes every packet of the unit (the dealer's card
+    messages at a seat, the PUBACKs): the controller's confirmation mark deletes reports in
+    the unit's file, which waits for the journal's lock (a step's fsync) and SQLite. It is
+    read and checked on paho's thread and written by the outbox's sender."""
+    from firmware.link import topics
+
+    b = Broker(tmp_path / "mosquitto").start()
+    bus = connect_bus(b.url, "table-1/seat-1", outbox_path=tmp_path / "outbox.db")
+    pit = connect_bus(b.url, "table-1/pit")
+    try:
+        assert bus.outbox is not None
+        real_confirm = bus.outbox.confirm_through
+        by: list[str] = []
+
+        def confirm_through(seq: int) -> int:
+            by.append(threading.current_thread().name)
+            return real_confirm(seq)
+
+        bus.outbox.confirm_through = confirm_through   # type: ignore[method-assign]
+        for rnd in (1, 2):
+            bus.report("round_result", {"void": False, "net": "-5"}, key=f"{rnd}/round_result", table="table-1",
+                       box=1, round=rnd)
+        wait_until(bus.drained, 30, "both reports acknowledged")
+        pit.publish_raw(topics.confirmed_topic(bus.link_id, bus.unit_id),
+                        '{"unit": "table-1/seat-1", "through_seq": 2}')
+        wait_until(lambda: bus.outbox is not None and bus.outbox.stats()["confirmed"] == 2, 30, "the mark written")
+        assert by == [f"outbox:{bus.unit_id}"]
+        assert bus.outbox.pending() == [] and bus.bad_marks == 0
+    finally:
+        pit.close()
+        bus.close()
+        b.stop()
+
+
+def test_a_table_messages_puback_does_not_wake_the_outbox_sender(tmp_path):
+    """The sender marks reports' PUBACKs; a table message's PUBACK (the dealer's card at every
+    step) has nothing for it: waking it took the interpreter from the unit's next step."""
+    from firmware.runtime.bus import Message
+
+    b = Broker(tmp_path / "mosquitto").start()
+    bus = connect_bus(b.url, "table-1/dealer", role="dealer", outbox_path=tmp_path / "outbox.db")
+    try:
+        wakes: list[int] = []
+        real_set = bus._wake.set
+
+        def counted_set() -> None:
+            wakes.append(1)
+            real_set()
+
+        bus._wake.set = counted_set                    # type: ignore[method-assign]
+        for seq in range(1, 21):
+            bus.publish(Message(topic="betbox/v1/table/table-1/stream", kind="event", sender="table-1/dealer",
+                                seq=seq, body={"stream_seq": seq}))
+        assert bus.wait_published(10)
+        assert wakes == []
+        bus.report("alarm", {"alarm": "door", "detail": "open"}, key="alarm/1", table="table-1")
+        wait_until(bus.drained, 30, "the report acknowledged")     # its PUBACK still marked
+        assert wakes
+    finally:
+        bus.close()
+        b.stop()

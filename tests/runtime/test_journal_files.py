@@ -212,7 +212,8 @@ def test_betbox_run_refuses_a_journal_it_cannot_start_from_naming_it(tmp_path, f
     path = state / JOURNAL_NAME
     if fault == "damaged":
         data = bytearray(path.read_bytes())
-        data[2 * 4096:3 * 4096] = b"\xa5" * 4096
+        size = int.from_bytes(data[16:18], "big")          # the file's page size (its header)
+        data[2 * size:3 * size] = b"\xa5" * size          # its third page
         path.write_bytes(bytes(data))
     else:
         path.unlink()

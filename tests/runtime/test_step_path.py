@@ -562,3 +562,104 @@ def test_a_seats_reporter_settles_a_round_reported_once_not_at_every_step(tmp_pa
     assert len(settled) == once                         # ... and valued nothing again
     assert [json.loads(p.payload)["kind"] for p in outbox.pending()] == kinds
     outbox.close()
+
+
+def wal_bytes(path: Path) -> int:
+    wal = Path(str(path) + "-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+def test_a_step_and_its_report_write_small_pages_to_the_wal(tmp_path):
+    """The COMMIT's fsync costs by the bytes it flushes (~30 us a 4 KiB page here): a new
+    journal (and each new active file a rotation starts) is made of 1 KiB pages, so a step
+    with its record, its message and its report flushes a quarter of what 4 KiB pages did."""
+    dealer, journal, outbox = open_dealer(tmp_path)
+    assert journal._db.execute("PRAGMA page_size").fetchone()[0] == 1024
+    dealer.step("device", dict(SHOE_UP))
+    journal.checkpoint_due()
+    journal._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")   # an empty WAL: the next step's frames alone
+    before = wal_bytes(journal.path)
+    assert dealer.step("device", dict(SHOE_DOWN))            # its record, its alarm message and report
+    assert len(outbox.pending()) >= 1
+    assert 0 < wal_bytes(journal.path) - before <= 12 * 1024  # 4 KiB pages: 6-8 frames, 24-32 KiB
+    outbox.close()
+    journal.close()
+
+
+def test_a_journal_of_4k_pages_opens_as_it_is_and_its_next_active_file_has_small_pages(tmp_path):
+    """Older journals keep their page size (it cannot change in WAL mode without rewriting
+    the file); a rotation's new active file is written with the small pages."""
+    path = tmp_path / "journal.db"
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA page_size=4096")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.close()
+    journal = Journal(path, "t/dealer", "dealer", rotate_rounds=1)
+    assert journal._db.execute("PRAGMA page_size").fetchone()[0] == 4096
+    journal.write_step([Record("in", "tick", {"now": 1}, round=1),
+                        Record("out", "m", {"n": 1}, seq=1, round=1)])
+    journal.mark_delivered([1])
+    assert journal.rotate({"format": 5, "state": {}}) is not None
+    assert journal._db.execute("PRAGMA page_size").fetchone()[0] == 1024
+    assert journal.checkpoint() == {"format": 5, "state": {}}
+    journal.close()
+
+
+def wal_restarts(path: Path) -> int:
+    """The WAL header's checkpoint sequence number: SQLite adds one each time a writer starts
+    the log over (and writes and fsyncs its new header first)."""
+    return int.from_bytes(Path(str(path) + "-wal").read_bytes()[12:16], "big")
+
+
+def test_the_wal_is_started_over_with_its_fold_not_in_the_next_steps_commit(tmp_path):
+    """The first writer after a fold starts the WAL over, and SQLite fsyncs the new header
+    before the frames: in the next step's COMMIT that was a second fsync on the card's way,
+    one step in CHECKPOINT_STEPS, in each unit. The fold starts it over with a light write of
+    its own (the delivered marks waiting, safe to lose), off the card's way."""
+    from firmware.runtime.journal import CHECKPOINT_STEPS
+
+    journal = Journal(tmp_path / "journal.db", "t/dealer", "dealer")
+    seq = 0
+    for with_message in (True, False):            # marks waiting, or none (a seat's card steps)
+        for _ in range(CHECKPOINT_STEPS - 1):
+            seq += 1
+            records = [Record("in", "tick", {"now": seq}, round=1)]
+            if with_message:
+                records.append(Record("out", "m", {"n": seq}, seq=seq, round=1))
+            journal.write_step(records)
+            journal.mark_delivered([seq] if with_message else [], later=True)
+            journal.checkpoint_due()
+        started = wal_restarts(journal.path)
+        journal.write_step([Record("in", "tick", {"now": 0}, round=1)])
+        journal.checkpoint_due()                                  # the fold
+        assert wal_restarts(journal.path) == started + 1          # started over already
+        journal.write_step([Record("in", "tick", {"now": 0}, round=1)])
+        assert wal_restarts(journal.path) == started + 1          # the step wrote into it
+    assert [r.body for r in journal.records()][-1] == {"now": 0}
+    assert journal.undelivered() == []
+    journal.close()
+
+
+def test_a_wal_not_started_over_for_a_full_partition_loses_no_mark_and_stops_nothing(tmp_path, monkeypatch):
+    """The light write after a fold may find the partition full: logged; the fold stands, the
+    delivered marks wait for the next step's transaction, and the unit goes on."""
+    from firmware.runtime.journal import CHECKPOINT_STEPS, JournalFull
+
+    journal = Journal(tmp_path / "journal.db", "t/dealer", "dealer")
+    for seq in range(1, CHECKPOINT_STEPS):
+        journal.write_step([Record("in", "tick", {"now": seq}, round=1), Record("out", "m", {"n": seq}, seq=seq, round=1)])
+        journal.mark_delivered([seq], later=True)
+        journal.checkpoint_due()
+    journal.write_step([Record("in", "tick", {"now": 0}, round=1),
+                        Record("out", "m", {"n": CHECKPOINT_STEPS}, seq=CHECKPOINT_STEPS, round=1)])
+    journal.mark_delivered([CHECKPOINT_STEPS], later=True)
+
+    def full(statements, within=None):
+        raise JournalFull("state partition full (test)")
+    monkeypatch.setattr(journal, "_tx", full)
+    journal.checkpoint_due()                                    # the fold, then the write refused
+    monkeypatch.undo()
+    assert delivered(journal.path)[CHECKPOINT_STEPS] is False   # not written ...
+    journal.write_step([Record("in", "tick", {"now": 1}, round=1)])
+    assert delivered(journal.path)[CHECKPOINT_STEPS] is True    # ... it rode with the next step
+    journal.close()
