@@ -17,7 +17,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence
 
-from .cards import _RANK_POS, _SUIT_BASE, Card, ShoeComposition, card_index
+from .cards import _RANK_POS, _SUIT_BASE, Card, ShoeComposition
 from .errors import BettingOpen, IllegalDecision, IllegalWager, NotYourTurn, RoundOver, RuleError, UnexpectedCard
 from .events import TURN_ACTIONS, Action, BetsClosed, CardDrawn, Decision, Event, VoidRound, Wagers, WalkedAway
 from .hand import describe, hand_total
@@ -302,29 +302,23 @@ class Round:
     def apply(self, event: Event) -> tuple["Round", list[Outcome]]:
         """The round after ``event`` and what it produced; ``self`` is unchanged.
         An illegal event raises a :class:`RuleError` that explains itself."""
+        done: tuple[Round, list[Outcome]] | None = None
         if type(event) is CardDrawn and self.phase is _INITIAL_DEAL:
             # the most frequent event (15 of a 7-box round's ~33): an initial card writes
             # one hand and, but for the last, produces nothing (:meth:`_initial_card`)
-            dealt = self._initial_card(event.card)
-            if dealt is not None:
-                dealt[0]._events = (event, self._events)
-                dealt[0]._n_events = self._n_events + 1
-                return dealt
+            done = self._initial_card(event.card)
         elif type(event) is BetsClosed and self.phase is _BETTING:
             # "no more bets" with the very wagers closed before (:meth:`_closed_again`)
-            closed = self._closed_again(event.wagers)
-            if closed is not None:
-                closed[0]._events = (event, self._events)
-                closed[0]._n_events = self._n_events + 1
-                return closed
+            done = self._closed_again(event.wagers)
         elif self.phase is _PLAY:
             # a card or a decision on the hand in play (25 of the ~33 events): the writes
             # and the hand's flow without the general dispatch (:meth:`_in_play`)
-            played = self._in_play(event)
-            if played is not None:
-                played[0]._events = (event, self._events)
-                played[0]._n_events = self._n_events + 1
-                return played
+            done = self._in_play(event)
+        if done is not None:
+            new = done[0]
+            new._events = (event, self._events)
+            new._n_events = self._n_events + 1
+            return done
         new = self._clone()
         outcomes: list[Outcome] = []
         new._fresh = set()          # ids of the boxes and hands this apply made (writable)
@@ -348,12 +342,8 @@ class Round:
         order = self.deal_order
         if pos + 1 >= len(order):
             return self._last_initial_card(card)
-        i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]        # (card_index without the call)
-        drawn = self._drawn
-        left = self._shoe_start.counts[i]
-        if left <= len(drawn):                  # (else more are left than cards drawn)
-            left -= drawn.count(i)
-        if left <= 0:
+        drawn = self._drawn_with(card)
+        if drawn is None:
             return None                         # a foreign card voids the round: the long way
         # (_clone written out: an initial card writes the deal position, the cards drawn and
         # the dealer's cards or the boxes, once each; the rest is as the deal left it)
@@ -369,7 +359,7 @@ class Round:
         new.subsequent_deal = self.subsequent_deal
         new.second_card_seen = self.second_card_seen
         new._shoe_start = self._shoe_start
-        new._drawn = (*drawn, i)
+        new._drawn = drawn
         new.void_reason = self.void_reason
         new.void_clause = self.void_clause
         new._fresh = None
@@ -390,16 +380,12 @@ class Round:
         target = self.deal_order[pos]
         if isinstance(target, str):
             return None                         # (no deal order ends with the dealer)
-        i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]
-        drawn = self._drawn
-        left = self._shoe_start.counts[i]
-        if left <= len(drawn):
-            left -= drawn.count(i)
-        if left <= 0:
+        drawn = self._drawn_with(card)
+        if drawn is None:
             return None                         # a foreign card voids the round: the long way
         new = self._clone()
         new.deal_pos = pos + 1
-        new._drawn = (*drawn, i)
+        new._drawn = drawn
         bi, hi = target
         box = new.boxes[bi] = _dealt_to(new.boxes[bi], hi, card)
         new._fresh = {id(box), id(box.hands[hi])}     # (as _card's _whand leaves it)
@@ -446,12 +432,8 @@ class Round:
     def _card_in_play(self, card: Card, bi: int, hi: int, box: Box,
                       hand: Hand) -> "tuple[Round, list[Outcome]] | None":
         """:meth:`_in_play` of a card for the hand in play, which wants one."""
-        i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]
-        drawn = self._drawn
-        left = self._shoe_start.counts[i]
-        if left <= len(drawn):
-            left -= drawn.count(i)
-        if left <= 0:
+        drawn = self._drawn_with(card)
+        if drawn is None:
             return None                         # a foreign card voids the round: the long way
         new = self._clone()
         box = box.copy()
@@ -462,14 +444,14 @@ class Round:
         cards.append(card)
         hand.wants_card = False
         new.subsequent_deal = True
-        new._drawn = (*drawn, i)
+        new._drawn = drawn
         # what :meth:`_settle_hand_flow` does with the hand now, in its order, for the usual
         # cases; a split hand's first card, split Aces and a walk-away go the long way
+        if len(cards) < 2:
+            return new._advance_from(box, hand, [])     # a split hand's first card
         total = hand_total(cards)[0]
         doubled = hand.doubled
-        if len(cards) < 2:
-            pass
-        elif total > 21:
+        if total > 21:
             hand.status = "bust"
             hand.done = True
             # §3.18: a Player who Busts loses his Bets
@@ -551,26 +533,12 @@ class Round:
         """After hand ``hi`` of box ``bi`` stood: when the next hand not done waits for its
         decision, it is in play and that is all the hand flow does (True); else False and
         nothing changed (the flow from the stood hand goes the long way)."""
-        boxes = self.boxes
-        box = boxes[bi]
-        hands = box.hands
-        hi += 1
-        while True:                             # (_first_open_hand without the call)
-            if hi < len(hands):
-                hand = hands[hi]
-                if not hand.done:
-                    break
-                hi += 1
-            else:
-                bi += 1
-                if bi >= len(boxes):
-                    return False
-                box = boxes[bi]
-                hands = box.hands
-                hi = 0
-        if _waits_for_decision(box, hand):
-            self.cursor = (bi, hi)
-            return True
+        after = self._first_open_hand(bi, hi + 1)
+        if after is not None:
+            box = self.boxes[after[0]]
+            if _waits_for_decision(box, box.hands[after[1]]):
+                self.cursor = after
+                return True
         return False
 
     def _clone(self) -> "Round":
@@ -993,13 +961,19 @@ class Round:
 
     # cards -----------------------------------------------------------------------------
 
-    def _card(self, card: Card, out: list[Outcome]) -> None:
-        i = card_index(card)
+    def _drawn_with(self, card: Card) -> tuple[int, ...] | None:
+        """The cards drawn with ``card`` added (each as its index in ALL_CARDS), or None
+        when the shoe as the round found it holds no more of that card."""
+        i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]        # (card_index without the call)
         drawn = self._drawn
         left = self._shoe_start.counts[i]
         if left <= len(drawn):                  # (else more are left than cards drawn)
             left -= drawn.count(i)
-        if left <= 0:
+        return (*drawn, i) if left > 0 else None
+
+    def _card(self, card: Card, out: list[Outcome]) -> None:
+        drawn = self._drawn_with(card)
+        if drawn is None:
             # §5.5.1 / §5.5.2: a card that does not form part of the set of cards
             self._void("foreign_card", out, detail=f"{card} cannot be in this {self.decks}-deck shoe")
             return
@@ -1026,7 +1000,7 @@ class Round:
         elif phase is _DEALER:
             self.dealer = [*self.dealer, card]
             self.subsequent_deal = True
-        self._drawn = (*drawn, i)
+        self._drawn = drawn
 
     def _advance(self, out: list[Outcome]) -> None:
         """Move the round on until it needs an event from outside."""
@@ -1120,7 +1094,7 @@ class Round:
         p = self.profile
         up = self.dealer[0]
         plan = _plan(p)
-        paid_at_once = p.rules.blackjack_paid_at_once or not (up.is_ace or up.is_ten_value)
+        paid_at_once = _blackjacks_paid_at_once(p.rules.blackjack_paid_at_once, up.rank)
         boxes = self.boxes
         fresh = self._fresh
         assert fresh is not None, "a write outside apply"
@@ -1547,7 +1521,7 @@ class Round:
         §3.15); ``dealer_bj``: the dealer has a Blackjack (:attr:`dealer_blackjack`)."""
         p = self.profile
         up = self.dealer[0].rank
-        if up != "A" and (p.rules.blackjack_paid_at_once or up not in _TEN_VALUES):
+        if up != "A" and _blackjacks_paid_at_once(p.rules.blackjack_paid_at_once, up):
             # nothing waits for the second card: insurance is offered only against an Ace
             # (_check, §3.14) and every Blackjack was paid at the interim settlement (§3.15)
             return
@@ -1573,7 +1547,7 @@ class Round:
                     if dealer_bj:
                         self._settle(box, hand, "stand_off", ZERO, "blackjack_settlement", out)
                     else:
-                        self._settle(box, hand, "blackjack", _times(hand.stake, p.rules.blackjack_pays),
+                        self._settle(box, hand, "blackjack", _blackjack_net(hand.stake, p.rules.blackjack_pays),
                                      "blackjack_settlement", out)
 
     def _final_settlement(self, out: list[Outcome], dealer_total: int | None = None) -> None:
@@ -2085,6 +2059,13 @@ def _waits_for_decision(box: Box, hand: Hand) -> bool:
 
 
 _TEN_VALUES = frozenset("TJQK")
+
+
+def _blackjacks_paid_at_once(rule: bool, up: str) -> bool:
+    """§3.15: a Blackjack is paid at the interim settlement where the profile pays it at once
+    or the dealer's up card (its rank) cannot make a dealer Blackjack; else it waits for the
+    dealer's second card."""
+    return rule or not (up == "A" or up in _TEN_VALUES)
 
 
 def _two_card_21(cards: list[Card]) -> bool:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable
 
-from .hand import _TWO_CARDS, hand_total
+from .hand import hand_total
 from .money import to_json_number, whole_amount, whole_by_id
 from .outcomes import BetReturned, WagerFlagged, record_maker
 from .round import Box, Phase, Round
@@ -275,13 +275,11 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
     hands = []
     for hand in (played := box.hands):
         cards = hand.cards
-        if len(cards) == 2:     # the usual hand: counted and written without a call
+        total, soft = hand_total(cards)
+        if len(cards) == 2:     # the usual hand: written without a comprehension's call
             first, second = cards
-            rank, other = first.rank, second.rank
-            total, soft = _TWO_CARDS[rank, other]          # (hand_total's table for two cards)
-            texts = [rank + first.suit, other + second.suit]
+            texts = [first.rank + first.suit, second.rank + second.suit]
         else:
-            total, soft = hand_total(cards)
             texts = [c.rank + c.suit for c in cards]
         stake = hand.stake
         whole = by_id(id(stake))
@@ -298,9 +296,7 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
     risk = (stake if doubled is ZERO else hand.at_risk) if len(played) == 1 else _total([h.at_risk for h in played])
     stakes = box.stakes
     ledger = box.ledger
-    found = _box_memo.get((id(stakes), id(risk), id(ledger)))
-    if found is None or found[0] is not stakes or found[1] is not risk or found[2] is not ledger:
-        found = _box_parts(stakes, risk, ledger)
+    found = _box_parts(stakes, risk, ledger)
     b: dict[str, Any] = {"hands": hands, "wagered": found[3].copy(), "bets": found[4].copy(), "net": found[5]}
     if box.side_results:
         b["side_bets"] = box.side_results.copy()

@@ -79,19 +79,26 @@ def _deal(cards: list[str], wagers=WAGERS, profile=RWS) -> list[tuple[Round, lis
     return rounds
 
 
+def _dealt_twice(cards: list[str]) -> tuple[list[tuple[Round, list]], ...]:
+    """The deal of ``cards`` twice (the second with what the first remembered) and the long
+    way (memos and shortcuts off), the second checked byte for byte against the long way."""
+    first = _deal(cards)
+    again = _deal(cards)
+    with memos_off(), long_way():
+        slow = _deal(cards)
+    for (a, a_out), (b, b_out) in zip(again, slow, strict=True):
+        assert serialised(a) == serialised(b)
+        assert a_out == b_out
+    return first, again, slow
+
+
 #: 7 boxes, the dealer, 7 boxes: box 3 a pair of 8s, box 4 a Blackjack, the dealer a 9 up
 CARDS = ["8S", "2H", "8D", "AS", "KH", "5C", "6D", "9H",
          "3S", "4H", "8C", "QS", "7D", "TC", "3D"]
 
 
 def test_a_round_dealt_as_before_shares_the_interim_results_and_equals_the_long_way():
-    first = _deal(CARDS)
-    again = _deal(CARDS)
-    with memos_off(), long_way():
-        slow = _deal(CARDS)
-    for (a, a_out), (b, b_out) in zip(again, slow, strict=True):
-        assert serialised(a) == serialised(b)
-        assert a_out == b_out
+    first, again, slow = _dealt_twice(CARDS)
     # after the interim settlement each box is its own, its new ledger and results shared
     # (Blackjack's box 4 and the last box, dealt in that very event, the long way each time)
     end1, end2 = first[-1][0], again[-1][0]
@@ -160,13 +167,7 @@ def test_a_blackjack_net_as_remembered_is_the_stake_times_the_odds(stake):
 def test_a_blackjack_paid_at_once_settles_as_the_long_way_round_after_round():
     cards = ["AS", "2H", "8D", "AH", "KH", "5C", "6D", "9H",
              "KS", "4H", "8C", "QS", "AD", "TC", "3D"]
-    first = _deal(cards)
-    again = _deal(cards)
-    with memos_off(), long_way():
-        slow = _deal(cards)
-    for (a, a_out), (b, b_out) in zip(again, slow, strict=True):
-        assert serialised(a) == serialised(b)
-        assert a_out == b_out
+    first, again, _ = _dealt_twice(cards)
     blackjacks = [o for o in again[-1][1] if getattr(o, "result", None) == "blackjack"]
     assert [(o.box, o.net) for o in blackjacks] == [(1, 15), (4, 15), (5, 15)]
     assert blackjacks == [o for o in first[-1][1] if getattr(o, "result", None) == "blackjack"]
