@@ -18,8 +18,8 @@ a project dependency. The bench runs it in its own venv, by default
 ``~/.cache/betbox-bench/cardsharp`` (made on first use with the newest ``python3.N`` on PATH
 and ``pip install cardsharp``: releases after 0.1.0 need Python >= 3.12, 0.6.0 needs 3.14),
 or the interpreter given with ``--cardsharp-python``. Both play 6 decks with basic strategy
-on the same number of spots, in alternating runs (betbox, cardsharp, betbox, ...); the
-medians are printed with the ratio and cardsharp's version. "main+side" is betbox with
+on the same number of spots, in alternating runs (betbox, cardsharp, betbox, ...), each run
+in a fresh process of its own (betbox's too: see :func:`run_betbox`); the medians are printed with the ratio and cardsharp's version. "main+side" is betbox with
 ``player_pair``, ``under_13``, ``over_13`` against cardsharp's bonus payouts (>= 0.2; 0.1.0
 has none and rebuilds its shoe every round).
 
@@ -409,15 +409,24 @@ def betbox_vs(boxes, side_bets, rounds, seed, cpu=True) -> dict:
     return {"rounds_s": rounds / dt, "hands_s": hands / dt}
 
 
-def run_baseline(tree: str, boxes: int, rounds: int, seed: int, side: bool, cpu: bool) -> dict | None:
-    """``betbox_vs`` with the engine of another checkout (``--baseline``), in its own process."""
+def run_betbox(tree: str | None, boxes: int, rounds: int, seed: int, side: bool, cpu: bool) -> dict | None:
+    """``betbox_vs`` in a fresh process of its own, as cardsharp is run: this checkout's
+    engine (``tree`` None) or another checkout's (``--baseline``). Not in the bench's own
+    process: after its other figures (three profiles' rounds, the latency run, the deepcopy
+    baseline) the same rounds ran 5-14% slower there than in a fresh process (docs/engine.md,
+    session 10), a handicap cardsharp's side never had."""
+    env = dict(os.environ)
+    if tree is not None:
+        env["BETBOX_BENCH_TREE"] = tree
+    else:
+        env.pop("BETBOX_BENCH_TREE", None)
     try:
         done = subprocess.run([sys.executable, __file__, "--betbox-worker", str(boxes), str(rounds), str(seed),
-                               str(int(side)), str(int(cpu))], env={**os.environ, "BETBOX_BENCH_TREE": tree},
+                               str(int(side)), str(int(cpu))], env=env,
                               capture_output=True, text=True, timeout=1200, check=True)
         return json.loads(done.stdout)
     except (subprocess.SubprocessError, OSError, ValueError) as exc:
-        print(f"  baseline run failed: {exc}")
+        print(f"  {'baseline' if tree else 'betbox'} run failed: {exc}")
         return None
 
 
@@ -466,7 +475,7 @@ def spread(runs: list[dict], key: str) -> str:
 def side_by_side(python: str | None, rounds: int, runs: int, seed: int, cpu: bool = True,
                  baseline: str | None = None) -> None:
     print(f"side by side, rws-blackjack vs cardsharp: 6 decks, basic strategy, {rounds} rounds "
-          f"a run, {runs} alternating runs; min/median/max, ratio of the medians; per "
+          f"a run, {runs} alternating runs, each in a fresh process; min/median/max, ratio of the medians; per "
           + ("second of the process's own CPU time (a shared machine's load does not count)" if cpu
              else "second of wall-clock time"))
     print(f"  {'spots':5s} {'bets':10s} {'betbox rounds/s':>18s} {'hands/s':>18s}   "
@@ -476,10 +485,12 @@ def side_by_side(python: str | None, rounds: int, runs: int, seed: int, cpu: boo
             ours, theirs, before = [], [], []
             for run in range(runs):
                 if baseline:
-                    old = run_baseline(baseline, boxes, rounds, seed + run, side, cpu)
+                    old = run_betbox(baseline, boxes, rounds, seed + run, side, cpu)
                     if old:
                         before.append(old)
-                ours.append(betbox_vs(boxes, side, rounds, seed + run, cpu))
+                got = run_betbox(None, boxes, rounds, seed + run, side, cpu)
+                if got:
+                    ours.append(got)
                 if python:
                     got = run_cardsharp(python, boxes, rounds, seed + run, side, cpu)
                     if got:
