@@ -236,6 +236,23 @@ def _expect(kind: str, box: int, hand: int) -> Expect:
     return found
 
 
+class _Table:
+    """What the rounds of one game share from :meth:`Round.new` on: the deck count, limits,
+    meter and shoe the round started with, and the reason it was voided (set once)."""
+
+    __slots__ = ("decks", "limits", "meter", "shoe_start", "void_reason", "void_clause")
+
+    decks: int
+    limits: Mapping[str, tuple[Fraction, Fraction]]
+    meter: Fraction | None
+    shoe_start: ShoeComposition
+    void_reason: str | None
+    void_clause: str | None
+
+
+_new_table = object.__new__
+
+
 class Round:
     """The state of one round at one table. Create with :meth:`Round.new`.
 
@@ -244,14 +261,14 @@ class Round:
     the very object of the round it came from. Nothing a returned round holds is changed
     in place afterwards."""
 
-    __slots__ = ("profile", "decks", "limits", "meter", "phase", "boxes", "dealer", "deal_order",
-                 "deal_pos", "cursor", "subsequent_deal", "second_card_seen", "_shoe_start", "_drawn", "_events",
-                 "_n_events", "void_reason", "void_clause", "_fresh")
+    __slots__ = ("profile", "_table", "phase", "boxes", "dealer", "deal_order",
+                 "deal_pos", "cursor", "subsequent_deal", "second_card_seen", "_drawn", "_events",
+                 "_n_events", "_fresh")
 
     profile: Profile
-    decks: int
-    limits: Mapping[str, tuple[Fraction, Fraction]]
-    meter: Fraction | None
+    # ``decks``, ``limits``, ``meter``, ``void_reason`` and ``void_clause`` (properties below)
+    # live in one :class:`_Table` that every round of the game shares: set by ``new``, so
+    # far only ``_void`` changes them, so a new round copies one slot, not six
 
     def __init__(self) -> None:  # use Round.new
         self.phase = Phase.BETTING
@@ -262,17 +279,15 @@ class Round:
         self.cursor: tuple[int, int] | None = None
         self.subsequent_deal = False    # a card has been dealt after the initial deal
         self.second_card_seen = False   # the dealer's second card has settled insurance & waiting Blackjacks
-        # the shoe as the round found it and the index (in ALL_CARDS) of each card drawn from
-        # it: the shoe after a card is read from these (:attr:`shoe`) instead of a new
-        # 52-count composition made per card
-        self._shoe_start: ShoeComposition
-        self._drawn: tuple[int, ...] = ()
+        # the shoe as the round found it (``_table.shoe_start``) and how many of each card
+        # were drawn from it (one int, :data:`_DRAWN_ONE`): the shoe after a card is read from
+        # these (:attr:`shoe`) instead of a new 52-count composition made per card
+        self._table: _Table
+        self._drawn = 0
         # the events so far as a persistent list, newest first: (event, earlier) | None;
         # appending shares every earlier cell, so no apply copies the history
         self._events: EventCell | None = None
         self._n_events = 0
-        self.void_reason: str | None = None
-        self.void_clause: str | None = None
         self._fresh: set[int] | None = None   # ids of the boxes/hands this apply made (writable)
 
     # --- construction and the functional interface ------------------------------------
@@ -290,14 +305,74 @@ class Round:
             raise ValueError(f"{profile.name} is played with {lo} to {hi} decks, not {decks}")
         r = cls()
         r.profile = profile
-        r.decks = decks
+        table = r._table = _new_table(_Table)
+        table.decks = decks
         # no limits: one shared empty mapping, so the boxes made at "no more bets" are known again
-        r.limits = _read_limits(profile, limits) if limits else _NO_LIMITS
-        r.meter = None if meter is None else Fraction(meter)
-        if r.meter is not None and r.meter < 0:
+        table.limits = _read_limits(profile, limits) if limits else _NO_LIMITS
+        table.meter = None if meter is None else Fraction(meter)
+        if table.meter is not None and table.meter < 0:
             raise ValueError(f"the meter cannot be negative ({meter})")
-        r._shoe_start = shoe if shoe is not None else _fresh_shoe(decks)
+        if shoe is not None and max(shoe.counts, default=0) > _DRAWN_MOST:
+            # (the cards drawn are counted in 16 bits per card: :data:`_DRAWN_ONE`)
+            raise ValueError(f"a shoe holds at most {_DRAWN_MOST} of a card, not {max(shoe.counts)}")
+        table.shoe_start = shoe if shoe is not None else _fresh_shoe(decks)
+        table.void_reason = table.void_clause = None
         return r
+
+    # the table's part (one :class:`_Table` shared by the rounds of a game), read and written
+    # as the round's own attributes; a write gives this round a table of its own
+
+    @property
+    def decks(self) -> int:
+        return self._table.decks
+
+    @decks.setter
+    def decks(self, decks: int) -> None:
+        self._own_table().decks = decks
+
+    @property
+    def limits(self) -> Mapping[str, tuple[Fraction, Fraction]]:
+        return self._table.limits
+
+    @limits.setter
+    def limits(self, limits: Mapping[str, tuple[Fraction, Fraction]]) -> None:
+        self._own_table().limits = limits
+
+    @property
+    def meter(self) -> Fraction | None:
+        return self._table.meter
+
+    @meter.setter
+    def meter(self, meter: Fraction | None) -> None:
+        self._own_table().meter = meter
+
+    @property
+    def void_reason(self) -> str | None:
+        return self._table.void_reason
+
+    @void_reason.setter
+    def void_reason(self, reason: str | None) -> None:
+        self._own_table().void_reason = reason
+
+    @property
+    def void_clause(self) -> str | None:
+        return self._table.void_clause
+
+    @void_clause.setter
+    def void_clause(self, clause: str | None) -> None:
+        self._own_table().void_clause = clause
+
+    def _own_table(self) -> "_Table":
+        """This round's table part as its own (a copy of the shared one) before a write."""
+        old = self._table
+        table = self._table = _new_table(_Table)
+        table.decks = old.decks
+        table.limits = old.limits
+        table.meter = old.meter
+        table.shoe_start = old.shoe_start
+        table.void_reason = old.void_reason
+        table.void_clause = old.void_clause
+        return table
 
     def apply(self, event: Event) -> tuple["Round", list[Outcome]]:
         """The round after ``event`` and what it produced; ``self`` is unchanged.
@@ -349,29 +424,26 @@ class Round:
         # the dealer's cards or the boxes, once each; the rest is as the deal left it)
         new = _new_round(Round)
         new.profile = self.profile
-        new.decks = self.decks
-        new.limits = self.limits
-        new.meter = self.meter
+        new._table = self._table
         new.phase = _INITIAL_DEAL
         new.deal_order = order
         new.deal_pos = pos + 1
         new.cursor = self.cursor
         new.subsequent_deal = self.subsequent_deal
         new.second_card_seen = self.second_card_seen
-        new._shoe_start = self._shoe_start
         new._drawn = drawn
-        new.void_reason = self.void_reason
-        new.void_clause = self.void_clause
         new._fresh = None
         target = order[pos]
+        boxes = new.boxes = self.boxes[:]
         if isinstance(target, str):             # DEALER
-            new.boxes = list(self.boxes)
             new.dealer = [*self.dealer, card]
         else:
             new.dealer = self.dealer
             bi, hi = target
-            boxes = new.boxes = list(self.boxes)
-            boxes[bi] = _dealt_to(boxes[bi], hi, card)
+            # (_dealt_to written out)
+            box = boxes[bi] = boxes[bi].copy()
+            hand = box.hands[hi] = box.hands[hi].copy()
+            hand.cards.append(card)
         return new, []
 
     def _last_initial_card(self, card: Card) -> "tuple[Round, list[Outcome]] | None":
@@ -399,8 +471,9 @@ class Round:
         immutable: :func:`_all_tuples`) that :meth:`_close_bets` last closed at these
         limits: the round as it made it (boxes, deal order, phase, outcomes, all shared and
         never changed in place); ``_advance`` has nothing to do after it. Else None."""
-        closed = _plan(self.profile).closed.get((id(self.limits), len(wagers)))
-        if closed is None or closed[1] is not wagers or closed[0] is not self.limits or not _deal_memos:
+        limits = self._table.limits
+        closed = _plan(self.profile).closed.get((id(limits), len(wagers)))
+        if closed is None or closed[1] is not wagers or closed[0] is not limits or not _deal_memos:
             return None
         new = self._clone()
         new.boxes = list(closed[2])
@@ -546,21 +619,16 @@ class Round:
         history (``_events``, ``_n_events``) is left for ``apply`` to set: it always does."""
         new = _new_round(Round)
         new.profile = self.profile
-        new.decks = self.decks
-        new.limits = self.limits
-        new.meter = self.meter
+        new._table = self._table                # shared: a write makes the round its own (_own_table)
         new.phase = self.phase
-        new.boxes = list(self.boxes)
+        new.boxes = self.boxes[:]
         new.dealer = self.dealer                # replaced on a dealer card, never changed in place
         new.deal_order = self.deal_order       # replaced, never changed in place
         new.deal_pos = self.deal_pos
         new.cursor = self.cursor
         new.subsequent_deal = self.subsequent_deal
         new.second_card_seen = self.second_card_seen
-        new._shoe_start = self._shoe_start
         new._drawn = self._drawn
-        new.void_reason = self.void_reason
-        new.void_clause = self.void_clause
         new._fresh = None
         return new
 
@@ -596,12 +664,12 @@ class Round:
     @property
     def shoe(self) -> ShoeComposition:
         """What is left in the shoe (a card the shoe could not hold never left it, §5.5.1)."""
-        if not self._drawn:
-            return self._shoe_start
-        counts = list(self._shoe_start.counts)
-        for i in self._drawn:
-            counts[i] -= 1
-        return ShoeComposition(tuple(counts))
+        drawn = self._drawn
+        start = self._table.shoe_start
+        if not drawn:
+            return start
+        return ShoeComposition(tuple(left - (drawn >> shift & _DRAWN_MOST)
+                                     for left, shift in zip(start.counts, _DRAWN_SHIFT, strict=True)))
 
     @property
     def history(self) -> list[Event]:
@@ -961,15 +1029,14 @@ class Round:
 
     # cards -----------------------------------------------------------------------------
 
-    def _drawn_with(self, card: Card) -> tuple[int, ...] | None:
-        """The cards drawn with ``card`` added (each as its index in ALL_CARDS), or None
-        when the shoe as the round found it holds no more of that card."""
+    def _drawn_with(self, card: Card) -> int | None:
+        """The cards drawn with ``card`` added (:data:`_DRAWN_ONE`), or None when the shoe
+        as the round found it holds no more of that card."""
         i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]        # (card_index without the call)
         drawn = self._drawn
-        left = self._shoe_start.counts[i]
-        if left <= len(drawn):                  # (else more are left than cards drawn)
-            left -= drawn.count(i)
-        return (*drawn, i) if left > 0 else None
+        if self._table.shoe_start.counts[i] > drawn >> _DRAWN_SHIFT[i] & _DRAWN_MOST:
+            return drawn + _DRAWN_ONE[i]
+        return None
 
     def _card(self, card: Card, out: list[Outcome]) -> None:
         drawn = self._drawn_with(card)
@@ -2158,6 +2225,17 @@ def _fresh_shoe(decks: int) -> ShoeComposition:
     if found is None:
         found = _FRESH_SHOES[decks] = ShoeComposition.of_decks(decks)   # (decks: the profile's range)
     return found
+
+
+#: the cards a round drew, counted per card in one int: 16 bits at each card's place in
+#: ALL_CARDS (``drawn >> _DRAWN_SHIFT[i] & _DRAWN_MOST`` of card i drawn). A card drawn is one
+#: int addition and a count one shift, where a tuple of the indices drawn grew by a copy per
+#: card and was counted item by item (~0.3 us a card by the end of the initial deal). A shoe
+#: holds at most _DRAWN_MOST of a card (:meth:`Round.new`) and no more than it holds are
+#: drawn, so a count never reaches the next card's bits.
+_DRAWN_MOST = 0xFFFF
+_DRAWN_SHIFT = tuple(16 * i for i in range(len(_RANK_POS) * len(_SUIT_BASE)))
+_DRAWN_ONE = tuple(1 << shift for shift in _DRAWN_SHIFT)
 
 
 #: (a dict, not a read-only proxy: a round is deep-copied and pickled by tools; typed
