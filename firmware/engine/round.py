@@ -251,6 +251,9 @@ class _Table:
 
 
 _new_table = object.__new__
+#: the table part of a round with a fresh shoe, no limits and no meter, per deck count (the
+#: profiles' ranges: a handful)
+_USUAL_TABLES: dict[int, _Table] = {}
 
 
 class Round:
@@ -263,7 +266,7 @@ class Round:
 
     __slots__ = ("profile", "_table", "phase", "boxes", "dealer", "deal_order",
                  "deal_pos", "cursor", "subsequent_deal", "second_card_seen", "_drawn", "_events",
-                 "_n_events", "_fresh")
+                 "_fresh")
 
     profile: Profile
     # ``decks``, ``limits``, ``meter``, ``void_reason`` and ``void_clause`` (properties below)
@@ -271,7 +274,7 @@ class Round:
     # far only ``_void`` changes them, so a new round copies one slot, not six
 
     def __init__(self) -> None:  # use Round.new
-        self.phase = Phase.BETTING
+        self.phase = _BETTING
         self.boxes: list[Box] = []
         self.dealer: list[Card] = []
         self.deal_order: list[tuple[int, int] | str] = []   # (box index, hand index) | DEALER
@@ -287,7 +290,6 @@ class Round:
         # the events so far as a persistent list, newest first: (event, earlier) | None;
         # appending shares every earlier cell, so no apply copies the history
         self._events: EventCell | None = None
-        self._n_events = 0
         self._fresh: set[int] | None = None   # ids of the boxes/hands this apply made (writable)
 
     # --- construction and the functional interface ------------------------------------
@@ -305,6 +307,18 @@ class Round:
             raise ValueError(f"{profile.name} is played with {lo} to {hi} decks, not {decks}")
         r = cls()
         r.profile = profile
+        if not limits and meter is None and shoe is None and type(decks) is int:
+            # the usual table part (a fresh shoe, no limits, no meter): one per deck count,
+            # shared by every such round (a write gives a round its own: _own_table)
+            table = _USUAL_TABLES.get(decks)
+            if table is None:
+                table = _USUAL_TABLES[decks] = _new_table(_Table)
+                table.decks = decks
+                table.limits = _NO_LIMITS
+                table.meter = table.void_reason = table.void_clause = None
+                table.shoe_start = _fresh_shoe(decks)
+            r._table = table
+            return r
         table = r._table = _new_table(_Table)
         table.decks = decks
         # no limits: one shared empty mapping, so the boxes made at "no more bets" are known again
@@ -392,7 +406,6 @@ class Round:
         if done is not None:
             new = done[0]
             new._events = (event, self._events)
-            new._n_events = self._n_events + 1
             return done
         new = self._clone()
         outcomes: list[Outcome] = []
@@ -402,7 +415,6 @@ class Round:
         new._apply(event, outcomes, checked)
         new._fresh = None          # from here on the new round is as unchangeable as this one
         new._events = (event, self._events)
-        new._n_events = self._n_events + 1
         return new, outcomes
 
     def _initial_card(self, card: Card) -> "tuple[Round, list[Outcome]] | None":
@@ -428,9 +440,10 @@ class Round:
         new.phase = _INITIAL_DEAL
         new.deal_order = order
         new.deal_pos = pos + 1
-        new.cursor = self.cursor
-        new.subsequent_deal = self.subsequent_deal
-        new.second_card_seen = self.second_card_seen
+        # (no hand is in play and no card has been dealt after the initial deal, nor the
+        # dealer's second card, before the initial deal ends)
+        new.cursor = None
+        new.subsequent_deal = new.second_card_seen = False
         new._drawn = drawn
         new._fresh = None
         target = order[pos]
@@ -462,7 +475,18 @@ class Round:
         box = new.boxes[bi] = _dealt_to(new.boxes[bi], hi, card)
         new._fresh = {id(box), id(box.hands[hi])}     # (as _card's _whand leaves it)
         out: list[Outcome] = []
-        new._advance(out)
+        # _advance of the initial deal's end: the interim settlement, then the first hand in
+        # play; when it waits for its decision (what _settle_hand_flow finds of it), that is
+        # all the hand flow does, else the flow goes on the long way from that hand
+        new._interim_settlement(out)
+        new.phase = _PLAY
+        first = new.cursor = new._first_open_hand(0, 0)
+        if first is not None:
+            box = new.boxes[first[0]]
+            if not _waits_for_decision(box, box.hands[first[1]]):
+                new._advance(out)
+        else:
+            new._advance(out)               # (every hand done: the dealer's turn)
         new._fresh = None
         return new, out
 
@@ -616,7 +640,7 @@ class Round:
 
     def _clone(self) -> "Round":
         """A shallow copy: the boxes list is its own, the boxes and hands are shared. The
-        history (``_events``, ``_n_events``) is left for ``apply`` to set: it always does."""
+        history (``_events``) is left for ``apply`` to set: it always does."""
         new = _new_round(Round)
         new.profile = self.profile
         new._table = self._table                # shared: a write makes the round its own (_own_table)
@@ -674,12 +698,12 @@ class Round:
     @property
     def history(self) -> list[Event]:
         """Every event applied so far, oldest first (a new list on each read)."""
-        out: list[Event] = [None] * self._n_events     # type: ignore[list-item]
+        out: list[Event] = []
         cell = self._events
-        i = self._n_events
         while cell is not None:
-            i -= 1
-            out[i], cell = cell
+            event, cell = cell
+            out.append(event)
+        out.reverse()
         return out
 
     # --- queries ----------------------------------------------------------------------
@@ -1165,9 +1189,8 @@ class Round:
         boxes = self.boxes
         fresh = self._fresh
         assert fresh is not None, "a write outside apply"
-        quick = _INTERIM_BOXES if _deal_memos else None
-        for bi in range(len(boxes)):
-            box = boxes[bi]
+        quick = _INTERIM_BOXES if _deal_memos else _NOTHING_REMEMBERED
+        for bi, box in enumerate(boxes):
             stakes = box.stakes
             if "main" not in stakes:        # (not Box.dealt)
                 continue
@@ -1178,12 +1201,12 @@ class Round:
                 hands = box.hands
                 cards = hands[0].cards
                 key = (id(stakes), cards[0].rank, cards[1].rank)
-                found = quick.get(key) if quick is not None else None
-                if (found is not None and found[0] is stakes and found[1] is plan and len(hands) == 1
-                        and found[2] is box.ledger and found[3] is box.side_results and found[4] == box.number):
+                found = quick.get(key)
+                if (found is not None and found[0] is stakes and found[2] is box.ledger
+                        and found[3] is box.side_results and found[1] is plan and found[4] == box.number
+                        and len(hands) == 1):
                     if id(box) not in fresh:
-                        box = box.copy()
-                        boxes[bi] = box
+                        box = boxes[bi] = box.copy()
                         fresh.add(id(box))
                     box.ledger = found[5]
                     box.side_results = found[6]
@@ -1198,7 +1221,7 @@ class Round:
                 box.ledger = nets if not ledger else _booked(ledger, nets)
                 box.side_results = results if not side_results else {**side_results, **results}
                 out.extend(records)
-                if (quick is not None and len(hands) == 1 and plan.judges[id(stakes)][2]
+                if (quick is _INTERIM_BOXES and len(hands) == 1 and plan.judges[id(stakes)][2]
                         and not _two_card_21(cards)):
                     if len(quick) >= 4096:  # stakes come from outside: bounded
                         quick.clear()
@@ -2056,6 +2079,8 @@ def _sides_settled(number: int, stakes: Mapping[str, Fraction], cards: list[Card
 _INTERIM_BOXES: dict[tuple[int, str, str], tuple[Mapping[str, Fraction], "_Plan", dict[str, Fraction],
                                                 dict[str, str | None], int, dict[str, Fraction],
                                                 dict[str, str | None], tuple[SideBetSettled, ...]]] = {}
+#: (what the interim settlement finds with the memos off)
+_NOTHING_REMEMBERED: dict[tuple[int, str, str], Any] = {}
 #: a Blackjack's net as worked out before: (id of the stake, id of the odds) -> (stake, odds,
 #: net). 3:2 is not whole, so the product is Fraction arithmetic (Python code, ~4 us); the same
 #: net object then also finds its remembered ``HandSettled`` record (:func:`_hand_settled`).

@@ -187,7 +187,7 @@ def test_no_more_bets_again_with_equal_wagers_of_another_object_is_then_known_by
         assert serialised(fast) == serialised(slow) and fast_out == slow_out
         again = state._closed_again(event.wagers)
         assert again is not None
-        again[0]._events, again[0]._n_events = slow._events, slow._n_events   # (apply's part)
+        again[0]._events = slow._events     # (apply's part)
         assert serialised(again[0]) == serialised(slow) and again[1] == slow_out
         closed.append(taken)
     assert closed[1] is None and closed[2] is None      # each new object: the long way first
@@ -261,3 +261,10 @@ def test_the_table_part_is_shared_by_the_rounds_and_a_void_gives_the_round_its_o
     assert (void.decks, void.limits, void.meter) == (dealt.decks, dealt.limits, dealt.meter)
     void.meter = Fraction(5)
     assert dealt.meter == 100 and void.meter == 5
+    # the usual table part (fresh shoe, no limits, no meter) is one per deck count
+    a, b = Round.new(RWS), Round.new(RWS)
+    assert a._table is b._table and (a.decks, a.limits, a.meter, a.shoe) == (6, {}, None, Round.new(RWS, meter=0).shoe)
+    dealt_a, _ = a.apply(BetsClosed.of(WAGERS))
+    void_a, _ = dealt_a.apply(VoidRound("interruption"))
+    assert void_a.void_reason == "interruption" and b.void_reason is None and Round.new(RWS).void_reason is None
+    assert type(Round.new(RWS, decks=6.0).decks) is float       # (as given: not the shared part)
