@@ -210,7 +210,8 @@ def test_no_more_bets_with_mutable_wagers_is_never_known_by_identity():
 def test_the_cards_drawn_are_counted_per_card_as_the_shoe_holds_them():
     """``_drawn`` counts each card drawn in its own 16 bits: after every card the round's shoe
     is the start less the cards drawn, and a card the shoe no longer holds is foreign
-    (§5.5.1), whichever card it is and however many of it the shoe held."""
+    (§5.5.1), whichever card it is and however many of it the shoe held; the initial card's
+    check (written out) gives what the long way's ``_drawn_with`` gives."""
     from firmware.engine.cards import ShoeComposition
 
     rnd = random.Random(10)
@@ -221,7 +222,10 @@ def test_the_cards_drawn_are_counted_per_card_as_the_shoe_holds_them():
         drawn: list = []
         for _ in range(5):
             card = rnd.choice([c for c, n in zip(ALL_CARDS, counts, strict=True) if n] + [rnd.choice(ALL_CARDS)])
-            after, _ = state.apply(CardDrawn(card))
+            after, out = state.apply(CardDrawn(card))
+            with long_way():                # (the initial card's own copy of _drawn_with)
+                slow, slow_out = state.apply(CardDrawn(card))
+            assert serialised(after) == serialised(slow) and out == slow_out
             held = start.count(card) - drawn.count(card)
             if held <= 0:
                 assert after.void_reason is not None and after.void_reason.startswith("foreign_card")
