@@ -392,17 +392,19 @@ class Round:
         """The round after ``event`` and what it produced; ``self`` is unchanged.
         An illegal event raises a :class:`RuleError` that explains itself."""
         done: tuple[Round, list[Outcome]] | None = None
-        if type(event) is CardDrawn and self.phase is _INITIAL_DEAL:
-            # the most frequent event (15 of a 7-box round's ~33): an initial card writes
-            # one hand and, but for the last, produces nothing (:meth:`_initial_card`)
-            done = self._initial_card(event.card)
-        elif type(event) is BetsClosed and self.phase is _BETTING:
+        phase = self.phase                  # (read once: the phase decides the shortcut)
+        if phase is _PLAY:
+            # a card or a decision on the hand in play (~15 of a 7-box round's ~33 events):
+            # the writes and the hand's flow without the general dispatch (:meth:`_in_play`)
+            done = self._in_play(event)
+        elif phase is _INITIAL_DEAL:
+            if type(event) is CardDrawn:
+                # an initial card (15 a round) writes one hand and, but for the last,
+                # produces nothing (:meth:`_initial_card`)
+                done = self._initial_card(event.card)
+        elif phase is _BETTING and type(event) is BetsClosed:
             # "no more bets" with the very wagers closed before (:meth:`_closed_again`)
             done = self._closed_again(event.wagers)
-        elif self.phase is _PLAY:
-            # a card or a decision on the hand in play (25 of the ~33 events): the writes
-            # and the hand's flow without the general dispatch (:meth:`_in_play`)
-            done = self._in_play(event)
         if done is not None:
             new = done[0]
             new._events = (event, self._events)
