@@ -236,6 +236,26 @@ def _expect(kind: str, box: int, hand: int) -> Expect:
     return found
 
 
+class _Table:
+    """What the rounds of one game share from :meth:`Round.new` on: the deck count, limits,
+    meter and shoe the round started with, and the reason it was voided (set once)."""
+
+    __slots__ = ("decks", "limits", "meter", "shoe_start", "void_reason", "void_clause")
+
+    decks: int
+    limits: Mapping[str, tuple[Fraction, Fraction]]
+    meter: Fraction | None
+    shoe_start: ShoeComposition
+    void_reason: str | None
+    void_clause: str | None
+
+
+_new_table = object.__new__
+#: the table part of a round with a fresh shoe, no limits and no meter, per deck count (the
+#: profiles' ranges: a handful)
+_USUAL_TABLES: dict[int, _Table] = {}
+
+
 class Round:
     """The state of one round at one table. Create with :meth:`Round.new`.
 
@@ -244,17 +264,17 @@ class Round:
     the very object of the round it came from. Nothing a returned round holds is changed
     in place afterwards."""
 
-    __slots__ = ("profile", "decks", "limits", "meter", "phase", "boxes", "dealer", "deal_order",
-                 "deal_pos", "cursor", "subsequent_deal", "second_card_seen", "_shoe_start", "_drawn", "_events",
-                 "_n_events", "void_reason", "void_clause", "_fresh")
+    __slots__ = ("profile", "_table", "phase", "boxes", "dealer", "deal_order",
+                 "deal_pos", "cursor", "subsequent_deal", "second_card_seen", "_drawn", "_events",
+                 "_fresh")
 
     profile: Profile
-    decks: int
-    limits: Mapping[str, tuple[Fraction, Fraction]]
-    meter: Fraction | None
+    # ``decks``, ``limits``, ``meter``, ``void_reason`` and ``void_clause`` (properties below)
+    # live in one :class:`_Table` that every round of the game shares: set by ``new``, so
+    # far only ``_void`` changes them, so a new round copies one slot, not six
 
     def __init__(self) -> None:  # use Round.new
-        self.phase = Phase.BETTING
+        self.phase = _BETTING
         self.boxes: list[Box] = []
         self.dealer: list[Card] = []
         self.deal_order: list[tuple[int, int] | str] = []   # (box index, hand index) | DEALER
@@ -262,17 +282,14 @@ class Round:
         self.cursor: tuple[int, int] | None = None
         self.subsequent_deal = False    # a card has been dealt after the initial deal
         self.second_card_seen = False   # the dealer's second card has settled insurance & waiting Blackjacks
-        # the shoe as the round found it and the index (in ALL_CARDS) of each card drawn from
-        # it: the shoe after a card is read from these (:attr:`shoe`) instead of a new
-        # 52-count composition made per card
-        self._shoe_start: ShoeComposition
-        self._drawn: tuple[int, ...] = ()
+        # the shoe as the round found it (``_table.shoe_start``) and how many of each card
+        # were drawn from it (one int, :data:`_DRAWN_ONE`): the shoe after a card is read from
+        # these (:attr:`shoe`) instead of a new 52-count composition made per card
+        self._table: _Table
+        self._drawn = 0
         # the events so far as a persistent list, newest first: (event, earlier) | None;
         # appending shares every earlier cell, so no apply copies the history
         self._events: EventCell | None = None
-        self._n_events = 0
-        self.void_reason: str | None = None
-        self.void_clause: str | None = None
         self._fresh: set[int] | None = None   # ids of the boxes/hands this apply made (writable)
 
     # --- construction and the functional interface ------------------------------------
@@ -290,34 +307,107 @@ class Round:
             raise ValueError(f"{profile.name} is played with {lo} to {hi} decks, not {decks}")
         r = cls()
         r.profile = profile
-        r.decks = decks
+        if not limits and meter is None and shoe is None and type(decks) is int:
+            # the usual table part (a fresh shoe, no limits, no meter): one per deck count,
+            # shared by every such round (a write gives a round its own: _own_table)
+            table = _USUAL_TABLES.get(decks)
+            if table is None:
+                table = _USUAL_TABLES[decks] = _new_table(_Table)
+                table.decks = decks
+                table.limits = _NO_LIMITS
+                table.meter = table.void_reason = table.void_clause = None
+                table.shoe_start = _fresh_shoe(decks)
+            r._table = table
+            return r
+        table = r._table = _new_table(_Table)
+        table.decks = decks
         # no limits: one shared empty mapping, so the boxes made at "no more bets" are known again
-        r.limits = _read_limits(profile, limits) if limits else _NO_LIMITS
-        r.meter = None if meter is None else Fraction(meter)
-        if r.meter is not None and r.meter < 0:
+        table.limits = _read_limits(profile, limits) if limits else _NO_LIMITS
+        table.meter = None if meter is None else Fraction(meter)
+        if table.meter is not None and table.meter < 0:
             raise ValueError(f"the meter cannot be negative ({meter})")
-        r._shoe_start = shoe if shoe is not None else _fresh_shoe(decks)
+        if shoe is not None and max(shoe.counts, default=0) > _DRAWN_MOST:
+            # (the cards drawn are counted in 16 bits per card: :data:`_DRAWN_ONE`)
+            raise ValueError(f"a shoe holds at most {_DRAWN_MOST} of a card, not {max(shoe.counts)}")
+        table.shoe_start = shoe if shoe is not None else _fresh_shoe(decks)
+        table.void_reason = table.void_clause = None
         return r
+
+    # the table's part (one :class:`_Table` shared by the rounds of a game), read and written
+    # as the round's own attributes; a write gives this round a table of its own
+
+    @property
+    def decks(self) -> int:
+        return self._table.decks
+
+    @decks.setter
+    def decks(self, decks: int) -> None:
+        self._own_table().decks = decks
+
+    @property
+    def limits(self) -> Mapping[str, tuple[Fraction, Fraction]]:
+        return self._table.limits
+
+    @limits.setter
+    def limits(self, limits: Mapping[str, tuple[Fraction, Fraction]]) -> None:
+        self._own_table().limits = limits
+
+    @property
+    def meter(self) -> Fraction | None:
+        return self._table.meter
+
+    @meter.setter
+    def meter(self, meter: Fraction | None) -> None:
+        self._own_table().meter = meter
+
+    @property
+    def void_reason(self) -> str | None:
+        return self._table.void_reason
+
+    @void_reason.setter
+    def void_reason(self, reason: str | None) -> None:
+        self._own_table().void_reason = reason
+
+    @property
+    def void_clause(self) -> str | None:
+        return self._table.void_clause
+
+    @void_clause.setter
+    def void_clause(self, clause: str | None) -> None:
+        self._own_table().void_clause = clause
+
+    def _own_table(self) -> "_Table":
+        """This round's table part as its own (a copy of the shared one) before a write."""
+        old = self._table
+        table = self._table = _new_table(_Table)
+        table.decks = old.decks
+        table.limits = old.limits
+        table.meter = old.meter
+        table.shoe_start = old.shoe_start
+        table.void_reason = old.void_reason
+        table.void_clause = old.void_clause
+        return table
 
     def apply(self, event: Event) -> tuple["Round", list[Outcome]]:
         """The round after ``event`` and what it produced; ``self`` is unchanged.
         An illegal event raises a :class:`RuleError` that explains itself."""
         done: tuple[Round, list[Outcome]] | None = None
-        if type(event) is CardDrawn and self.phase is _INITIAL_DEAL:
-            # the most frequent event (15 of a 7-box round's ~33): an initial card writes
-            # one hand and, but for the last, produces nothing (:meth:`_initial_card`)
-            done = self._initial_card(event.card)
-        elif type(event) is BetsClosed and self.phase is _BETTING:
+        phase = self.phase                  # (read once: the phase decides the shortcut)
+        if phase is _PLAY:
+            # a card or a decision on the hand in play (~15 of a 7-box round's ~33 events):
+            # the writes and the hand's flow without the general dispatch (:meth:`_in_play`)
+            done = self._in_play(event)
+        elif phase is _INITIAL_DEAL:
+            if type(event) is CardDrawn:
+                # an initial card (15 a round) writes one hand and, but for the last,
+                # produces nothing (:meth:`_initial_card`)
+                done = self._initial_card(event.card)
+        elif phase is _BETTING and type(event) is BetsClosed:
             # "no more bets" with the very wagers closed before (:meth:`_closed_again`)
             done = self._closed_again(event.wagers)
-        elif self.phase is _PLAY:
-            # a card or a decision on the hand in play (25 of the ~33 events): the writes
-            # and the hand's flow without the general dispatch (:meth:`_in_play`)
-            done = self._in_play(event)
         if done is not None:
             new = done[0]
             new._events = (event, self._events)
-            new._n_events = self._n_events + 1
             return done
         new = self._clone()
         outcomes: list[Outcome] = []
@@ -327,7 +417,6 @@ class Round:
         new._apply(event, outcomes, checked)
         new._fresh = None          # from here on the new round is as unchangeable as this one
         new._events = (event, self._events)
-        new._n_events = self._n_events + 1
         return new, outcomes
 
     def _initial_card(self, card: Card) -> "tuple[Round, list[Outcome]] | None":
@@ -342,36 +431,37 @@ class Round:
         order = self.deal_order
         if pos + 1 >= len(order):
             return self._last_initial_card(card)
-        drawn = self._drawn_with(card)
-        if drawn is None:
+        # (_drawn_with written out: the most frequent card; test_deal_speed holds them equal)
+        i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]
+        drawn = self._drawn
+        if self._table.shoe_start.counts[i] <= drawn >> _DRAWN_SHIFT[i] & _DRAWN_MOST:
             return None                         # a foreign card voids the round: the long way
+        drawn += _DRAWN_ONE[i]
         # (_clone written out: an initial card writes the deal position, the cards drawn and
         # the dealer's cards or the boxes, once each; the rest is as the deal left it)
         new = _new_round(Round)
         new.profile = self.profile
-        new.decks = self.decks
-        new.limits = self.limits
-        new.meter = self.meter
+        new._table = self._table
         new.phase = _INITIAL_DEAL
         new.deal_order = order
         new.deal_pos = pos + 1
-        new.cursor = self.cursor
-        new.subsequent_deal = self.subsequent_deal
-        new.second_card_seen = self.second_card_seen
-        new._shoe_start = self._shoe_start
+        # (no hand is in play and no card has been dealt after the initial deal, nor the
+        # dealer's second card, before the initial deal ends)
+        new.cursor = None
+        new.subsequent_deal = new.second_card_seen = False
         new._drawn = drawn
-        new.void_reason = self.void_reason
-        new.void_clause = self.void_clause
         new._fresh = None
         target = order[pos]
+        boxes = new.boxes = self.boxes[:]
         if isinstance(target, str):             # DEALER
-            new.boxes = list(self.boxes)
             new.dealer = [*self.dealer, card]
         else:
             new.dealer = self.dealer
             bi, hi = target
-            boxes = new.boxes = list(self.boxes)
-            boxes[bi] = _dealt_to(boxes[bi], hi, card)
+            # (_dealt_to written out)
+            box = boxes[bi] = boxes[bi].copy()
+            hand = box.hands[hi] = box.hands[hi].copy()
+            hand.cards.append(card)
         return new, []
 
     def _last_initial_card(self, card: Card) -> "tuple[Round, list[Outcome]] | None":
@@ -390,7 +480,18 @@ class Round:
         box = new.boxes[bi] = _dealt_to(new.boxes[bi], hi, card)
         new._fresh = {id(box), id(box.hands[hi])}     # (as _card's _whand leaves it)
         out: list[Outcome] = []
-        new._advance(out)
+        # _advance of the initial deal's end: the interim settlement, then the first hand in
+        # play; when it waits for its decision (what _settle_hand_flow finds of it), that is
+        # all the hand flow does, else the flow goes on the long way from that hand
+        new._interim_settlement(out)
+        new.phase = _PLAY
+        first = new.cursor = new._first_open_hand(0, 0)
+        if first is not None:
+            box = new.boxes[first[0]]
+            if not _waits_for_decision(box, box.hands[first[1]]):
+                new._advance(out)
+        else:
+            new._advance(out)               # (every hand done: the dealer's turn)
         new._fresh = None
         return new, out
 
@@ -399,8 +500,9 @@ class Round:
         immutable: :func:`_all_tuples`) that :meth:`_close_bets` last closed at these
         limits: the round as it made it (boxes, deal order, phase, outcomes, all shared and
         never changed in place); ``_advance`` has nothing to do after it. Else None."""
-        closed = _plan(self.profile).closed.get((id(self.limits), len(wagers)))
-        if closed is None or closed[1] is not wagers or closed[0] is not self.limits or not _deal_memos:
+        limits = self._table.limits
+        closed = _plan(self.profile).closed.get((id(limits), len(wagers)))
+        if closed is None or closed[1] is not wagers or closed[0] is not limits or not _deal_memos:
             return None
         new = self._clone()
         new.boxes = list(closed[2])
@@ -543,24 +645,19 @@ class Round:
 
     def _clone(self) -> "Round":
         """A shallow copy: the boxes list is its own, the boxes and hands are shared. The
-        history (``_events``, ``_n_events``) is left for ``apply`` to set: it always does."""
+        history (``_events``) is left for ``apply`` to set: it always does."""
         new = _new_round(Round)
         new.profile = self.profile
-        new.decks = self.decks
-        new.limits = self.limits
-        new.meter = self.meter
+        new._table = self._table                # shared: a write makes the round its own (_own_table)
         new.phase = self.phase
-        new.boxes = list(self.boxes)
+        new.boxes = self.boxes[:]
         new.dealer = self.dealer                # replaced on a dealer card, never changed in place
         new.deal_order = self.deal_order       # replaced, never changed in place
         new.deal_pos = self.deal_pos
         new.cursor = self.cursor
         new.subsequent_deal = self.subsequent_deal
         new.second_card_seen = self.second_card_seen
-        new._shoe_start = self._shoe_start
         new._drawn = self._drawn
-        new.void_reason = self.void_reason
-        new.void_clause = self.void_clause
         new._fresh = None
         return new
 
@@ -596,22 +693,22 @@ class Round:
     @property
     def shoe(self) -> ShoeComposition:
         """What is left in the shoe (a card the shoe could not hold never left it, §5.5.1)."""
-        if not self._drawn:
-            return self._shoe_start
-        counts = list(self._shoe_start.counts)
-        for i in self._drawn:
-            counts[i] -= 1
-        return ShoeComposition(tuple(counts))
+        drawn = self._drawn
+        start = self._table.shoe_start
+        if not drawn:
+            return start
+        return ShoeComposition(tuple(left - (drawn >> shift & _DRAWN_MOST)
+                                     for left, shift in zip(start.counts, _DRAWN_SHIFT, strict=True)))
 
     @property
     def history(self) -> list[Event]:
         """Every event applied so far, oldest first (a new list on each read)."""
-        out: list[Event] = [None] * self._n_events     # type: ignore[list-item]
+        out: list[Event] = []
         cell = self._events
-        i = self._n_events
         while cell is not None:
-            i -= 1
-            out[i], cell = cell
+            event, cell = cell
+            out.append(event)
+        out.reverse()
         return out
 
     # --- queries ----------------------------------------------------------------------
@@ -961,15 +1058,14 @@ class Round:
 
     # cards -----------------------------------------------------------------------------
 
-    def _drawn_with(self, card: Card) -> tuple[int, ...] | None:
-        """The cards drawn with ``card`` added (each as its index in ALL_CARDS), or None
-        when the shoe as the round found it holds no more of that card."""
+    def _drawn_with(self, card: Card) -> int | None:
+        """The cards drawn with ``card`` added (:data:`_DRAWN_ONE`), or None when the shoe
+        as the round found it holds no more of that card."""
         i = _SUIT_BASE[card.suit] + _RANK_POS[card.rank]        # (card_index without the call)
         drawn = self._drawn
-        left = self._shoe_start.counts[i]
-        if left <= len(drawn):                  # (else more are left than cards drawn)
-            left -= drawn.count(i)
-        return (*drawn, i) if left > 0 else None
+        if self._table.shoe_start.counts[i] > drawn >> _DRAWN_SHIFT[i] & _DRAWN_MOST:
+            return drawn + _DRAWN_ONE[i]
+        return None
 
     def _card(self, card: Card, out: list[Outcome]) -> None:
         drawn = self._drawn_with(card)
@@ -1098,9 +1194,8 @@ class Round:
         boxes = self.boxes
         fresh = self._fresh
         assert fresh is not None, "a write outside apply"
-        quick = _INTERIM_BOXES if _deal_memos else None
-        for bi in range(len(boxes)):
-            box = boxes[bi]
+        quick = _INTERIM_BOXES if _deal_memos else _NOTHING_REMEMBERED
+        for bi, box in enumerate(boxes):
             stakes = box.stakes
             if "main" not in stakes:        # (not Box.dealt)
                 continue
@@ -1111,12 +1206,12 @@ class Round:
                 hands = box.hands
                 cards = hands[0].cards
                 key = (id(stakes), cards[0].rank, cards[1].rank)
-                found = quick.get(key) if quick is not None else None
-                if (found is not None and found[0] is stakes and found[1] is plan and len(hands) == 1
-                        and found[2] is box.ledger and found[3] is box.side_results and found[4] == box.number):
+                found = quick.get(key)
+                if (found is not None and found[0] is stakes and found[2] is box.ledger
+                        and found[3] is box.side_results and found[1] is plan and found[4] == box.number
+                        and len(hands) == 1):
                     if id(box) not in fresh:
-                        box = box.copy()
-                        boxes[bi] = box
+                        box = boxes[bi] = box.copy()
                         fresh.add(id(box))
                     box.ledger = found[5]
                     box.side_results = found[6]
@@ -1131,7 +1226,7 @@ class Round:
                 box.ledger = nets if not ledger else _booked(ledger, nets)
                 box.side_results = results if not side_results else {**side_results, **results}
                 out.extend(records)
-                if (quick is not None and len(hands) == 1 and plan.judges[id(stakes)][2]
+                if (quick is _INTERIM_BOXES and len(hands) == 1 and plan.judges[id(stakes)][2]
                         and not _two_card_21(cards)):
                     if len(quick) >= 4096:  # stakes come from outside: bounded
                         quick.clear()
@@ -1989,6 +2084,8 @@ def _sides_settled(number: int, stakes: Mapping[str, Fraction], cards: list[Card
 _INTERIM_BOXES: dict[tuple[int, str, str], tuple[Mapping[str, Fraction], "_Plan", dict[str, Fraction],
                                                 dict[str, str | None], int, dict[str, Fraction],
                                                 dict[str, str | None], tuple[SideBetSettled, ...]]] = {}
+#: (what the interim settlement finds with the memos off)
+_NOTHING_REMEMBERED: dict[tuple[int, str, str], Any] = {}
 #: a Blackjack's net as worked out before: (id of the stake, id of the odds) -> (stake, odds,
 #: net). 3:2 is not whole, so the product is Fraction arithmetic (Python code, ~4 us); the same
 #: net object then also finds its remembered ``HandSettled`` record (:func:`_hand_settled`).
@@ -2158,6 +2255,17 @@ def _fresh_shoe(decks: int) -> ShoeComposition:
     if found is None:
         found = _FRESH_SHOES[decks] = ShoeComposition.of_decks(decks)   # (decks: the profile's range)
     return found
+
+
+#: the cards a round drew, counted per card in one int: 16 bits at each card's place in
+#: ALL_CARDS (``drawn >> _DRAWN_SHIFT[i] & _DRAWN_MOST`` of card i drawn). A card drawn is one
+#: int addition and a count one shift, where a tuple of the indices drawn grew by a copy per
+#: card and was counted item by item (~0.3 us a card by the end of the initial deal). A shoe
+#: holds at most _DRAWN_MOST of a card (:meth:`Round.new`) and no more than it holds are
+#: drawn, so a count never reaches the next card's bits.
+_DRAWN_MOST = 0xFFFF
+_DRAWN_SHIFT = tuple(16 * i for i in range(len(_RANK_POS) * len(_SUIT_BASE)))
+_DRAWN_ONE = tuple(1 << shift for shift in _DRAWN_SHIFT)
 
 
 #: (a dict, not a read-only proxy: a round is deep-copied and pickled by tools; typed

@@ -187,7 +187,7 @@ def test_no_more_bets_again_with_equal_wagers_of_another_object_is_then_known_by
         assert serialised(fast) == serialised(slow) and fast_out == slow_out
         again = state._closed_again(event.wagers)
         assert again is not None
-        again[0]._events, again[0]._n_events = slow._events, slow._n_events   # (apply's part)
+        again[0]._events = slow._events     # (apply's part)
         assert serialised(again[0]) == serialised(slow) and again[1] == slow_out
         closed.append(taken)
     assert closed[1] is None and closed[2] is None      # each new object: the long way first
@@ -203,3 +203,72 @@ def test_no_more_bets_with_mutable_wagers_is_never_known_by_identity():
     wagers[0][1][0] = ("main", Fraction(20))
     second, _ = Round.new(RWS).apply(event)
     assert second.box(1).stakes["main"] == 20 and first.box(1).stakes["main"] == 10
+
+
+# --- session 10 "start": the cards drawn counted in one int, the table part shared ----------
+
+def test_the_cards_drawn_are_counted_per_card_as_the_shoe_holds_them():
+    """``_drawn`` counts each card drawn in its own 16 bits: after every card the round's shoe
+    is the start less the cards drawn, and a card the shoe no longer holds is foreign
+    (§5.5.1), whichever card it is and however many of it the shoe held; the initial card's
+    check (written out) gives what the long way's ``_drawn_with`` gives."""
+    from firmware.engine.cards import ShoeComposition
+
+    rnd = random.Random(10)
+    for _ in range(20):
+        counts = tuple(rnd.choice((0, 1, 2, 3, 300, 0xFFFF)) for _ in ALL_CARDS)
+        start = ShoeComposition(counts)
+        state, _ = Round.new(RWS, decks=6, shoe=start).apply(BetsClosed.of({1: {"main": 10}, 2: {"main": 10}}))
+        drawn: list = []
+        for _ in range(5):
+            card = rnd.choice([c for c, n in zip(ALL_CARDS, counts, strict=True) if n] + [rnd.choice(ALL_CARDS)])
+            after, out = state.apply(CardDrawn(card))
+            with long_way():                # (the initial card's own copy of _drawn_with)
+                slow, slow_out = state.apply(CardDrawn(card))
+            assert serialised(after) == serialised(slow) and out == slow_out
+            held = start.count(card) - drawn.count(card)
+            if held <= 0:
+                assert after.void_reason is not None and after.void_reason.startswith("foreign_card")
+                assert after.shoe == state.shoe
+                break
+            drawn.append(card)
+            assert after.shoe == start.without(drawn)
+            assert after.void_reason is None
+            state = after
+
+
+def test_a_shoe_holding_more_of_a_card_than_the_count_can_hold_is_refused():
+    from firmware.engine.cards import ShoeComposition
+
+    most = ShoeComposition((0xFFFF,) * len(ALL_CARDS))
+    assert Round.new(RWS, shoe=most).shoe == most
+    with pytest.raises(ValueError, match="at most 65535 of a card, not 65536"):
+        Round.new(RWS, shoe=ShoeComposition((1,) * 51 + (0x10000,)))
+
+
+def test_the_table_part_is_shared_by_the_rounds_and_a_void_gives_the_round_its_own():
+    """decks, limits, meter and the void's reason live in one object the rounds of a game
+    share: read as before, and a void (or a write) changes only the round it is made on."""
+    from firmware.engine.events import VoidRound
+
+    start = Round.new(RWS, decks=6, limits={"main": [5, 500]}, meter=100)
+    rounds = [r for r, _ in _deal(CARDS[:5])]
+    assert len({id(r._table) for r in rounds}) == 1
+    state, _ = start.apply(BetsClosed.of(WAGERS))
+    dealt, _ = state.apply(CardDrawn(parse_card("8S")))
+    assert dealt._table is state._table is start._table
+    assert (dealt.decks, dealt.limits, dealt.meter) == (6, {"main": (Fraction(5), Fraction(500))}, Fraction(100))
+    before = serialised(dealt)
+    void, _ = dealt.apply(VoidRound("interruption"))
+    assert void.void_reason == "interruption" and void.void_clause
+    assert dealt.void_reason is None and dealt.void_clause is None and serialised(dealt) == before
+    assert (void.decks, void.limits, void.meter) == (dealt.decks, dealt.limits, dealt.meter)
+    void.meter = Fraction(5)
+    assert dealt.meter == 100 and void.meter == 5
+    # the usual table part (fresh shoe, no limits, no meter) is one per deck count
+    a, b = Round.new(RWS), Round.new(RWS)
+    assert a._table is b._table and (a.decks, a.limits, a.meter, a.shoe) == (6, {}, None, Round.new(RWS, meter=0).shoe)
+    dealt_a, _ = a.apply(BetsClosed.of(WAGERS))
+    void_a, _ = dealt_a.apply(VoidRound("interruption"))
+    assert void_a.void_reason == "interruption" and b.void_reason is None and Round.new(RWS).void_reason is None
+    assert type(Round.new(RWS, decks=6.0).decks) is float       # (as given: not the shared part)
