@@ -501,7 +501,16 @@ class Round:
                     or box.number != event.box
                     or "main" not in box.stakes or box.walked_away or hand.wants_card):
                 return None                     # not a plain decision: the long way checks it
-            turn_check(self, box, hand, event)
+            if action is _HIT:
+                # :meth:`_check_hit`'s conditions without the call; refused: the long way says why
+                if hand.split_aces or hand_total(hand.cards)[0] >= 21:
+                    return None
+            elif action is _STAND:
+                floor = self.profile.rules.must_draw_below      # likewise :meth:`_check_stand`'s
+                if floor and hand_total(hand.cards)[0] < floor and not hand.split_aces:
+                    return None
+            else:
+                turn_check(self, box, hand, event)
         new = self._clone()
         box = box.copy()
         new.boxes[bi] = box
@@ -526,7 +535,10 @@ class Round:
         new._fresh = {id(box)}                  # split, switch as _turn makes them
         new._turn(event)
         out: list[Outcome] = []
-        new._advance(out)
+        if action is not _SPLIT:
+            # (a split leaves the hand in play waiting for its second card, §3.21.2, where
+            # _advance finds nothing to do; a switch may make a 21 that the rules go on from)
+            new._advance(out)
         new._fresh = None
         return new, out
 
@@ -545,10 +557,21 @@ class Round:
         hand not done, when it waits for its decision, is in play and that is all the hand
         flow does; no hand left: the dealer's turn (:meth:`_dealer_flow`); else the long way
         (a split hand's first card, split Aces, a walk-away: :meth:`_advance_from`)."""
-        after = self._first_open_hand(bi, hi + 1)
+        boxes = self.boxes
+        nbi = bi + 1
+        if hi + 1 == len(box.hands) and nbi < len(boxes) and boxes[nbi].hands and not boxes[nbi].hands[0].done:
+            after: tuple[int, int] | None = (nbi, 0)    # (the usual next hand: _first_open_hand's first find)
+        else:
+            after = self._first_open_hand(bi, hi + 1)
         if after is not None:
-            nbox = self.boxes[after[0]]
-            if _waits_for_decision(nbox, nbox.hands[after[1]]):
+            nbox = boxes[after[0]]
+            nhand = nbox.hands[after[1]]
+            # it waits for its decision, nothing for the rules to do (what _settle_hand_flow
+            # finds): two cards or more, below 21, not doubled, not split Aces, the player there
+            doubled = nhand.doubled
+            cards = nhand.cards
+            if (not nhand.wants_card and len(cards) >= 2 and not nhand.split_aces and not nbox.walked_away
+                    and (doubled is ZERO or not doubled) and hand_total(cards)[0] < 21):
                 self.cursor = after
                 return self, out
         # from here the hand is writable in this apply: its own card list (a decision's copy shares it)
@@ -1410,7 +1433,8 @@ class Round:
     def _check_split(self, box: Box, hand: Hand, d: Decision) -> None:
         p = self.profile
         r = p.rules
-        if len(hand.cards) != 2 or hand.doubled or (hand.decided and not hand.split_aces):
+        doubled = hand.doubled                  # (ZERO by identity first: Fraction's bool is Python code)
+        if len(hand.cards) != 2 or (doubled is not ZERO and doubled) or (hand.decided and not hand.split_aces):
             raise IllegalDecision("only the first two cards of a hand can be split", p.clause("split"))
         a, b = hand.cards
         if a.value != b.value:
@@ -1487,8 +1511,13 @@ class Round:
         elif d.action == _SPLIT:
             aces = hand.cards[0].is_ace
             moved = hand.cards.pop()
-            new = Hand(family=hand.family, stake=hand.stake, id=max(h.id for h in box.hands) + 1,
-                       cards=[moved], from_split=True, split_aces=aces, switched=hand.switched)
+            # (Hand(family=..., stake=..., id=..., cards=[moved], from_split=True, split_aces=aces,
+            # switched=hand.switched) slot by slot: the dataclass __init__ is several times slower)
+            new = _make_hand(hand.family, hand.stake, max(h.id for h in box.hands) + 1)
+            new.cards.append(moved)
+            new.from_split = True
+            new.split_aces = aces
+            new.switched = hand.switched
             hand.from_split = True
             hand.split_aces = aces
             hand.decided = False
@@ -2077,16 +2106,6 @@ def _all_tuples(wagers: Wagers) -> bool:
             if type(bet) is not tuple:
                 return False
     return True
-
-
-def _waits_for_decision(box: Box, hand: Hand) -> bool:
-    """What :meth:`Round._settle_hand_flow` finds of a hand in play that is not done: it
-    waits for its decision, nothing for the rules to do (two cards or more, below 21, not
-    doubled, not split Aces, the player still there)."""
-    doubled = hand.doubled
-    cards = hand.cards
-    return (not hand.wants_card and len(cards) >= 2 and not hand.split_aces and not box.walked_away
-            and (doubled is ZERO or not doubled) and hand_total(cards)[0] < 21)
 
 
 _TEN_VALUES = frozenset("TJQK")

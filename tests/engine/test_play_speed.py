@@ -54,6 +54,8 @@ class CountingDriver(LongWayDriver):
                           + (" dealer" if self.state.phase is not Phase.PLAY else "")] += 1
             elif isinstance(event, Decision) and event.action is Action.DOUBLE:
                 self.seen["double" + (" amount" if event.amount is not None else "")] += 1
+            elif isinstance(event, Decision) and event.action is Action.SPLIT and self.state is not old:
+                self.seen["split"] += 1
             elif isinstance(event, Decision) and event.action is Action.STAND and self.state is not old:
                 # (session 10) where play went on from a stand: the next hand waiting for its
                 # decision, another hand the rules go on with, or the dealer's turn
@@ -85,7 +87,7 @@ def test_a_card_that_ends_the_hand_and_a_double_give_the_long_ways_round():
             CountingDriver(table, rnd, seen=seen, check_illegal=True).play()
     for case in ("card bust moved next waits", "card bust moved dealer", "card twenty_one moved next waits",
                  "card twenty_one moved dealer", "card doubled moved next waits", "card doubled moved dealer",
-                 "card play", "double", "double amount", "stand dealer", "stand next waits", "stand moved"):
+                 "card play", "double", "double amount", "stand dealer", "stand next waits", "stand moved", "split"):
         assert seen[case] > 0, f"{case!r} never occurred: {sorted(seen.items())}"
     # a bust or 21 whose next hand is not waiting for its decision (a split hand's first card)
     assert sum(n for case, n in seen.items() if case.startswith("card ") and case.endswith("moved")) > 0, seen
@@ -229,3 +231,24 @@ def test_the_table_of_expects_answers_as_made_and_stays_bounded():
         assert decision == Expect("decision", number, number % 3 + 1)
         assert card == Expect("card", number, number % 3 + 1) and card_no_hand == (card, None, None)
         assert len(_HAND_EXPECTS) <= 4096
+
+
+def test_a_split_hand_is_the_hand_the_dataclass_makes_and_waits_for_its_card():
+    """(session 10) ``_turn`` makes the split hand slot by slot and a split ends without
+    ``_advance``: the new hand equals the one ``Hand(...)`` makes, the hand in play waits
+    for its second card, and the long way gives the same round byte for byte."""
+    from firmware.engine.cards import parse_card
+    from firmware.engine.round import Hand
+
+    for first, second, aces in (("8S", "8H", False), ("AS", "AH", True)):
+        rounds = _rounds("rws-blackjack", [first, "5H", "9S", second, "6D"], [Decision(1, Action.SPLIT)])
+        before = rounds[-1][0]
+        event = Decision(1, Action.SPLIT)
+        after, out = before.apply(event)
+        with long_way():
+            slow, slow_out = before.apply(event)
+        assert serialised(slow) == serialised(after) and out == slow_out == []
+        stake = before.boxes[0].hands[0].stake
+        assert after.boxes[0].hands[1] == Hand(family=0, stake=stake, id=2, cards=[parse_card(second)],
+                                               from_split=True, split_aces=aces, switched=False)
+        assert after.expecting().kind == "card" and after.hand_in_play()[1].wants_card
