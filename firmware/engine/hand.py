@@ -17,10 +17,10 @@ def hand_total(cards: Sequence[Card]) -> tuple[int, bool]:
     Dealer's first ace counts as 11 unless it busts the hand; subsequent aces count as one".
     """
     n = len(cards)
-    if n == 2:                         # most counts are of two cards: one look-up
-        return _TWO_CARDS[cards[0].rank, cards[1].rank]
+    if n == 2:                         # most counts are of two cards: a look-up per rank
+        return _BY_TWO_RANKS[cards[0].rank][cards[1].rank]
     if n == 3:                         # and most others of three (a hit, a double): likewise
-        return _THREE_CARDS[cards[0].rank, cards[1].rank, cards[2].rank]
+        return _BY_THREE_RANKS[cards[0].rank][cards[1].rank][cards[2].rank]
     total = 0
     has_ace = False
     for card in cards:
@@ -47,6 +47,10 @@ for _a in RANKS:
             _t = _VALUE[_a] + _VALUE[_b] + _VALUE[_c]
             _THREE_CARDS[_a, _b, _c] = ((_t + 10, True) if "A" in (_a, _b, _c) and _t + 10 <= 21
                                         else (_t, False))
+#: the same tables by rank and rank: a look-up by a rank (a str with its hash kept) is cheaper
+#: than one by a tuple of ranks made and hashed per count
+_BY_TWO_RANKS = {_a: {_b: _TWO_CARDS[_a, _b] for _b in RANKS} for _a in RANKS}
+_BY_THREE_RANKS = {_a: {_b: {_c: _THREE_CARDS[_a, _b, _c] for _c in RANKS} for _b in RANKS} for _a in RANKS}
 del _a, _b, _c, _t
 
 

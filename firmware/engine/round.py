@@ -255,6 +255,25 @@ _new_table = object.__new__
 #: profiles' ranges: a handful)
 _USUAL_TABLES: dict[int, _Table] = {}
 
+#: per box number, per hand index: the Expect of the hand's decision, of its card, and
+#: ``expecting_hand``'s answer for its initial card; read by two indexes instead of a tuple
+#: key made and hashed per query (:func:`_hand_expects` fills it)
+_HAND_EXPECTS: dict[int, list[tuple[Expect, Expect, "tuple[Expect, None, None]"]]] = {}
+
+
+def _hand_expects(number: int, hi: int) -> tuple[Expect, Expect, "tuple[Expect, None, None]"]:
+    """The entry of :data:`_HAND_EXPECTS` for hand ``hi`` (0-based) of box ``number``."""
+    row = _HAND_EXPECTS.get(number)
+    if row is None:
+        if len(_HAND_EXPECTS) >= 4096:  # box numbers come from outside: keep the table bounded
+            _HAND_EXPECTS.clear()
+        row = _HAND_EXPECTS[number] = []
+    while len(row) <= hi:
+        n = len(row) + 1
+        card = _expect("card", number, n)
+        row.append((_expect("decision", number, n), card, (card, None, None)))
+    return row[hi]
+
 
 class Round:
     """The state of one round at one table. Create with :meth:`Round.new`.
@@ -523,11 +542,12 @@ class Round:
         bi, hi = cursor
         box = self.boxes[bi]
         hand = box.hands[hi]
-        if isinstance(event, CardDrawn):
+        # (by type, not isinstance: neither event type has subclasses, and this runs per event)
+        if type(event) is CardDrawn:
             if not hand.wants_card or hand.done:
                 return None                     # refused (or not the usual flow): the long way
             return self._card_in_play(event.card, bi, hi, box, hand)
-        if isinstance(event, Decision):
+        if type(event) is Decision:
             return self._decision_in_play(event, bi, hi, box, hand)
         return None
 
@@ -559,15 +579,12 @@ class Round:
             # §3.18: a Player who Busts loses his Bets
             out: list[Outcome] = []
             new._settle(box, hand, "bust", _minus(hand.at_risk), "bust", out)
-            if new._next_waits(bi, hi):
-                return new, out
-            return new._advance_from(box, hand, out)
+            return new._hand_done(bi, hi, box, hand, out)
         elif total == 21 or (doubled is not ZERO and doubled and len(cards) >= 3):
             # §3.17: no drawing on a Blackjack or 21; §3.22: one card after a double
             hand.status = "twenty_one" if total == 21 else "doubled"
             hand.done = True
-            if new._next_waits(bi, hi):
-                return new, []
+            return new._hand_done(bi, hi, box, hand, [])
         elif not hand.split_aces and not box.walked_away and (doubled is ZERO or not doubled):
             return new, []                      # it waits for its decision
         return new._advance_from(box, hand, [])
@@ -585,41 +602,44 @@ class Round:
                     or box.number != event.box
                     or "main" not in box.stakes or box.walked_away or hand.wants_card):
                 return None                     # not a plain decision: the long way checks it
-            turn_check(self, box, hand, event)
+            if action is _HIT:
+                # :meth:`_check_hit`'s conditions without the call; refused: the long way says why
+                if hand.split_aces or hand_total(hand.cards)[0] >= 21:
+                    return None
+            elif action is _STAND:
+                floor = self.profile.rules.must_draw_below      # likewise :meth:`_check_stand`'s
+                if floor and hand_total(hand.cards)[0] < floor and not hand.split_aces:
+                    return None
+            else:
+                turn_check(self, box, hand, event)
         new = self._clone()
         box = box.copy()
         new.boxes[bi] = box
-        if action is _HIT:
+        if action is _HIT or action is _STAND or action is _DOUBLE:
+            # as :meth:`_turn` makes them; the hand's cards do not change, so its copy shares
+            # the card list (:func:`_copy_sharing_cards`)
             box.acted = True
-            hand = hand.copy()
+            hand = _copy_sharing_cards(hand)
             box.hands[hi] = hand
             hand.decided = True
-            hand.wants_card = True              # the hand waits for its card
-            return new, []
-        if action is _STAND:
-            box.acted = True
-            hand = hand.copy()
-            box.hands[hi] = hand
-            hand.decided = True
-            hand.status = "stood"
-            hand.done = True
-            if new._next_waits(bi, hi):
+            if action is _HIT:
+                hand.wants_card = True          # the hand waits for its card
                 return new, []
-            return new._advance_from(box, hand, [])
-        if action is _DOUBLE:
-            # as :meth:`_turn` doubles; the hand then waits for its one card
-            box.acted = True
-            hand = hand.copy()
-            box.hands[hi] = hand
-            hand.decided = True
-            amount = event.amount
+            if action is _STAND:
+                hand.status = "stood"
+                hand.done = True
+                return new._hand_done(bi, hi, box, hand, [])
+            amount = event.amount               # a double: the hand then waits for its one card
             hand.doubled = hand.stake if amount is None else amount
             hand.wants_card = True
             return new, []
         new._fresh = {id(box)}                  # split, switch as _turn makes them
         new._turn(event)
         out: list[Outcome] = []
-        new._advance(out)
+        if action is not _SPLIT:
+            # (a split leaves the hand in play waiting for its second card, §3.21.2, where
+            # _advance finds nothing to do; a switch may make a 21 that the rules go on from)
+            new._advance(out)
         new._fresh = None
         return new, out
 
@@ -631,17 +651,41 @@ class Round:
         self._fresh = None
         return self, out
 
-    def _next_waits(self, bi: int, hi: int) -> bool:
-        """After hand ``hi`` of box ``bi`` stood: when the next hand not done waits for its
-        decision, it is in play and that is all the hand flow does (True); else False and
-        nothing changed (the flow from the stood hand goes the long way)."""
-        after = self._first_open_hand(bi, hi + 1)
+    def _hand_done(self, bi: int, hi: int, box: Box, hand: Hand,
+                   out: list[Outcome]) -> "tuple[Round, list[Outcome]]":
+        """The rest of :meth:`_in_play` after hand ``hi`` of box ``bi`` (``box``, ``hand``: this
+        apply's copies, the cursor's) is done, as :meth:`_advance` goes on from it: the next
+        hand not done, when it waits for its decision, is in play and that is all the hand
+        flow does; no hand left: the dealer's turn (:meth:`_dealer_flow`); else the long way
+        (a split hand's first card, split Aces, a walk-away: :meth:`_advance_from`)."""
+        boxes = self.boxes
+        nbi = bi + 1
+        if hi + 1 == len(box.hands) and nbi < len(boxes) and boxes[nbi].hands and not boxes[nbi].hands[0].done:
+            after: tuple[int, int] | None = (nbi, 0)    # (the usual next hand: _first_open_hand's first find)
+        else:
+            after = self._first_open_hand(bi, hi + 1)
         if after is not None:
-            box = self.boxes[after[0]]
-            if _waits_for_decision(box, box.hands[after[1]]):
+            nbox = boxes[after[0]]
+            nhand = nbox.hands[after[1]]
+            # it waits for its decision, nothing for the rules to do (_waits_for_decision written
+            # out; what _settle_hand_flow finds): two cards or more, below 21, not doubled, not split Aces, the player there
+            doubled = nhand.doubled
+            cards = nhand.cards
+            if (not nhand.wants_card and len(cards) >= 2 and not nhand.split_aces and not nbox.walked_away
+                    and (doubled is ZERO or not doubled) and hand_total(cards)[0] < 21):
                 self.cursor = after
-                return True
-        return False
+                return self, out
+        # from here the hand is writable in this apply: its own card list (a decision's copy shares it)
+        hand.cards = hand.cards[:]
+        if after is not None:
+            return self._advance_from(box, hand, out)
+        # as _advance finds it: the hand in play done (_settle_hand_flow), no open hand after it
+        self.cursor = None
+        self.phase = _DEALER
+        self._fresh = {id(box), id(hand)}
+        self._dealer_flow(out)
+        self._fresh = None
+        return self, out
 
     def _clone(self) -> "Round":
         """A shallow copy: the boxes list is its own, the boxes and hands are shared. The
@@ -758,14 +802,17 @@ class Round:
             bi, hi = self.cursor
             box = self.boxes[bi]
             hand = box.hands[hi]
-            key = ("card" if hand.wants_card else "decision", box.number, hi + 1)
-            return _EXPECTS.get(key) or _expect(*key), box, hand
+            row = _HAND_EXPECTS.get(box.number)
+            entry = row[hi] if row is not None and hi < len(row) else _hand_expects(box.number, hi)
+            return entry[1] if hand.wants_card else entry[0], box, hand
         if phase is _INITIAL_DEAL:               # (as expecting, without a second call)
             target = self.deal_order[self.deal_pos]
             if isinstance(target, str):         # DEALER
                 return _DEALER_CARD_NO_HAND
-            key = ("card", self.boxes[target[0]].number, target[1] + 1)
-            return _EXPECTS.get(key) or _expect(*key), None, None
+            bi, hi = target
+            row = _HAND_EXPECTS.get(self.boxes[bi].number)
+            return (row[hi] if row is not None and hi < len(row)
+                    else _hand_expects(self.boxes[bi].number, hi))[2]
         return self.expecting(), None, None
 
     def hand_in_play(self) -> tuple[Box, Hand] | None:
@@ -1458,6 +1505,12 @@ class Round:
             raise IllegalDecision(f"a double needs a total of {', '.join(map(str, r.double_totals))}, "
                                   f"not {total}", p.clause("double"))
         amount = hand.stake if d.amount is None else d.amount
+        if amount is hand.stake:
+            # the usual double, of the stake itself: equal to it and not above it; its sign
+            # from the numerator (a Fraction's denominator is positive) without a Fraction compare
+            if amount.numerator <= 0:
+                raise IllegalDecision("a double needs an amount above zero", p.clause("double"))
+            return
         if amount <= 0:
             raise IllegalDecision("a double needs an amount above zero", p.clause("double"))
         if r.double_amount == "equal" and amount != hand.stake:
@@ -1474,7 +1527,8 @@ class Round:
     def _check_split(self, box: Box, hand: Hand, d: Decision) -> None:
         p = self.profile
         r = p.rules
-        if len(hand.cards) != 2 or hand.doubled or (hand.decided and not hand.split_aces):
+        doubled = hand.doubled                  # (ZERO by identity first: Fraction's bool is Python code)
+        if len(hand.cards) != 2 or (doubled is not ZERO and doubled) or (hand.decided and not hand.split_aces):
             raise IllegalDecision("only the first two cards of a hand can be split", p.clause("split"))
         a, b = hand.cards
         if a.value != b.value:
@@ -1551,8 +1605,13 @@ class Round:
         elif d.action == _SPLIT:
             aces = hand.cards[0].is_ace
             moved = hand.cards.pop()
-            new = Hand(family=hand.family, stake=hand.stake, id=max(h.id for h in box.hands) + 1,
-                       cards=[moved], from_split=True, split_aces=aces, switched=hand.switched)
+            # (Hand(family=..., stake=..., id=..., cards=[moved], from_split=True, split_aces=aces,
+            # switched=hand.switched) slot by slot: the dataclass __init__ is several times slower)
+            new = _make_hand(hand.family, hand.stake, max(h.id for h in box.hands) + 1)
+            new.cards.append(moved)
+            new.from_split = True
+            new.split_aces = aces
+            new.switched = hand.switched
             hand.from_split = True
             hand.split_aces = aces
             hand.decided = False
@@ -2148,7 +2207,8 @@ def _all_tuples(wagers: Wagers) -> bool:
 def _waits_for_decision(box: Box, hand: Hand) -> bool:
     """What :meth:`Round._settle_hand_flow` finds of a hand in play that is not done: it
     waits for its decision, nothing for the rules to do (two cards or more, below 21, not
-    doubled, not split Aces, the player still there)."""
+    doubled, not split Aces, the player still there). (:meth:`Round._hand_done` tests the
+    same, written out.)"""
     doubled = hand.doubled
     cards = hand.cards
     return (not hand.wants_card and len(cards) >= 2 and not hand.split_aces and not box.walked_away
@@ -2184,6 +2244,29 @@ def _dealt_to(box: Box, hi: int, card: Card) -> Box:
 
 def _box_number(box: Box) -> int:
     return box.number
+
+
+def _copy_sharing_cards(hand: Hand) -> Hand:
+    """:meth:`Hand.copy` with the very card list of ``hand``: for a decision that changes no
+    card (hit, stand, double). The list is never changed in place through the copy: a card
+    for it copies it again (:meth:`Hand.copy`), and :meth:`Round._hand_done` gives it its own
+    list before anything else in the apply may write to it."""
+    new = _new_hand(Hand)
+    new.family = hand.family
+    new.stake = hand.stake
+    new.id = hand.id
+    new.cards = hand.cards
+    new.doubled = hand.doubled
+    new.from_split = hand.from_split
+    new.split_aces = hand.split_aces
+    new.switched = hand.switched
+    new.wants_card = hand.wants_card
+    new.done = hand.done
+    new.decided = hand.decided
+    new.status = hand.status
+    new.result = hand.result
+    new.net = hand.net
+    return new
 
 
 def _make_hand(family: int, stake: Fraction, hand_id: int) -> Hand:

@@ -14,6 +14,7 @@ import random
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
 from firmware.engine.events import Action, CardDrawn, Decision
 from firmware.engine.round import Phase, Round
@@ -53,6 +54,15 @@ class CountingDriver(LongWayDriver):
                           + (" dealer" if self.state.phase is not Phase.PLAY else "")] += 1
             elif isinstance(event, Decision) and event.action is Action.DOUBLE:
                 self.seen["double" + (" amount" if event.amount is not None else "")] += 1
+            elif isinstance(event, Decision) and event.action is Action.SPLIT and self.state is not old:
+                self.seen["split"] += 1
+            elif isinstance(event, Decision) and event.action is Action.STAND and self.state is not old:
+                # (session 10) where play went on from a stand: the next hand waiting for its
+                # decision, another hand the rules go on with, or the dealer's turn
+                waits = (self.state.phase is Phase.PLAY and self.state.cursor is not None
+                         and not self.state.hand_in_play()[1].wants_card)
+                self.seen["stand " + ("dealer" if self.state.phase is not Phase.PLAY
+                                      else "next waits" if waits else "moved")] += 1
 
 
 def test_a_card_that_ends_the_hand_and_a_double_give_the_long_ways_round():
@@ -77,7 +87,7 @@ def test_a_card_that_ends_the_hand_and_a_double_give_the_long_ways_round():
             CountingDriver(table, rnd, seen=seen, check_illegal=True).play()
     for case in ("card bust moved next waits", "card bust moved dealer", "card twenty_one moved next waits",
                  "card twenty_one moved dealer", "card doubled moved next waits", "card doubled moved dealer",
-                 "card play", "double", "double amount"):
+                 "card play", "double", "double amount", "stand dealer", "stand next waits", "stand moved", "split"):
         assert seen[case] > 0, f"{case!r} never occurred: {sorted(seen.items())}"
     # a bust or 21 whose next hand is not waiting for its decision (a split hand's first card)
     assert sum(n for case, n in seen.items() if case.startswith("card ") and case.endswith("moved")) > 0, seen
@@ -154,8 +164,6 @@ def _bench():
 def test_the_bench_strategy_from_its_tables_is_the_charts():
     """The bench's basic strategy read from its tables gives what the charts say, for every
     two and three cards against every up card, on the first two cards and after."""
-    from types import SimpleNamespace
-
     bench = _bench()
     ranks = bench.ALL_CARDS[:13]
     for up in ranks:
@@ -165,3 +173,82 @@ def test_the_bench_strategy_from_its_tables_is_the_charts():
                     for first_two in (True, False):
                         got = bench.basic_action(SimpleNamespace(cards=cards), up, first_two)
                         assert got is bench.chart_action(cards, up, first_two), (cards, up, first_two)
+
+
+def test_a_double_of_the_stake_is_checked_as_a_double_of_an_equal_amount():
+    """(session 10) ``_check_double`` takes a double without an amount (the stake itself) without
+    comparing Fractions: it must refuse and allow as the check of an equal amount given as a
+    Fraction of its own does, for a stake above zero, of zero and below zero."""
+    from firmware.engine.cards import parse_card
+    from firmware.engine.errors import RuleError
+    from firmware.engine.round import Hand
+
+    state = Round.new(PROFILES["rws-blackjack"])
+    box = SimpleNamespace(number=1)
+    for stake in (Fraction(10), Fraction(5, 2), Fraction(0), Fraction(-10)):
+        for cards in (["5S", "6H"], ["TS", "2H"], ["AS", "7H"], ["9S", "2H", "3C"]):
+            hand = Hand(family=0, stake=stake, cards=[parse_card(c) for c in cards])
+            answers = []
+            for d in (Decision(1, Action.DOUBLE), Decision(1, Action.DOUBLE, Fraction(stake.numerator, stake.denominator))):
+                try:
+                    state._check_double(box, hand, d)
+                    answers.append(None)
+                except RuleError as exc:
+                    answers.append(str(exc))
+            assert answers[0] == answers[1], (stake, cards, answers)
+            if stake <= 0 and len(cards) == 2 and cards[0] != "TS":
+                assert answers[0] is not None and "above zero" in answers[0], (stake, cards, answers)
+
+
+def test_a_decision_shares_the_hands_cards_and_a_card_never_changes_the_earlier_rounds():
+    """(session 10) A hit, stand or double copies the hand with the very card list (no card
+    changes); the card that follows copies it again, so the round the hit was applied to
+    keeps its two cards, and a stand that hands over to the dealer gives its hand its own list."""
+    cards = ["TS", "7H", "9S", "6C", "6D", "2D", "TH"]     # box 1 T 6 hits (2), box 2 7 6 stands
+    rounds = _rounds("rws-blackjack", cards, [Decision(1, Action.HIT), Decision(1, Action.STAND),
+                                              Decision(2, Action.STAND)])
+    states = [s for s, _ in rounds]
+    hit = next(s for s in states if s.history[-1] == Decision(1, Action.HIT))
+    before = states[states.index(hit) - 1]
+    assert hit.boxes[0].hands[0].cards is before.boxes[0].hands[0].cards
+    carded = states[states.index(hit) + 1]
+    assert len(carded.boxes[0].hands[0].cards) == 3 and len(hit.boxes[0].hands[0].cards) == 2
+    last = next(s for s in states if s.history[-1] == Decision(2, Action.STAND))
+    earlier = states[states.index(last) - 1]
+    assert last.phase is not Phase.PLAY
+    assert last.boxes[1].hands[0].cards is not earlier.boxes[1].hands[0].cards
+    assert [str(c) for c in earlier.boxes[1].hands[0].cards] == ["7H", "6D"]
+
+
+def test_the_table_of_expects_answers_as_made_and_stays_bounded():
+    """(session 10) ``expecting_hand`` reads its Expects from a table by box number and hand:
+    each entry is the Expect its query names, and the table is cleared when full (box
+    numbers come from outside)."""
+    from firmware.engine.round import _HAND_EXPECTS, Expect, _hand_expects
+
+    for number in range(5000):
+        decision, card, card_no_hand = _hand_expects(number, number % 3)
+        assert decision == Expect("decision", number, number % 3 + 1)
+        assert card == Expect("card", number, number % 3 + 1) and card_no_hand == (card, None, None)
+        assert len(_HAND_EXPECTS) <= 4096
+
+
+def test_a_split_hand_is_the_hand_the_dataclass_makes_and_waits_for_its_card():
+    """(session 10) ``_turn`` makes the split hand slot by slot and a split ends without
+    ``_advance``: the new hand equals the one ``Hand(...)`` makes, the hand in play waits
+    for its second card, and the long way gives the same round byte for byte."""
+    from firmware.engine.cards import parse_card
+    from firmware.engine.round import Hand
+
+    for first, second, aces in (("8S", "8H", False), ("AS", "AH", True)):
+        rounds = _rounds("rws-blackjack", [first, "5H", "9S", second, "6D"], [Decision(1, Action.SPLIT)])
+        before = rounds[-1][0]
+        event = Decision(1, Action.SPLIT)
+        after, out = before.apply(event)
+        with long_way():
+            slow, slow_out = before.apply(event)
+        assert serialised(slow) == serialised(after) and out == slow_out == []
+        stake = before.boxes[0].hands[0].stake
+        assert after.boxes[0].hands[1] == Hand(family=0, stake=stake, id=2, cards=[parse_card(second)],
+                                               from_split=True, split_aces=aces, switched=False)
+        assert after.expecting().kind == "card" and after.hand_in_play()[1].wants_card
