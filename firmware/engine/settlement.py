@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable
 
+from .cards import RANKS, Card
 from .hand import hand_total
 from .money import to_json_number, whole_amount, whole_by_id
 from .outcomes import BetReturned, WagerFlagged, record_maker
@@ -261,6 +262,10 @@ def settlement(state: Round) -> dict[str, Any]:
 
 #: a box number's text (the JSON's key), for the usual numbers
 _NUMBER_TEXT = tuple(str(n) for n in range(16))
+#: :func:`hand_total` of every two and three ranks, counted by it (the suit does not count)
+_TWO_CARDS = {(a, b): hand_total((Card(a, "S"), Card(b, "S"))) for a in RANKS for b in RANKS}
+_THREE_CARDS = {(a, b, c): hand_total((Card(a, "S"), Card(b, "S"), Card(c, "S")))
+                for a in RANKS for b in RANKS for c in RANKS}
 
 
 def _box_json(box: Box, switch: bool) -> dict[str, Any]:
@@ -284,15 +289,17 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
     if found is None or found[0] is not stakes or found[1] is not risk or found[2] is not ledger:
         found = _box_parts(stakes, risk, ledger)
     cards = hand.cards
-    total, soft = hand_total(cards)
     n = len(cards)
-    if n == 2:              # the usual hands (two cards, three): written without a comprehension's call
+    if n == 2:              # the usual hands (two cards, three): counted and written without a call
         first, second = cards
+        total, soft = _TWO_CARDS[first.rank, second.rank]
         texts = [first.rank + first.suit, second.rank + second.suit]
     elif n == 3:
         first, second, third = cards
+        total, soft = _THREE_CARDS[first.rank, second.rank, third.rank]
         texts = [first.rank + first.suit, second.rank + second.suit, third.rank + third.suit]
     else:
+        total, soft = hand_total(cards)
         texts = [c.rank + c.suit for c in cards]
     whole = whole_by_id.get(id(stake))
     entry: dict[str, Any] = {"id": hand.id, "cards": texts, "total": total, "soft": soft, "result": hand.result,
