@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable
 
+from .cards import RANKS, Card
 from .hand import hand_total
 from .money import to_json_number, whole_amount, whole_by_id
 from .outcomes import BetReturned, WagerFlagged, record_maker
-from .round import Box, Phase, Round
+from .round import Box, Hand, Phase, Round
 
 ZERO = whole_amount(0)
+_VOID, _COMPLETE = Phase.VOID, Phase.COMPLETE
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,29 +231,27 @@ def _settle_box(box: Box, void: bool, switch: bool) -> BoxSettlement:
 def settlement(state: Round) -> dict[str, Any]:
     """The round's settlement as JSON-ready data: each box's entry is its BoxSettlement's
     JSON (:func:`_box_json` writes the usual box's straight from the round, the same text)."""
-    void = state.phase == Phase.VOID
+    phase = state.phase
+    void = phase is _VOID            # (a module constant: Phase.VOID is a class attribute look-up)
+    profile = state.profile
     dealer = state.dealer
     dealer_total = hand_total(dealer)[0] if dealer else None
-    out: dict[str, Any] = {
-        "profile": state.profile.name,
-        "decks": state.decks,
-        "void": void,
-    }
     if void:
-        out["reason"] = state.void_reason
-        out["clause"] = state.void_clause
-    out["complete"] = state.is_over
-    out["dealer"] = {
-        "cards": [c.rank + c.suit for c in dealer],         # (str(card), without a call per card)
-        "total": dealer_total,
-        "blackjack": len(dealer) == 2 and dealer_total == 21,      # (Round.dealer_blackjack)
-    }
+        out: dict[str, Any] = {"profile": profile.name, "decks": state.decks, "void": void,
+                               "reason": state.void_reason, "clause": state.void_clause, "complete": True}
+    else:
+        out = {"profile": profile.name, "decks": state.decks, "void": void, "complete": phase is _COMPLETE}
+    texts = []                          # str(card) of each, without a call per card or a comprehension's
+    for c in dealer:
+        texts.append(c.rank + c.suit)
+    out["dealer"] = {"cards": texts, "total": dealer_total,
+                     "blackjack": len(dealer) == 2 and dealer_total == 21}     # (Round.dealer_blackjack)
     seen, found = _last
     if void or seen is state:
         out["boxes"] = {str(b.box): b.to_json() for b in box_settlements(state)}
     else:
         # JSON only: no frozen projection made just to be written out and dropped
-        switch = state.profile.is_switch
+        switch = profile.is_switch
         boxes: dict[str, Any] = {}
         for box in state.boxes:             # (a loop: a comprehension is a call of its own)
             number = box.number
@@ -262,6 +262,10 @@ def settlement(state: Round) -> dict[str, Any]:
 
 #: a box number's text (the JSON's key), for the usual numbers
 _NUMBER_TEXT = tuple(str(n) for n in range(16))
+#: :func:`hand_total` of every two and three ranks, counted by it (the suit does not count)
+_TWO_CARDS = {(a, b): hand_total((Card(a, "S"), Card(b, "S"))) for a in RANKS for b in RANKS}
+_THREE_CARDS = {(a, b, c): hand_total((Card(a, "S"), Card(b, "S"), Card(c, "S")))
+                for a in RANKS for b in RANKS for c in RANKS}
 
 
 def _box_json(box: Box, switch: bool) -> dict[str, Any]:
@@ -271,9 +275,54 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
     holds the two equal, key order included."""
     if box.insurance or box.flags or box.returned or box.walked_away:
         return _settle_box(box, False, switch).to_json()
+    played = box.hands
+    if len(played) != 1:
+        return _hands_box_json(box, played, switch)
+    # the usual box, of one hand: its memo looked up here (not through _box_parts' call)
+    hand = played[0]
+    stake = hand.stake
+    doubled = hand.doubled
+    risk = stake if doubled is ZERO else hand.at_risk     # the main bet's amount at risk
+    stakes = box.stakes
+    ledger = box.ledger
+    found = _box_memo.get((id(stakes), id(risk), id(ledger)))
+    if found is None or found[0] is not stakes or found[1] is not risk or found[2] is not ledger:
+        found = _box_parts(stakes, risk, ledger)
+    cards = hand.cards
+    n = len(cards)
+    if n == 2:              # the usual hands (two cards, three): counted and written without a call
+        first, second = cards
+        total, soft = _TWO_CARDS[first.rank, second.rank]
+        texts = [first.rank + first.suit, second.rank + second.suit]
+    elif n == 3:
+        first, second, third = cards
+        total, soft = _THREE_CARDS[first.rank, second.rank, third.rank]
+        texts = [first.rank + first.suit, second.rank + second.suit, third.rank + third.suit]
+    else:
+        total, soft = hand_total(cards)
+        texts = [c.rank + c.suit for c in cards]
+    whole = whole_by_id.get(id(stake))
+    entry: dict[str, Any] = {"id": hand.id, "cards": texts, "total": total, "soft": soft, "result": hand.result,
+                             "stake": whole if whole is not None else to_json_number(stake)}
+    if doubled is not ZERO and doubled:
+        entry["doubled"] = to_json_number(doubled)
+    if switch:
+        entry["switched"] = hand.switched
+    b: dict[str, Any] = {"hands": [entry], "wagered": found[3].copy(), "bets": found[4].copy(), "net": found[5]}
+    if side := box.side_results:
+        b["side_bets"] = side.copy()
+    if "progressive" in stakes:
+        award = box.progressive_award
+        b["progressive"] = {"hand": box.progressive_hand,
+                            "award": None if award is None else to_json_number(award)}
+    return b
+
+
+def _hands_box_json(box: Box, played: list[Hand], switch: bool) -> dict[str, Any]:
+    """:func:`_box_json` of a box of any other number of hands (a split, Switch's two hands)."""
     by_id = whole_by_id.get
     hands = []
-    for hand in (played := box.hands):
+    for hand in played:
         cards = hand.cards
         total, soft = hand_total(cards)
         if len(cards) == 2:     # the usual hand: written without a comprehension's call
@@ -293,7 +342,7 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
             entry["switched"] = hand.switched
         hands.append(entry)
     # the main bet's amount at risk: its hands' stakes and doubles
-    risk = (stake if doubled is ZERO else hand.at_risk) if len(played) == 1 else _total([h.at_risk for h in played])
+    risk = _total([h.at_risk for h in played])
     stakes = box.stakes
     ledger = box.ledger
     found = _box_parts(stakes, risk, ledger)

@@ -14,15 +14,17 @@ import pickle
 import random
 from contextlib import contextmanager
 from fractions import Fraction
+from itertools import product
 from typing import Iterator
 
 import pytest
 
 import firmware.engine.round as round_module
 import firmware.engine.settlement as settle_module
-from firmware.engine.cards import parse_card
+from firmware.engine.cards import RANKS, Card, parse_card
 from firmware.engine.errors import RuleError
 from firmware.engine.events import Action, BetsClosed, CardDrawn, Decision
+from firmware.engine.hand import hand_total
 from firmware.engine.outcomes import HandSettled
 from firmware.engine.profile import load_profile, profile_names
 from firmware.engine.round import Round, replay
@@ -221,3 +223,25 @@ def test_the_dealers_second_card_settles_as_the_long_way(table, rnd):
     against an Ace, §3.14), no Blackjack waiting (§3.15). Random play with insurance, even
     money, surrender and walk-aways thrown in: every event gives the long way's round."""
     assert SecondCardLongWay(table, rnd, check_illegal=True).play().state.is_over
+
+
+def test_the_settlements_two_and_three_card_counts_are_hand_totals():
+    """settlement() counts a hand of two or three cards by its own tables (no call): each
+    hand of every two and three ranks (all of one suit, and of mixed suits) is hand_total's count,
+    and so are the hands of four cards and more (counted by the call)."""
+    for n, table in ((2, settle_module._TWO_CARDS), (3, settle_module._THREE_CARDS)):
+        assert len(table) == len(RANKS) ** n
+        for ranks in product(RANKS, repeat=n):
+            for suits in (("S",) * n, ("H", "D", "C")[:n]):
+                assert table[ranks] == hand_total([Card(r, s) for r, s in zip(ranks, suits, strict=True)]), ranks
+    # and hands of two, three and four cards as a settlement writes them
+    for cards, hits in ((["AH", "5C"], []), (["2H", "3C"], ["AD"]), (["2H", "AC"], ["AD", "3S"])):
+        state, _ = Round.new(RWS).apply(RWS_BETS)
+        events = [cards[0], "TS", cards[1]]
+        for card in hits:
+            events += [(1, "hit"), card]
+        state, _ = step(state, *events, (1, "stand"), "9D")
+        (hand,) = state.box(1).hands
+        assert len(hand.cards) == 2 + len(hits)
+        entry = settlement(state)["boxes"]["1"]["hands"][0]
+        assert (entry["total"], entry["soft"]) == hand_total(hand.cards)
