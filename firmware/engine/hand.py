@@ -33,25 +33,16 @@ def hand_total(cards: Sequence[Card]) -> tuple[int, bool]:
     return total, False
 
 
-#: every two ranks' (total, soft), as the loop above counts them (tests/engine/test_fast_path.py)
-_TWO_CARDS: dict[tuple[str, str], tuple[int, bool]] = {}
-for _a in RANKS:
-    for _b in RANKS:
-        _t = _VALUE[_a] + _VALUE[_b]
-        _TWO_CARDS[_a, _b] = (_t + 10, True) if "A" in (_a, _b) and _t + 10 <= 21 else (_t, False)
-#: every three ranks' (total, soft), likewise
-_THREE_CARDS: dict[tuple[str, str, str], tuple[int, bool]] = {}
-for _a in RANKS:
-    for _b in RANKS:
-        for _c in RANKS:
-            _t = _VALUE[_a] + _VALUE[_b] + _VALUE[_c]
-            _THREE_CARDS[_a, _b, _c] = ((_t + 10, True) if "A" in (_a, _b, _c) and _t + 10 <= 21
-                                        else (_t, False))
-#: the same tables by rank and rank: a look-up by a rank (a str with its hash kept) is cheaper
-#: than one by a tuple of ranks made and hashed per count
-_BY_TWO_RANKS = {_a: {_b: _TWO_CARDS[_a, _b] for _b in RANKS} for _a in RANKS}
-_BY_THREE_RANKS = {_a: {_b: {_c: _THREE_CARDS[_a, _b, _c] for _c in RANKS} for _b in RANKS} for _a in RANKS}
-del _a, _b, _c, _t
+def _count(ranks: tuple[str, ...]) -> tuple[int, bool]:
+    """(total, soft) of these ranks, as :func:`hand_total`'s loop counts them."""
+    total = sum(_VALUE[r] for r in ranks)
+    return (total + 10, True) if "A" in ranks and total + 10 <= 21 else (total, False)
+
+
+#: every two and every three ranks' (total, soft), by rank and rank (tests/engine/test_fast_path.py):
+#: a look-up by a rank (a str keeps its hash) is cheaper than one by a tuple made and hashed per count
+_BY_TWO_RANKS = {a: {b: _count((a, b)) for b in RANKS} for a in RANKS}
+_BY_THREE_RANKS = {a: {b: {c: _count((a, b, c)) for c in RANKS} for b in RANKS} for a in RANKS}
 
 
 def is_two_card_21(cards: Sequence[Card]) -> bool:

@@ -326,30 +326,26 @@ class Round:
             raise ValueError(f"{profile.name} is played with {lo} to {hi} decks, not {decks}")
         r = cls()
         r.profile = profile
-        if not limits and meter is None and shoe is None and type(decks) is int:
-            # the usual table part (a fresh shoe, no limits, no meter): one per deck count,
-            # shared by every such round (a write gives a round its own: _own_table)
-            table = _USUAL_TABLES.get(decks)
-            if table is None:
-                table = _USUAL_TABLES[decks] = _new_table(_Table)
-                table.decks = decks
-                table.limits = _NO_LIMITS
-                table.meter = table.void_reason = table.void_clause = None
-                table.shoe_start = _fresh_shoe(decks)
-            r._table = table
-            return r
-        table = r._table = _new_table(_Table)
-        table.decks = decks
-        # no limits: one shared empty mapping, so the boxes made at "no more bets" are known again
-        table.limits = _read_limits(profile, limits) if limits else _NO_LIMITS
-        table.meter = None if meter is None else Fraction(meter)
-        if table.meter is not None and table.meter < 0:
-            raise ValueError(f"the meter cannot be negative ({meter})")
-        if shoe is not None and max(shoe.counts, default=0) > _DRAWN_MOST:
-            # (the cards drawn are counted in 16 bits per card: :data:`_DRAWN_ONE`)
-            raise ValueError(f"a shoe holds at most {_DRAWN_MOST} of a card, not {max(shoe.counts)}")
-        table.shoe_start = shoe if shoe is not None else _fresh_shoe(decks)
-        table.void_reason = table.void_clause = None
+        # the usual table part (a fresh shoe, no limits, no meter) is one per deck count, shared
+        # by every such round (a write gives a round its own: _own_table)
+        usual = not limits and meter is None and shoe is None and type(decks) is int
+        table = _USUAL_TABLES.get(decks) if usual else None
+        if table is None:
+            table = _new_table(_Table)
+            table.decks = decks
+            # no limits: one shared empty mapping, so the boxes made at "no more bets" are known again
+            table.limits = _read_limits(profile, limits) if limits else _NO_LIMITS
+            table.meter = None if meter is None else Fraction(meter)
+            if table.meter is not None and table.meter < 0:
+                raise ValueError(f"the meter cannot be negative ({meter})")
+            if shoe is not None and max(shoe.counts, default=0) > _DRAWN_MOST:
+                # (the cards drawn are counted in 16 bits per card: :data:`_DRAWN_ONE`)
+                raise ValueError(f"a shoe holds at most {_DRAWN_MOST} of a card, not {max(shoe.counts)}")
+            table.shoe_start = shoe if shoe is not None else _fresh_shoe(decks)
+            table.void_reason = table.void_clause = None
+            if usual:
+                _USUAL_TABLES[decks] = table
+        r._table = table
         return r
 
     # the table's part (one :class:`_Table` shared by the rounds of a game), read and written
@@ -666,13 +662,7 @@ class Round:
             after = self._first_open_hand(bi, hi + 1)
         if after is not None:
             nbox = boxes[after[0]]
-            nhand = nbox.hands[after[1]]
-            # it waits for its decision, nothing for the rules to do (_waits_for_decision written
-            # out; what _settle_hand_flow finds): two cards or more, below 21, not doubled, not split Aces, the player there
-            doubled = nhand.doubled
-            cards = nhand.cards
-            if (not nhand.wants_card and len(cards) >= 2 and not nhand.split_aces and not nbox.walked_away
-                    and (doubled is ZERO or not doubled) and hand_total(cards)[0] < 21):
+            if _waits_for_decision(nbox, nbox.hands[after[1]]):
                 self.cursor = after
                 return self, out
         # from here the hand is writable in this apply: its own card list (a decision's copy shares it)
@@ -2207,8 +2197,7 @@ def _all_tuples(wagers: Wagers) -> bool:
 def _waits_for_decision(box: Box, hand: Hand) -> bool:
     """What :meth:`Round._settle_hand_flow` finds of a hand in play that is not done: it
     waits for its decision, nothing for the rules to do (two cards or more, below 21, not
-    doubled, not split Aces, the player still there). (:meth:`Round._hand_done` tests the
-    same, written out.)"""
+    doubled, not split Aces, the player still there)."""
     doubled = hand.doubled
     cards = hand.cards
     return (not hand.wants_card and len(cards) >= 2 and not hand.split_aces and not box.walked_away

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable
 
-from .cards import RANKS, Card
 from .hand import hand_total
 from .money import to_json_number, whole_amount, whole_by_id
 from .outcomes import BetReturned, WagerFlagged, record_maker
@@ -262,10 +261,6 @@ def settlement(state: Round) -> dict[str, Any]:
 
 #: a box number's text (the JSON's key), for the usual numbers
 _NUMBER_TEXT = tuple(str(n) for n in range(16))
-#: :func:`hand_total` of every two and three ranks, counted by it (the suit does not count)
-_TWO_CARDS = {(a, b): hand_total((Card(a, "S"), Card(b, "S"))) for a in RANKS for b in RANKS}
-_THREE_CARDS = {(a, b, c): hand_total((Card(a, "S"), Card(b, "S"), Card(c, "S")))
-                for a in RANKS for b in RANKS for c in RANKS}
 
 
 def _box_json(box: Box, switch: bool) -> dict[str, Any]:
@@ -276,39 +271,16 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
     if box.insurance or box.flags or box.returned or box.walked_away:
         return _settle_box(box, False, switch).to_json()
     played = box.hands
-    if len(played) != 1:
-        return _hands_box_json(box, played, switch)
-    # the usual box, of one hand: its memo looked up here (not through _box_parts' call)
-    hand = played[0]
-    stake = hand.stake
-    doubled = hand.doubled
-    risk = stake if doubled is ZERO else hand.at_risk     # the main bet's amount at risk
-    stakes = box.stakes
-    ledger = box.ledger
-    found = _box_memo.get((id(stakes), id(risk), id(ledger)))
-    if found is None or found[0] is not stakes or found[1] is not risk or found[2] is not ledger:
-        found = _box_parts(stakes, risk, ledger)
-    cards = hand.cards
-    n = len(cards)
-    if n == 2:              # the usual hands (two cards, three): counted and written without a call
-        first, second = cards
-        total, soft = _TWO_CARDS[first.rank, second.rank]
-        texts = [first.rank + first.suit, second.rank + second.suit]
-    elif n == 3:
-        first, second, third = cards
-        total, soft = _THREE_CARDS[first.rank, second.rank, third.rank]
-        texts = [first.rank + first.suit, second.rank + second.suit, third.rank + third.suit]
+    if len(played) == 1:                # the usual box: one hand, its amount at risk without a sum
+        hand = played[0]
+        hands = [_hand_json(hand, switch)]
+        risk = hand.stake if hand.doubled is ZERO else hand.at_risk
     else:
-        total, soft = hand_total(cards)
-        texts = [c.rank + c.suit for c in cards]
-    whole = whole_by_id.get(id(stake))
-    entry: dict[str, Any] = {"id": hand.id, "cards": texts, "total": total, "soft": soft, "result": hand.result,
-                             "stake": whole if whole is not None else to_json_number(stake)}
-    if doubled is not ZERO and doubled:
-        entry["doubled"] = to_json_number(doubled)
-    if switch:
-        entry["switched"] = hand.switched
-    b: dict[str, Any] = {"hands": [entry], "wagered": found[3].copy(), "bets": found[4].copy(), "net": found[5]}
+        hands = [_hand_json(h, switch) for h in played]
+        risk = _total([h.at_risk for h in played])
+    stakes = box.stakes
+    found = _box_parts(stakes, risk, box.ledger)
+    b: dict[str, Any] = {"hands": hands, "wagered": found[3].copy(), "bets": found[4].copy(), "net": found[5]}
     if side := box.side_results:
         b["side_bets"] = side.copy()
     if "progressive" in stakes:
@@ -318,42 +290,25 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
     return b
 
 
-def _hands_box_json(box: Box, played: list[Hand], switch: bool) -> dict[str, Any]:
-    """:func:`_box_json` of a box of any other number of hands (a split, Switch's two hands)."""
-    by_id = whole_by_id.get
-    hands = []
-    for hand in played:
-        cards = hand.cards
-        total, soft = hand_total(cards)
-        if len(cards) == 2:     # the usual hand: written without a comprehension's call
-            first, second = cards
-            texts = [first.rank + first.suit, second.rank + second.suit]
-        else:
-            texts = [c.rank + c.suit for c in cards]
-        stake = hand.stake
-        whole = by_id(id(stake))
-        entry: dict[str, Any] = {"id": hand.id, "cards": texts, "total": total,
-                                 "soft": soft, "result": hand.result,
-                                 "stake": whole if whole is not None else to_json_number(stake)}
-        doubled = hand.doubled
-        if doubled is not ZERO and doubled:
-            entry["doubled"] = to_json_number(doubled)
-        if switch:
-            entry["switched"] = hand.switched
-        hands.append(entry)
-    # the main bet's amount at risk: its hands' stakes and doubles
-    risk = _total([h.at_risk for h in played])
-    stakes = box.stakes
-    ledger = box.ledger
-    found = _box_parts(stakes, risk, ledger)
-    b: dict[str, Any] = {"hands": hands, "wagered": found[3].copy(), "bets": found[4].copy(), "net": found[5]}
-    if box.side_results:
-        b["side_bets"] = box.side_results.copy()
-    if "progressive" in stakes:
-        award = box.progressive_award
-        b["progressive"] = {"hand": box.progressive_hand,
-                            "award": None if award is None else to_json_number(award)}
-    return b
+def _hand_json(hand: Hand, switch: bool) -> dict[str, Any]:
+    """A hand's entry in :func:`_box_json` (``HandSettlement.to_json``'s text)."""
+    cards = hand.cards
+    total, soft = hand_total(cards)
+    if len(cards) == 2:     # the usual hand: written without a comprehension's call
+        first, second = cards
+        texts = [first.rank + first.suit, second.rank + second.suit]
+    else:
+        texts = [c.rank + c.suit for c in cards]
+    stake = hand.stake
+    whole = whole_by_id.get(id(stake))
+    entry: dict[str, Any] = {"id": hand.id, "cards": texts, "total": total, "soft": soft, "result": hand.result,
+                             "stake": whole if whole is not None else to_json_number(stake)}
+    doubled = hand.doubled
+    if doubled is not ZERO and doubled:
+        entry["doubled"] = to_json_number(doubled)
+    if switch:
+        entry["switched"] = hand.switched
+    return entry
 
 
 def _bets_json(ledger: dict[str, Fraction]) -> tuple[dict[str, int | float | str], int | float | str]:
