@@ -369,11 +369,11 @@ STAGES = ("d_step", "d_handled", "d_reported", "d_committed", "d_published", "d_
           "s_step", "s_handled", "s_reported", "s_committed", "s_published", "report", "s_wire")
 TRACE = ("card at the shoe port -> dealer step starts", "dealer: input checked, engine applies",
          "dealer: records + reports written (in tx)", "dealer: COMMIT (one fsync)",
-         "dealer: its messages handed to paho", "-> dealer's paho thread starts writing",
+         "dealer: its messages handed to paho", "-> dealer's packet written (paho's thread)",
          "-> broker -> seat's paho thread queues it", "seat: queue -> its step starts",
          "seat: input checked, engine applies", "seat: records + reports (settlement) in tx",
          "seat: COMMIT (one fsync)", "seat: its messages handed to paho",
-         "seat: its report handed to paho", "-> seat's paho thread starts writing",
+         "seat: its report handed to paho", "-> seat's packet written (paho's thread)",
          "-> broker's PUBACK arrives")
 
 
@@ -458,7 +458,9 @@ class _Timing:
         setattr(obj, name, timed)
 
     def _wire(self, client, stage: str) -> None:
-        """Mark each time paho's network thread starts writing queued packets out."""
+        """Mark each time paho's network thread starts writing queued packets out, and (in
+        ``<stage>_direct``) each time a publishing thread wrote its own packet (firmware since
+        session 10: ChunkedClient._write_head, inside the hand-over to paho)."""
         inner, xs = client._packet_write, self.marks[stage]
 
         def packet_write():
@@ -466,6 +468,18 @@ class _Timing:
                 xs.append(time.perf_counter())
             return inner()
         client._packet_write = packet_write
+        head = getattr(client, "_write_head", None)
+        if head is None:
+            return
+        ds = self.marks.setdefault(f"{stage}_direct", [])
+
+        def write_head():
+            before = len(client._out_packet)
+            out = head()
+            if len(client._out_packet) < before:    # it wrote a packet out itself
+                ds.append(time.perf_counter())
+            return out
+        client._write_head = write_head
 
     def publish(self, topic, payload=None, *args, **kwargs):
         info = self._publish(topic, payload, *args, **kwargs)
@@ -540,16 +554,25 @@ def trace(card: float, marks: dict[str, list[float]], sent: float, acked: float)
     message of the dealer's step before the one that makes the report), then the PUBACK."""
     import bisect
 
+    def direct(stage: str, lo: float, hi: float) -> bool:
+        """The publishing thread wrote its packet itself between ``lo`` and ``hi``."""
+        ds = marks.get(f"{stage}_direct", [])
+        i = bisect.bisect_left(ds, lo)
+        return i < len(ds) and ds[i] <= hi
+
     split = STAGES.index("s_in")
-    at, out = card, []
+    at, before, out = card, card, []
     for stage in STAGES[:split]:
+        if stage == "d_wire" and direct(stage, before, at):    # written inside the hand-over
+            out.append(0.0)
+            continue
         xs = marks[stage]
         i = bisect.bisect_left(xs, at)
         if i == len(xs):
             return None
         out.append(xs[i] - at)
-        at = xs[i]
-    back, later = [], sent
+        before, at = at, xs[i]
+    back, later, handed = [], sent, sent
     for stage in reversed(STAGES[split:-2]):
         xs = marks[stage]
         i = bisect.bisect_right(xs, later) - 1
@@ -557,10 +580,15 @@ def trace(card: float, marks: dict[str, list[float]], sent: float, acked: float)
             return None
         back.append(later - xs[i])
         later = xs[i]
+        if stage == "s_published":
+            handed = later
     out.append(later - at)
     wire = marks["s_wire"]
     i = bisect.bisect_left(wire, sent)
-    written = wire[i] if i < len(wire) and wire[i] <= acked else sent   # else a write under way took it
+    if direct("s_wire", handed, sent):          # the step wrote its report itself
+        written = sent
+    else:
+        written = wire[i] if i < len(wire) and wire[i] <= acked else sent   # else a write under way took it
     return out + back[::-1] + [written - sent, acked - written]
 
 

@@ -14,12 +14,22 @@ packet the chunk holds before it returns to ``select``.
 The same on the way out: PUBACKs queued by another thread wake paho's thread once, not once
 each, and the PUBACKs waiting at the head of its queue go out in one ``send``.
 
+A QoS 1 publish from another thread (the unit's step: the dealer's card message, the seat's
+report) is written to the socket by that thread on a plain link, under the lock paho's
+thread takes to write (:meth:`ChunkedClient._packet_queue`): paho would queue it and wake its
+network thread through a socketpair, and that thread then waits for the interpreter lock
+the step holds before it writes: a hand-off on a card's way out and on its report's. A TLS
+link keeps paho's hand-off (one SSL object must not be used by two threads, and paho's
+loop asks it ``pending()`` outside any lock of ours).
+
 Nothing else of paho changes: the packets, their order and the callbacks are paho's own; a
 chunk is kept for the socket it came from only (a reconnect starts empty).
 """
 
 from __future__ import annotations
 
+import socket
+import threading
 from typing import Any
 
 import paho.mqtt.client as mqtt
@@ -38,6 +48,9 @@ class ChunkedClient(mqtt.Client):
         self._chunk_sock: Any = None        # the socket the chunk came from
         self._woken = False                 # a wake for queued PUBACKs is on its way to paho's thread
         self._reading_on = False            # in loop_read's read-on: the chunk in hand only
+        # held by whoever writes to the socket (paho's thread, or a publisher writing its own
+        # packet), closes it or connects it anew: one writer at a time, packets in order
+        self._write_lock = threading.RLock()
 
     def _sock_recv(self, bufsize: int) -> bytes:
         if self._chunk_sock is not self._sock:      # a new connection: nothing of the old one
@@ -64,6 +77,8 @@ class ChunkedClient(mqtt.Client):
 
     def _packet_queue(self, command: int, packet: bytes | bytearray, mid: int, qos: int,
                       info: mqtt.MQTTMessageInfo | None = None) -> mqtt.MQTTErrorCode:
+        if command & 0xF0 == mqtt.PUBLISH and qos > 0 and self._writes_direct():
+            return self._publish_direct(command, packet, mid, qos, info)
         # a PUBACK from another thread (the controller's, after its commit): queued, and
         # paho's thread woken once for however many follow before it writes (paho wakes it
         # for every packet: a system call each, and a hand-over of the interpreter lock)
@@ -79,15 +94,75 @@ class ChunkedClient(mqtt.Client):
                 pass
         return mqtt.MQTT_ERR_SUCCESS
 
+    def _writes_direct(self) -> bool:
+        """May the calling thread write its packet itself? Not paho's own thread (it writes
+        in its loop), not before the broker's CONNACK, only on a plain TCP socket."""
+        return (self._thread is not None and threading.current_thread() is not self._thread
+                and self._sockpairW is not None and self._state == mqtt._ConnectionState.MQTT_CS_CONNECTED
+                and type(self._sock) is socket.socket)          # plain TCP: not TLS, not websockets
+
+    def _publish_direct(self, command: int, packet: bytes | bytearray, mid: int, qos: int,
+                        info: mqtt.MQTTMessageInfo | None) -> mqtt.MQTTErrorCode:
+        """Queue the publish as paho does and write what the queue's head holds now, if no one
+        else is writing; whatever is left (a writer busy, a full socket buffer, a lost link)
+        is paho's thread's, woken as paho wakes it."""
+        self._out_packet.append({"command": command, "mid": mid, "qos": qos, "pos": 0,
+                                 "to_process": len(packet), "packet": packet, "info": info})
+        if self._write_lock.acquire(blocking=False):
+            try:
+                self._write_head()
+            finally:
+                self._write_lock.release()
+        if self._out_packet and self._sockpairW is not None:
+            try:
+                self._sockpairW.send(b"0")
+            except BlockingIOError:         # the pipe is full: paho's thread is woken already
+                pass
+        return mqtt.MQTT_ERR_SUCCESS
+
+    def _write_head(self) -> None:
+        """Holding the write lock: the QoS 1 publishes and PUBACKs at the head of the queue,
+        written; stops at anything else (a DISCONNECT, a QoS 0 publish: their callbacks are
+        paho's thread's), at a partial write and at any error (paho's thread sees it again)."""
+        out = self._out_packet
+        wrote = False
+        while out:
+            head = out[0]
+            kind = head["command"] & 0xF0
+            if not (kind == mqtt.PUBACK or (kind == mqtt.PUBLISH and head["qos"] > 0)):
+                break
+            try:
+                n = self._sock_send(head["packet"][head["pos"]:])
+            except (OSError, AttributeError, ValueError):   # BlockingIOError, a closed socket
+                break
+            head["to_process"] -= n
+            head["pos"] += n
+            wrote = wrote or n > 0
+            if head["to_process"] > 0:
+                break
+            out.popleft()
+        if wrote:
+            with self._msgtime_mutex:       # what paho's keepalive reads
+                self._last_msg_out = mqtt.time_func()
+
+    def _packet_write(self) -> mqtt.MQTTErrorCode:
+        with self._write_lock:
+            self._merge_acks()
+            return super()._packet_write()
+
+    def _sock_close(self) -> None:
+        with self._write_lock:
+            super()._sock_close()
+
+    def reconnect(self) -> mqtt.MQTTErrorCode:
+        with self._write_lock:              # a new socket: no publish before its CONNECT
+            return super().reconnect()
+
     def loop_write(self) -> mqtt.MQTTErrorCode:
         # cleared before anything is written: a PUBACK queued after this wakes the loop again,
         # one queued before it is written by this pass
         self._woken = False
         return super().loop_write()
-
-    def _packet_write(self) -> mqtt.MQTTErrorCode:
-        self._merge_acks()
-        return super()._packet_write()
 
     def _merge_acks(self) -> None:
         """The PUBACKs at the head of the queue (none of them begun) as one packet entry: one

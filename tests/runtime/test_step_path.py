@@ -663,3 +663,105 @@ def test_a_wal_not_started_over_for_a_full_partition_loses_no_mark_and_stops_not
     journal.write_step([Record("in", "tick", {"now": 1}, round=1)])
     assert delivered(journal.path)[CHECKPOINT_STEPS] is True    # ... it rode with the next step
     journal.close()
+
+
+def test_a_units_message_is_written_to_the_broker_by_the_step_not_handed_to_pahos_thread(tmp_path, broker):
+    """paho (loop_start) queues a publish and wakes its network thread through a socketpair;
+    that thread then waits for the interpreter lock (the unit's step holds it) before it
+    writes: a hand-off on the dealer's card message and on the seat's report. On a plain
+    link the publishing thread writes the packet itself, under the lock paho's thread takes
+    to write; the packets, their order and the broker's PUBACKs are paho's own."""
+    import paho.mqtt.client as mqtt
+
+    from firmware.link import connect_bus
+    from firmware.runtime.bus import Message
+    from tests.link.helpers import wait_until
+
+    seat = connect_bus(broker.url, "t/seat-1", role="seat")
+    got: list[Message] = []
+    seat.subscribe("betbox/v1/t/stream", got.append, "t/seat-1")
+    dealer = connect_bus(broker.url, "t/dealer", role="dealer")
+    writers: list[tuple[int, str]] = []
+    send = mqtt.Client._sock_send
+
+    def noted(client, buf):
+        if client is dealer._client and buf[:1] and buf[0] & 0xF0 == mqtt.PUBLISH:
+            writers.append((buf[0], threading.current_thread().name))
+        return send(client, buf)
+    try:
+        first = Message("betbox/v1/t/stream", "event", "t/dealer", 0, {"round": 1, "stream_seq": 0})
+        for _ in range(100):                                # until the seat's subscription is in
+            dealer.publish(first)
+            if seat.wait_subscribed(0.1) and dealer.wait_published(1) and got:
+                break
+        wait_until(lambda: got, 10, "the seat subscribed")
+        mqtt.Client._sock_send = noted                      # type: ignore[method-assign]
+        for n in range(1, 21):
+            dealer.publish(Message("betbox/v1/t/stream", "event", "t/dealer", n, {"round": 1, "stream_seq": n}))
+        assert dealer.wait_published(10)                    # every one PUBACKed by the broker
+        wait_until(lambda: sum(1 for m in got if m.seq) >= 20, 10, "the messages at the seat", step=0.001)
+    finally:
+        mqtt.Client._sock_send = send                       # type: ignore[method-assign]
+        dealer.close()
+        seat.close()
+    assert [m.seq for m in got if m.seq] == list(range(1, 21))      # all, once, in order
+    assert len(writers) == 20, writers
+    assert {name for _, name in writers} == {threading.current_thread().name}, writers
+
+
+def test_a_message_published_while_another_thread_writes_goes_out_by_pahos_thread_in_order(tmp_path, broker):
+    """The publishing thread writes only if no one else is writing (it never waits for the
+    socket): while another holds the write lock, its messages are left to paho's thread,
+    woken as paho wakes it, and arrive in order with those written directly."""
+    import paho.mqtt.client as mqtt
+
+    from firmware.link import connect_bus
+    from firmware.runtime.bus import Message
+    from tests.link.helpers import wait_until
+
+    seat = connect_bus(broker.url, "t/seat-1", role="seat")
+    got: list[Message] = []
+    seat.subscribe("betbox/v1/t/stream", got.append, "t/seat-1")
+    dealer = connect_bus(broker.url, "t/dealer", role="dealer")
+    writers: list[str] = []
+    send = mqtt.Client._sock_send
+
+    def noted(client, buf):
+        if client is dealer._client and buf[:1] and buf[0] & 0xF0 == mqtt.PUBLISH:
+            writers.append(threading.current_thread().name)
+        return send(client, buf)
+
+    def message(n: int) -> Message:
+        return Message("betbox/v1/t/stream", "event", "t/dealer", n, {"round": 1, "stream_seq": n})
+    try:
+        for _ in range(100):                                # until the seat's subscription is in
+            dealer.publish(message(0))
+            if seat.wait_subscribed(0.1) and dealer.wait_published(1) and got:
+                break
+        wait_until(lambda: got, 10, "the seat subscribed")
+        mqtt.Client._sock_send = noted                      # type: ignore[method-assign]
+        held, release = threading.Event(), threading.Event()
+
+        def writing() -> None:                              # another writer, mid-write
+            with dealer._client._write_lock:
+                held.set()
+                release.wait(10)
+        other = threading.Thread(target=writing, name="other-writer")
+        other.start()
+        assert held.wait(5)
+        for n in range(1, 6):                               # left to paho's thread
+            dealer.publish(message(n))
+        release.set()
+        other.join(5)
+        wait_until(lambda: len(writers) >= 5, 10, "paho's thread wrote them", step=0.001)
+        for n in range(6, 11):                              # written by this thread again
+            dealer.publish(message(n))
+        assert dealer.wait_published(10)
+        wait_until(lambda: sum(1 for m in got if m.seq) >= 10, 10, "the messages at the seat", step=0.001)
+    finally:
+        mqtt.Client._sock_send = send                       # type: ignore[method-assign]
+        dealer.close()
+        seat.close()
+    assert [m.seq for m in got if m.seq] == list(range(1, 11))
+    me = threading.current_thread().name
+    assert me not in writers[:5] and writers[5:] == [me] * 5, writers
