@@ -22,6 +22,11 @@ the step holds before it writes: a hand-off on a card's way out and on its repor
 link keeps paho's hand-off (one SSL object must not be used by two threads, and paho's
 loop asks it ``pending()`` outside any lock of ours).
 
+The PUBACK paho's thread makes for a message it read goes out in the pass that read it
+(:meth:`ChunkedClient._ack_now`), not after paho has woken itself through its socketpair
+(a send, a select, a recv: each a hand-over of the interpreter lock to the unit's step that
+message just started).
+
 Nothing else of paho changes: the packets, their order and the callbacks are paho's own; a
 chunk is kept for the socket it came from only (a reconnect starts empty).
 """
@@ -79,6 +84,8 @@ class ChunkedClient(mqtt.Client):
                       info: mqtt.MQTTMessageInfo | None = None) -> mqtt.MQTTErrorCode:
         if command & 0xF0 == mqtt.PUBLISH and qos > 0 and self._writes_direct():
             return self._publish_direct(command, packet, mid, qos, info)
+        if command & 0xF0 == mqtt.PUBACK and self._thread is not None and threading.current_thread() is self._thread:
+            return self._ack_now(command, packet, mid, qos, info)
         # a PUBACK from another thread (the controller's, after its commit): queued, and
         # paho's thread woken once for however many follow before it writes (paho wakes it
         # for every packet: a system call each, and a hand-over of the interpreter lock)
@@ -118,6 +125,21 @@ class ChunkedClient(mqtt.Client):
                 self._sockpairW.send(b"0")
             except BlockingIOError:         # the pipe is full: paho's thread is woken already
                 pass
+        return mqtt.MQTT_ERR_SUCCESS
+
+    def _ack_now(self, command: int, packet: bytes | bytearray, mid: int, qos: int,
+                 info: mqtt.MQTTMessageInfo | None) -> mqtt.MQTTErrorCode:
+        """paho's thread acknowledging a message it read: written in this pass (the only
+        thread on the socket then, TLS too); paho would wake itself through its socketpair
+        and write it on its next pass. Left queued (a publisher writing, a full buffer), its
+        next pass writes it: paho selects for writing while anything is queued."""
+        self._out_packet.append({"command": command, "mid": mid, "qos": qos, "pos": 0,
+                                 "to_process": len(packet), "packet": packet, "info": info})
+        if self._write_lock.acquire(blocking=False):
+            try:
+                self._write_head()
+            finally:
+                self._write_lock.release()
         return mqtt.MQTT_ERR_SUCCESS
 
     def _write_head(self) -> None:

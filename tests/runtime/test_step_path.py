@@ -8,6 +8,7 @@ import json
 import shutil
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from firmware.runtime.journal import Journal, Record
@@ -765,3 +766,58 @@ def test_a_message_published_while_another_thread_writes_goes_out_by_pahos_threa
     assert [m.seq for m in got if m.seq] == list(range(1, 11))
     me = threading.current_thread().name
     assert me not in writers[:5] and writers[5:] == [me] * 5, writers
+
+
+def test_the_puback_for_a_message_read_goes_out_in_the_pass_that_read_it(tmp_path, broker):
+    """paho queues the PUBACK of a QoS 1 message it read and wakes itself through its
+    socketpair: a send, another select, a recv of the wake, then the write, each giving
+    the interpreter lock to the unit's step the message just started (the seat taking the
+    dealer's card). A unit's link writes it in the pass that read the message."""
+    import paho.mqtt.client as mqtt
+
+    from firmware.link import connect_bus
+    from firmware.runtime.bus import Message
+    from tests.link.helpers import wait_until
+
+    seat = connect_bus(broker.url, "t/seat-1", role="seat")
+    got: list[Message] = []
+    seat.subscribe("betbox/v1/t/stream", got.append, "t/seat-1")
+    dealer = connect_bus(broker.url, "t/dealer", role="dealer")
+    client = seat._client
+    reading = [False]
+    acks: list[bool] = []                       # each PUBACK the seat wrote: inside the read?
+    send, read = mqtt.Client._sock_send, client.loop_read
+
+    def noted(c, buf):
+        if c is client and buf[:1] and buf[0] & 0xF0 == mqtt.PUBACK:
+            acks.extend([reading[0]] * (len(buf) // 4))
+        return send(c, buf)
+
+    def loop_read(*args, **kwargs):
+        reading[0] = True
+        try:
+            return read(*args, **kwargs)
+        finally:
+            reading[0] = False
+
+    def message(n: int) -> Message:
+        return Message("betbox/v1/t/stream", "event", "t/dealer", n, {"round": 1, "stream_seq": n})
+    try:
+        for _ in range(100):                                # until the seat's subscription is in
+            dealer.publish(message(0))
+            if seat.wait_subscribed(0.1) and dealer.wait_published(1) and got:
+                break
+        wait_until(lambda: got, 10, "the seat subscribed")
+        time.sleep(0.2)                                     # (the first one's PUBACK out)
+        client.loop_read = loop_read                        # type: ignore[method-assign]
+        mqtt.Client._sock_send = noted                      # type: ignore[method-assign]
+        for n in range(1, 21):
+            dealer.publish(message(n))
+            wait_until(lambda n=n: any(m.seq == n for m in got), 10, f"message {n} at the seat", step=0.001)
+        wait_until(lambda: len(acks) >= 20, 10, "the seat's PUBACKs", step=0.001)
+    finally:
+        mqtt.Client._sock_send = send                       # type: ignore[method-assign]
+        dealer.close()
+        seat.close()
+    assert [m.seq for m in got if m.seq] == list(range(1, 21))
+    assert len(acks) == 20 and all(acks), acks
