@@ -188,8 +188,8 @@ class ChunkedClient(mqtt.Client):
 
     def _merge_acks(self) -> None:
         """The PUBACKs at the head of the queue (none of them begun) as one packet entry: one
-        ``send`` for a batch's acknowledgements, in their order. paho's own thread is the only
-        one that takes from the head; others append at the tail."""
+        ``send`` for a batch's acknowledgements, in their order. Only a holder of the write lock
+        takes from the head; others append at the tail."""
         out = self._out_packet
         if len(out) < 2 or out[0]["command"] & 0xF0 != mqtt.PUBACK or out[0]["pos"]:
             return
