@@ -60,6 +60,46 @@ from firmware.link.config import config_from_url  # noqa: E402
 from tests.link.broker import Broker  # noqa: E402
 from tests.link.helpers import controller, wait_until  # noqa: E402
 
+#: ``--tls``: the TLS listener's files and the plain listener's url, for the bench's children too
+TLS_ENV = "BENCH_MQTT_TLS"
+
+
+def tls_files() -> dict[str, str] | None:
+    """The client's CA, certificate and key when the bench runs over ``mqtts://`` (``--tls``)."""
+    given = os.environ.get(TLS_ENV)
+    return {k: v for k, v in json.loads(given).items() if k in ("ca", "cert", "key")} if given else None
+
+
+def plain_url(url: str) -> str:
+    """The broker's plain listener (set-up helpers: retained messages, the old session)."""
+    given = os.environ.get(TLS_ENV)
+    return json.loads(given)["plain"] if given and url.startswith("mqtts://") else url
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    host, port = url.split("://", 1)[1].split(":")
+    return host, int(port)
+
+
+def make_pki(d: Path) -> dict[str, str]:
+    """A throwaway CA, the broker's certificate (127.0.0.1) and a unit's client certificate,
+    made with the openssl command as docs/technician.md's provisioning does."""
+    d.mkdir(parents=True, exist_ok=True)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+            "-days", "2", "-subj", "/CN=betbox bench CA")
+    for name, cn in (("broker", "127.0.0.1"), ("unit", "c2r:unit")):
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                "-subj", f"/CN={cn}")
+        (d / f"{name}.ext").write_text("subjectAltName=IP:127.0.0.1\n" if name == "broker"
+                                      else "extendedKeyUsage=clientAuth\n")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext")
+    return {"ca": str(d / "ca.pem"), "cert": str(d / "unit.pem"), "key": str(d / "unit.key"),
+            "broker_cert": str(d / "broker.pem"), "broker_key": str(d / "broker.key")}
+
 
 def machine() -> str:
     cpu = "unknown"
@@ -88,9 +128,13 @@ def fmt(xs: list[float]) -> str:
 
 
 def bare_round_trips(url: str, n: int) -> list[float]:
-    """Bare paho QoS 1 publish → PUBACK, to a topic a persistent-session subscriber reads."""
-    host, port = url.removeprefix("mqtt://").split(":")
+    """Bare paho QoS 1 publish → PUBACK, to a topic a persistent-session subscriber reads
+    (over TLS with the units' certificate for an ``mqtts://`` url)."""
+    host, port = _host_port(url)
+    tls = tls_files() if url.startswith("mqtts://") else None
     sub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="bench-bare-subscriber", clean_session=False)
+    if tls:
+        sub.tls_set(ca_certs=tls["ca"], certfile=tls["cert"], keyfile=tls["key"])
     subscribed = threading.Event()
     sub.on_subscribe = lambda *a: subscribed.set()
     sub.connect(host, int(port))
@@ -100,6 +144,8 @@ def bare_round_trips(url: str, n: int) -> list[float]:
         raise RuntimeError("the baseline's subscriber did not subscribe")
     done = threading.Event()
     c = mqtt.Client(CallbackAPIVersion.VERSION2)
+    if tls:
+        c.tls_set(ca_certs=tls["ca"], certfile=tls["cert"], keyfile=tls["key"])
     c.on_publish = lambda *a: done.set()
     c.connect(host, int(port))
     c.loop_start()
@@ -233,7 +279,7 @@ def fresh_controller_session(url: str) -> None:
     resumes it), and the new controller would take them as the first reports of those
     units and log reports 1..N as missing (gap). In service the controller keeps its
     database, and such reports are duplicates it drops."""
-    host, port = url.removeprefix("mqtt://").split(":")
+    host, port = _host_port(plain_url(url))
     c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="betbox-jackpot-main", clean_session=True)
     c.connect(host, int(port))
     c.loop_start()
@@ -540,11 +586,12 @@ def unit_bus(url: str, tmp: Path, unit_id: str, journal, role: str):
     from firmware.link.outbox import Outbox
 
     old = tmp / f"{unit_id.replace('/', '-')}-outbox.db"
+    tls = tls_files() if url.startswith("mqtts://") else None
     try:
         outbox = Outbox(old, unit_id, journal=journal)
     except TypeError:
-        return connect_bus(url, unit_id, role=role, outbox_path=old)
-    return connect_bus(url, unit_id, role=role, outbox=outbox)
+        return connect_bus(url, unit_id, role=role, outbox_path=old, tls=tls)
+    return connect_bus(url, unit_id, role=role, outbox=outbox, tls=tls)
 
 
 def trace(card: float, marks: dict[str, list[float]], sent: float, acked: float) -> list[float] | None:
@@ -684,7 +731,8 @@ def card_to_report(url: str, rounds: int, tmp: Path, traces: list[list[float]] |
         pass
     fresh_controller_session(url)
     ctl = controller(tmp / "c2r-jackpot.db")
-    svc = JackpotService(ctl, config_from_url(url), tick=0.02).start()
+    svc = JackpotService(ctl, config_from_url(url, tls=tls_files() if url.startswith("mqtts://") else None),
+                         tick=0.02).start()
     djournal = Journal(tmp / "c2r-dealer.db", "c2r/dealer", "dealer")
     sjournal = Journal(tmp / "c2r-seat.db", "c2r/seat-1", "seat")
     dbus = unit_bus(url, tmp, "c2r/dealer", djournal, "dealer")
@@ -862,7 +910,8 @@ def seat_child(url: str, tmp: Path) -> None:
 def controller_child(url: str, db: Path) -> None:
     """``--controller-child URL DB``: the jackpot controller in its own process, until
     stdin closes."""
-    svc = JackpotService(controller(db), config_from_url(url), tick=0.02).start()
+    tls = tls_files() if url.startswith("mqtts://") else None
+    svc = JackpotService(controller(db), config_from_url(url, tls=tls), tick=0.02).start()
     print("up", flush=True)
     sys.stdin.read()
     svc.stop()
@@ -1007,6 +1056,9 @@ def main() -> None:
                              "of its own (the default figure; without this flag the all-in-one follows it)")
     layout.add_argument("--one-process", action="store_true",
                         help="card to report only with every unit in the bench's process (one interpreter lock)")
+    ap.add_argument("--tls", action="store_true",
+                    help="card to report over mqtts:// as tables run (TLS, client certificates from a "
+                         "throwaway CA), its bare paho round trip over TLS too")
     ap.add_argument("--seat-child", nargs=2, metavar=("URL", "DIR"), help=argparse.SUPPRESS)
     ap.add_argument("--controller-child", nargs=2, metavar=("URL", "DB"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -1024,7 +1076,17 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench-mqtt-") as d:
         tmp = Path(d)
-        broker = Broker(tmp / "mosquitto").start()
+        extra, c2r_url = "", ""
+        if args.tls:                    # a second listener, as a table's broker has it (docs/technician.md)
+            from tests.link.broker import free_port
+            pki, tls_port = make_pki(tmp / "pki"), free_port()
+            extra = (f"listener {tls_port} 127.0.0.1\ncafile {pki['ca']}\ncertfile {pki['broker_cert']}\n"
+                     f"keyfile {pki['broker_key']}\nrequire_certificate true\n")
+            c2r_url = f"mqtts://127.0.0.1:{tls_port}"
+        broker = Broker(tmp / "mosquitto", extra=extra).start()
+        c2r_url = c2r_url or broker.url
+        if args.tls:
+            os.environ[TLS_ENV] = json.dumps({**pki, "plain": broker.url})
         # the persistence shipped before #18 (the whole database rewritten and fsynced on
         # every change), for the same ingest beside it
         old = Broker(tmp / "mosquitto-per-change")
@@ -1053,7 +1115,7 @@ def main() -> None:
                     add("old_broker_ctl", ingest_via_broker(old.url, min(args.burst, 2000), 4, tmp)[0])
                 if not args.one_process:        # as on a table: each unit a process of its own
                     cpu = [0.0, 0]
-                    c2r, c2r_marked = card_to_report_split(broker.url, args.rounds, tmp / f"r{run}" / "split",
+                    c2r, c2r_marked = card_to_report_split(c2r_url, args.rounds, tmp / f"r{run}" / "split",
                                                            traces, cpu)
                     add("cpu_step", cpu[0] / max(cpu[1], 1))
                     add("c2r_p50", pct(c2r, 50))
@@ -1062,12 +1124,12 @@ def main() -> None:
                     add("c2r_mark_p99", pct(c2r_marked, 99))
                 if not args.split:              # all in the bench's process: a secondary figure
                     cpu = [0.0, 0]
-                    c2r, _ = card_to_report(broker.url, args.rounds, tmp / f"r{run}" / "one",
+                    c2r, _ = card_to_report(c2r_url, args.rounds, tmp / f"r{run}" / "one",
                                             traces if args.one_process else None, cpu)
                     add("one_cpu_step", cpu[0] / max(cpu[1], 1))
                     add("one_p50", pct(c2r, 50))
                     add("one_p99", pct(c2r, 99))
-                add("c2r_bare_p50", pct(bare_round_trips(broker.url, args.n), 50))
+                add("c2r_bare_p50", pct(bare_round_trips(c2r_url, args.n), 50))
                 add("commit_p50", pct(bare_commits(args.n, tmp / f"r{run}"), 50))
                 print(f"  run {run + 1} done (load average {os.getloadavg()[0]:.2f})", flush=True)
         finally:
@@ -1091,7 +1153,9 @@ def main() -> None:
               + (f"  ({int(sum(fig['gaps']))} gap(s) recorded: out of order)" if sum(fig["gaps"]) else ""))
         print(f"  the same, broker saving per change (before #18; {min(args.burst, 2000) // 4 * 5} reports) "
               f"{spread(fig['old_broker_ctl'], 'reports/s')}")
-    print(f"card at the dealer's shoe -> seat's report acknowledged ({args.rounds} rounds per run):")
+    print(f"card at the dealer's shoe -> seat's report acknowledged ({args.rounds} rounds per run; "
+          + ("over mqtts://, TLS with client certificates, as tables run):" if args.tls else
+             "over plain mqtt://; tables run mqtts://, see --tls):"))
     print(f"  bare paho QoS 1 p50, a subscriber {spread(fig['c2r_bare_p50'], 'ms', 1000, 7, 3)}")
     print(f"  bare fsynced commit p50 (WAL, FULL) {spread(fig['commit_p50'], 'ms', 1000, 7, 3)}")
     if "c2r_p50" in fig:

@@ -15,12 +15,14 @@ The same on the way out: PUBACKs queued by another thread wake paho's thread onc
 each, and the PUBACKs waiting at the head of its queue go out in one ``send``.
 
 A QoS 1 publish from another thread (the unit's step: the dealer's card message, the seat's
-report) is written to the socket by that thread on a plain link, under the lock paho's
-thread takes to write (:meth:`ChunkedClient._packet_queue`): paho would queue it and wake its
-network thread through a socketpair, and that thread then waits for the interpreter lock
-the step holds before it writes: a hand-off on a card's way out and on its report's. A TLS
-link keeps paho's hand-off (one SSL object must not be used by two threads, and paho's
-loop asks it ``pending()`` outside any lock of ours).
+report) is written to the socket by that thread, under the lock paho's thread takes to write
+(:meth:`ChunkedClient._packet_queue`): paho would queue it and wake its network thread
+through a socketpair, and that thread then waits for the interpreter lock the step holds
+before it writes: a hand-off on a card's way out and on its report's. On a TLS link (the
+tables' ``mqtts://``) one SSL object is then used by two threads, which OpenSSL does not
+allow at once: the link's SSL socket is a :class:`SerialSSLSocket`, whose every call into
+OpenSSL (paho's reads and its ``pending()`` outside any lock of ours, either thread's
+writes, the close) takes one lock. A websocket link keeps paho's hand-off.
 
 The PUBACK paho's thread makes for a message it read goes out in the pass that read it
 (:meth:`ChunkedClient._ack_now`), not after paho has woken itself through its socketpair
@@ -34,6 +36,7 @@ chunk is kept for the socket it came from only (a reconnect starts empty).
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 from typing import Any
 
@@ -41,6 +44,42 @@ import paho.mqtt.client as mqtt
 
 CHUNK = 65536               # bytes read at once: a few hundred reports
 MERGED = 4096               # PUBACKs written at once at most (16 kB)
+
+
+class SerialSSLSocket(ssl.SSLSocket):
+    """An SSL socket whose calls into its SSL object take turns: the unit's step writes its
+    own packet while paho's thread may be reading or asking ``pending()``; the ``ssl`` module
+    lets go of the interpreter lock inside each, so two threads would be in OpenSSL at once
+    on one object. Made by the link's context (``sslsocket_class``), so paho's own TLS
+    set-up, handshake and error handling are unchanged."""
+
+    _turn: threading.RLock
+
+    @classmethod
+    def _create(cls, *args: Any, **kwargs: Any) -> "SerialSSLSocket":
+        sock = super()._create(*args, **kwargs)  # type: ignore[misc]
+        sock._turn = threading.RLock()
+        return sock  # type: ignore[no-any-return]
+
+    def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
+        with self._turn:
+            return super().recv(buflen, flags)
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        with self._turn:
+            return super().send(data, flags)
+
+    def pending(self) -> int:
+        with self._turn:
+            return super().pending()
+
+    def _real_close(self) -> None:
+        with self._turn:
+            super()._real_close()  # type: ignore[misc]
+
+
+#: the sockets a publishing thread may write to itself
+_DIRECT_SOCKETS = (socket.socket, SerialSSLSocket)
 
 
 class ChunkedClient(mqtt.Client):
@@ -103,10 +142,19 @@ class ChunkedClient(mqtt.Client):
 
     def _writes_direct(self) -> bool:
         """May the calling thread write its packet itself? Not paho's own thread (it writes
-        in its loop), not before the broker's CONNACK, only on a plain TCP socket."""
+        in its loop), not before the broker's CONNACK, only on a plain TCP socket or a TLS one
+        whose calls take turns (not websockets: paho's wrapper keeps state of its own)."""
         return (self._thread is not None and threading.current_thread() is not self._thread
                 and self._sockpairW is not None and self._state == mqtt._ConnectionState.MQTT_CS_CONNECTED
-                and type(self._sock) is socket.socket)          # plain TCP: not TLS, not websockets
+                and type(self._sock) in _DIRECT_SOCKETS)
+
+    def tls_set_context(self, context: ssl.SSLContext | None = None) -> None:
+        """paho's, with the context's sockets made :class:`SerialSSLSocket` (a context given
+        with a socket class of its own keeps it, and its packets go by paho's thread)."""
+        super().tls_set_context(context)
+        made = self._ssl_context
+        if made is not None and made.sslsocket_class is ssl.SSLSocket:
+            made.sslsocket_class = SerialSSLSocket
 
     def _publish_direct(self, command: int, packet: bytes | bytearray, mid: int, qos: int,
                         info: mqtt.MQTTMessageInfo | None) -> mqtt.MQTTErrorCode:

@@ -1,0 +1,182 @@
+"""A unit's step writes its own QoS 1 packet on the tables' TLS link too (``mqtts://``), and
+the one SSL object is never in OpenSSL on two threads at once (firmware/link/chunked.py:
+:class:`SerialSSLSocket`). A real mosquitto with a TLS listener and client certificates (a
+throwaway CA made with the openssl command)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import paho.mqtt.client as mqtt
+import pytest
+
+from firmware.link import connect_bus
+from firmware.link.chunked import SerialSSLSocket
+from firmware.runtime.bus import Message
+
+from .broker import Broker
+from .helpers import wait_until
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+
+STREAM, FLOOD = "betbox/v1/t/stream", "betbox/v1/t/flood"
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def tls_broker(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pki")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+             "-days", "2", "-subj", "/CN=betbox test CA", cwd=d)
+    for name, cn in (("broker", "127.0.0.1"), ("unit", "t:unit")):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                 "-subj", f"/CN={cn}", cwd=d)
+        ext = d / f"{name}.ext"
+        ext.write_text("subjectAltName=IP:127.0.0.1\n" if name == "broker" else "extendedKeyUsage=clientAuth\n")
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-out", f"{name}.pem", "-days", "2", "-extfile", str(ext), cwd=d)
+    b = Broker(d / "mosquitto", tls={"ca": d / "ca.pem", "cert": d / "broker.pem", "key": d / "broker.key"}).start()
+    tls = {"ca": str(d / "ca.pem"), "cert": str(d / "unit.pem"), "key": str(d / "unit.key")}
+    yield f"mqtts://127.0.0.1:{b.port}", tls
+    b.stop()
+
+
+def _message(n: int) -> Message:
+    return Message(STREAM, "event", "t/dealer", n, {"round": 1, "stream_seq": n})
+
+
+def _subscribed(dealer, seat, got: list) -> None:
+    """Until the seat's subscription is in (its first message came through)."""
+    for _ in range(100):
+        dealer.publish(_message(0))
+        if seat.wait_subscribed(0.1) and dealer.wait_published(1) and got:
+            return
+    wait_until(lambda: got, 10, "the seat subscribed")
+
+
+def _publishers(client, kind: int) -> tuple[list[str], object]:
+    """Each ``kind`` packet ``client`` wrote: the name of the thread that wrote it."""
+    writers: list[str] = []
+    send = mqtt.Client._sock_send
+
+    def noted(c, buf):
+        n = send(c, buf)
+        if c is client and buf[:1] and buf[0] & 0xF0 == kind:
+            writers.append(threading.current_thread().name)
+        return n
+    mqtt.Client._sock_send = noted                          # type: ignore[method-assign]
+    return writers, send
+
+
+def test_over_tls_the_step_writes_its_message_itself_through_a_serial_ssl_socket(tls_broker):
+    url, tls = tls_broker
+    seat = connect_bus(url, "t/seat-1", tls=tls)
+    got: list[Message] = []
+    seat.subscribe(STREAM, got.append, "t/seat-1")
+    dealer = connect_bus(url, "t/dealer", role="dealer", tls=tls)
+    assert dealer.connected and type(dealer._client._sock) is SerialSSLSocket
+    _subscribed(dealer, seat, got)
+    writers, send = _publishers(dealer._client, mqtt.PUBLISH)
+    try:
+        for n in range(1, 21):
+            dealer.publish(_message(n))
+        assert dealer.wait_published(10)                    # every one PUBACKed by the broker
+        wait_until(lambda: sum(1 for m in got if m.seq) >= 20, 10, "the messages at the seat", step=0.001)
+    finally:
+        mqtt.Client._sock_send = send                       # type: ignore[method-assign]
+        dealer.close()
+        seat.close()
+    assert [m.seq for m in got if m.seq] == list(range(1, 21))      # all, once, in order
+    assert writers == [threading.current_thread().name] * 20, writers
+
+
+def test_a_tls_write_waits_while_the_ssl_object_is_in_use_on_another_thread(tls_broker):
+    """paho's thread inside a read (or ``pending()``) holds the socket's turn: a step's write
+    does not go into OpenSSL beside it; it goes once the turn is given back."""
+    url, tls = tls_broker
+    seat = connect_bus(url, "t/seat-1", tls=tls)
+    got: list[Message] = []
+    seat.subscribe(STREAM, got.append, "t/seat-1")
+    dealer = connect_bus(url, "t/dealer", role="dealer", tls=tls)
+    _subscribed(dealer, seat, got)
+    sock = dealer._client._sock
+    writers, send = _publishers(dealer._client, mqtt.PUBLISH)
+    held, release, published = threading.Event(), threading.Event(), threading.Event()
+
+    def reading() -> None:                                  # as paho's thread in SSL_read
+        with sock._turn:
+            held.set()
+            release.wait(10)
+
+    def stepping() -> None:
+        dealer.publish(_message(1))
+        published.set()
+    try:
+        other = threading.Thread(target=reading, name="reader")
+        other.start()
+        assert held.wait(5)
+        step = threading.Thread(target=stepping, name="step")
+        step.start()
+        assert not published.wait(0.3)                      # the step waits for the turn ...
+        assert writers == [] and not any(m.seq for m in got)
+        release.set()
+        other.join(5)
+        step.join(5)
+        assert published.is_set()                           # ... and writes once it is its
+        assert dealer.wait_published(10)
+        wait_until(lambda: any(m.seq for m in got), 10, "the message at the seat", step=0.001)
+    finally:
+        release.set()
+        mqtt.Client._sock_send = send                       # type: ignore[method-assign]
+        dealer.close()
+        seat.close()
+    assert writers == ["step"], writers
+    assert [m.seq for m in got if m.seq] == [1]
+
+
+def test_over_tls_the_steps_writes_and_pahos_reads_of_one_socket_lose_and_garble_nothing(tls_broker):
+    """The dealer's client reads a flood (another unit's 1,500 messages) while its step
+    writes 400 messages of its own: every message arrives whole, once, in order, on the
+    one connection (a garbled TLS record would drop it)."""
+    url, tls = tls_broker
+    seat = connect_bus(url, "t/seat-1", tls=tls)
+    got: list[Message] = []
+    seat.subscribe(STREAM, got.append, "t/seat-1")
+    dealer = connect_bus(url, "t/dealer", role="dealer", tls=tls)
+    flood: list[Message] = []
+    dealer.subscribe(FLOOD, flood.append, "t/dealer")
+    flooder = connect_bus(url, "t/seat-2", tls=tls)
+    try:
+        _subscribed(dealer, seat, got)
+        for _ in range(100):                                # until the dealer's subscription is in
+            flooder.publish(Message(FLOOD, "event", "t/seat-2", 0, {"round": 1, "stream_seq": 0}))
+            if dealer.wait_subscribed(0.1) and flooder.wait_published(1) and flood:
+                break
+        wait_until(lambda: flood, 10, "the dealer subscribed")
+        connects = dealer.connects
+
+        def flooding() -> None:
+            for n in range(1, 1501):
+                flooder.publish(Message(FLOOD, "event", "t/seat-2", n, {"round": 1, "stream_seq": n, "pad": "x" * 300}))
+        other = threading.Thread(target=flooding)
+        other.start()
+        for n in range(1, 401):
+            dealer.publish(_message(n))
+        other.join(30)
+        assert dealer.wait_published(20) and flooder.wait_published(20)
+        wait_until(lambda: sum(1 for m in got if m.seq) >= 400, 20, "the dealer's messages at the seat", step=0.005)
+        wait_until(lambda: sum(1 for m in flood if m.seq) >= 1500, 20, "the flood at the dealer", step=0.005)
+        assert dealer.connects == connects                  # one connection all along
+    finally:
+        flooder.close()
+        dealer.close()
+        seat.close()
+    assert [m.seq for m in got if m.seq] == list(range(1, 401))
+    assert [m.seq for m in flood if m.seq] == list(range(1, 1501))
+    assert all(m.body["pad"] == "x" * 300 for m in flood if m.seq)
