@@ -420,6 +420,8 @@ class Round:
         elif phase is _BETTING and type(event) is BetsClosed:
             # "no more bets" with the very wagers closed before (:meth:`_closed_again`)
             done = self._closed_again(event.wagers)
+        elif phase is _DEALER and type(event) is CardDrawn:
+            done = self._dealer_card(event.card)        # a card to the dealer (~2 a round)
         if done is not None:
             new = done[0]
             new._events = (event, self._events)
@@ -1618,6 +1620,23 @@ class Round:
         self._wbox(bi).walked_away = True
 
     # dealer and final settlement ------------------------------------------------------
+
+    def _dealer_card(self, card: Card) -> "tuple[Round, list[Outcome]] | None":
+        """``apply`` of a card to the dealer that is not foreign to the shoe (else None: the
+        long way voids the round): what ``_apply``'s ``_card`` and ``_advance`` do in the
+        dealer's phase, without their dispatch (test_end_speed holds the two equal)."""
+        drawn = self._drawn_with(card)
+        if drawn is None:
+            return None
+        new = self._clone()
+        new.dealer = [*self.dealer, card]
+        new.subsequent_deal = True
+        new._drawn = drawn
+        new._fresh = set()          # ids of the boxes and hands this apply made (writable)
+        out: list[Outcome] = []
+        new._dealer_flow(out)
+        new._fresh = None
+        return new, out
 
     def _dealer_flow(self, out: list[Outcome]) -> None:
         p = self.profile
