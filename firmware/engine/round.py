@@ -1750,14 +1750,15 @@ class Round:
                 # (the entry holds the amount, ledger and plan, so their ids are not another's)
                 if found is None or found[0] is not risk or found[1] is not ledger or found[2] is not plan:
                     found = _one_hand_settled(key, risk, ledger, plan)
+                # (the hand's copy shares its card list: a finished round takes no card)
                 if id(box) not in fresh:        # (_whand written out: a hand is this apply's only
                     box = box.copy()            # if its box is, so both are copied)
                     boxes[bi] = box
                     fresh.add(id(box))
-                    hand = hand.copy()
+                    hand = _copy_sharing_cards(hand)
                     box.hands[0] = hand
                 elif id(hand) not in fresh:
-                    hand = hand.copy()
+                    hand = _copy_sharing_cards(hand)
                     box.hands[0] = hand
                 hand.result = found[3]
                 hand.net = found[4]
@@ -1804,7 +1805,7 @@ class Round:
                 self.boxes[bi] = box
                 fresh.add(id(box))
             if id(hand) not in fresh:
-                hand = hand.copy()
+                hand = _copy_sharing_cards(hand)        # (no card comes after the final settlement)
                 box.hands[hi] = hand
                 fresh.add(id(hand))
             result, net, clause_key = _against_dealer(hand_total(hand.cards)[0] if dealer > 0 else 0, hand.at_risk,

@@ -283,3 +283,23 @@ def test_the_dealers_cards_take_the_shortcut_and_a_foreign_one_the_long_way(monk
     assert state._dealer_card(parse_card("TS")) is None
     voided, outcomes = state.apply(CardDrawn(parse_card("TS")))
     assert voided.phase.value == "void" and voided.void_reason.startswith("foreign_card")
+
+
+def test_the_settled_hands_share_their_cards_and_the_round_before_is_unchanged():
+    """The final settlement's copy of a hand keeps the very card list of the round before
+    (a finished round takes no card, so neither list is written again); the round before the
+    dealer's last card is unchanged and gives the same finished round again."""
+    state, _ = Round.new(RWS).apply(BetsClosed.of({1: {"main": 10}, 2: {"main": 10}}))
+    before, _ = step(state, "9H", "9S", "5S", "8C", "7C", (1, "stand"), (2, "stand"), "6D")
+    kept = serialised(before)
+    done, _ = step(before, "2D")            # 5+6+2 = 13: the dealer draws again
+    done, outcomes = step(done, "5D")       # 18: box 1 (17) loses, box 2 (16) loses
+    assert done.is_over and [o.result for o in outcomes if isinstance(o, HandSettled)] == ["lose", "lose"]
+    for n in (1, 2):
+        assert done.box(n).hands[0].cards is before.box(n).hands[0].cards
+        assert done.box(n).hands[0] is not before.box(n).hands[0]
+    assert serialised(before) == kept
+    again, _ = step(before, "2D", "5D")
+    assert serialised(again) == serialised(done)
+    with pytest.raises(RuleError):
+        done.apply(CardDrawn(parse_card("2C")))
