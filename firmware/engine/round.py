@@ -1729,6 +1729,8 @@ class Round:
         dealer = (0 if dealer_bj else -2 if push_total and dealer_total == push_total
                   else -1 if dealer_total > 21 else dealer_total)
         plan = _plan(p)
+        plan_id = id(plan)
+        counts = dealer > 0         # (a live hand's total decides only against a dealer's total that stands)
         boxes = self.boxes
         fresh = self._fresh
         assert fresh is not None, "a write outside apply"
@@ -1743,9 +1745,8 @@ class Round:
                 # a box of one live hand: settled as remembered by what decides it (_one_hand_settled)
                 risk = hand.stake if hand.doubled is ZERO else hand.at_risk
                 ledger = box.ledger
-                # (the hand's total decides only against a dealer's total that stands)
-                key = (box.number, hand.id, id(risk), hand_total(hand.cards)[0] if dealer > 0 else 0, dealer,
-                       id(ledger), id(plan))
+                key = (box.number, hand.id, id(risk), hand_total(hand.cards)[0] if counts else 0, dealer,
+                       id(ledger), plan_id)
                 found = _ONE_HAND.get(key)
                 # (the entry holds the amount, ledger and plan, so their ids are not another's)
                 if found is None or found[0] is not risk or found[1] is not ledger or found[2] is not plan:
@@ -1754,7 +1755,8 @@ class Round:
                 if id(box) not in fresh:        # (_whand written out: a hand is this apply's only
                     box = box.copy()            # if its box is, so both are copied)
                     boxes[bi] = box
-                    fresh.add(id(box))
+                    if progressive:             # (only the progressive's end writes the box again)
+                        fresh.add(id(box))
                     hand = _copy_sharing_cards(hand)
                     box.hands[0] = hand
                 elif id(hand) not in fresh:
