@@ -420,6 +420,8 @@ class Round:
         elif phase is _BETTING and type(event) is BetsClosed:
             # "no more bets" with the very wagers closed before (:meth:`_closed_again`)
             done = self._closed_again(event.wagers)
+        elif phase is _DEALER and type(event) is CardDrawn:
+            done = self._dealer_card(event.card)        # a card to the dealer (~2 a round)
         if done is not None:
             new = done[0]
             new._events = (event, self._events)
@@ -1619,6 +1621,23 @@ class Round:
 
     # dealer and final settlement ------------------------------------------------------
 
+    def _dealer_card(self, card: Card) -> "tuple[Round, list[Outcome]] | None":
+        """``apply`` of a card to the dealer that is not foreign to the shoe (else None: the
+        long way voids the round): what ``_apply``'s ``_card`` and ``_advance`` do in the
+        dealer's phase, without their dispatch (test_end_speed holds the two equal)."""
+        drawn = self._drawn_with(card)
+        if drawn is None:
+            return None
+        new = self._clone()
+        new.dealer = [*self.dealer, card]
+        new.subsequent_deal = True
+        new._drawn = drawn
+        new._fresh = set()          # ids of the boxes and hands this apply made (writable)
+        out: list[Outcome] = []
+        new._dealer_flow(out)
+        new._fresh = None
+        return new, out
+
     def _dealer_flow(self, out: list[Outcome]) -> None:
         p = self.profile
         total: int | None = None
@@ -1710,6 +1729,8 @@ class Round:
         dealer = (0 if dealer_bj else -2 if push_total and dealer_total == push_total
                   else -1 if dealer_total > 21 else dealer_total)
         plan = _plan(p)
+        plan_id = id(plan)
+        counts = dealer > 0         # (a live hand's total decides only against a dealer's total that stands)
         boxes = self.boxes
         fresh = self._fresh
         assert fresh is not None, "a write outside apply"
@@ -1724,21 +1745,22 @@ class Round:
                 # a box of one live hand: settled as remembered by what decides it (_one_hand_settled)
                 risk = hand.stake if hand.doubled is ZERO else hand.at_risk
                 ledger = box.ledger
-                # (the hand's total decides only against a dealer's total that stands)
-                key = (box.number, hand.id, id(risk), hand_total(hand.cards)[0] if dealer > 0 else 0, dealer,
-                       id(ledger), id(plan))
+                key = (box.number, hand.id, id(risk), hand_total(hand.cards)[0] if counts else 0, dealer,
+                       id(ledger), plan_id)
                 found = _ONE_HAND.get(key)
                 # (the entry holds the amount, ledger and plan, so their ids are not another's)
                 if found is None or found[0] is not risk or found[1] is not ledger or found[2] is not plan:
                     found = _one_hand_settled(key, risk, ledger, plan)
+                # (the hand's copy shares its card list: a finished round takes no card)
                 if id(box) not in fresh:        # (_whand written out: a hand is this apply's only
                     box = box.copy()            # if its box is, so both are copied)
                     boxes[bi] = box
-                    fresh.add(id(box))
-                    hand = hand.copy()
+                    if progressive:             # (only the progressive's end writes the box again)
+                        fresh.add(id(box))
+                    hand = _copy_sharing_cards(hand)
                     box.hands[0] = hand
                 elif id(hand) not in fresh:
-                    hand = hand.copy()
+                    hand = _copy_sharing_cards(hand)
                     box.hands[0] = hand
                 hand.result = found[3]
                 hand.net = found[4]
@@ -1785,7 +1807,7 @@ class Round:
                 self.boxes[bi] = box
                 fresh.add(id(box))
             if id(hand) not in fresh:
-                hand = hand.copy()
+                hand = _copy_sharing_cards(hand)        # (no card comes after the final settlement)
                 box.hands[hi] = hand
                 fresh.add(id(hand))
             result, net, clause_key = _against_dealer(hand_total(hand.cards)[0] if dealer > 0 else 0, hand.at_risk,

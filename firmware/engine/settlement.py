@@ -279,7 +279,11 @@ def _box_json(box: Box, switch: bool) -> dict[str, Any]:
         hands = [_hand_json(h, switch) for h in played]
         risk = _total([h.at_risk for h in played])
     stakes = box.stakes
-    found = _box_parts(stakes, risk, box.ledger)
+    ledger = box.ledger
+    # (_box_memo looked up here, not through a call per box; _box_parts makes a missing entry)
+    found = _box_memo.get((id(stakes), id(risk), id(ledger)))
+    if found is None or found[0] is not stakes or found[1] is not risk or found[2] is not ledger:
+        found = _box_parts(stakes, risk, ledger)
     b: dict[str, Any] = {"hands": hands, "wagered": found[3].copy(), "bets": found[4].copy(), "net": found[5]}
     if side := box.side_results:
         b["side_bets"] = side.copy()

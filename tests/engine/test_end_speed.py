@@ -20,7 +20,7 @@ import pytest
 
 import firmware.engine.round as round_module
 import firmware.engine.settlement as settle_module
-from firmware.engine.cards import parse_card
+from firmware.engine.cards import ShoeComposition, parse_card
 from firmware.engine.errors import RuleError
 from firmware.engine.events import Action, BetsClosed, CardDrawn, Decision
 from firmware.engine.hand import hand_total
@@ -237,3 +237,69 @@ def test_the_settlements_two_and_three_card_counts_are_hand_totals():
         assert len(hand.cards) == 2 + len(hits)
         entry = settlement(state)["boxes"]["1"]["hands"][0]
         assert (entry["total"], entry["soft"]) == hand_total(hand.cards)
+
+
+class DealerCardLongWay(Driver):
+    """Applies every event twice: as ``apply`` does and with the dealer's card taken the long
+    way (``_apply``'s ``_card`` and ``_advance``: :meth:`Round._dealer_card` off)."""
+
+    def apply(self, event, why: str) -> None:
+        old = self.state
+        super().apply(event, why)
+        fast, fast_out = old.apply(event)
+        shortcut = Round._dealer_card
+        Round._dealer_card = lambda self, card: None
+        try:
+            slow, slow_out = old.apply(event)
+        finally:
+            Round._dealer_card = shortcut
+        assert serialised(slow) == serialised(fast), f"apply({event!r}) differs from the long way"
+        assert slow_out == fast_out, f"apply({event!r}) gives other outcomes than the long way"
+
+
+@given_rounds(examples=60)
+def test_a_card_to_the_dealer_gives_the_long_ways_round(table, rnd):
+    """A card to the dealer is applied without the general dispatch (:meth:`Round._dealer_card`):
+    every event of random play (insurance, surrender, splits, walk-aways) gives the round and
+    outcomes that ``_card`` and ``_advance`` give, the dealer's second card, its draws, the
+    final settlement and Blackjack Switch's push 22 among them."""
+    assert DealerCardLongWay(table, rnd, check_illegal=True).play().state.is_over
+
+
+def test_the_dealers_cards_take_the_shortcut_and_a_foreign_one_the_long_way(monkeypatch):
+    """``apply`` takes the shortcut for the dealer's cards (so the test above compares
+    something), and a card the shoe cannot hold, dealt to the dealer, voids the round as the
+    long way does (§5.5.1)."""
+    taken = []
+    shortcut = Round._dealer_card
+    monkeypatch.setattr(Round, "_dealer_card", lambda self, card: taken.append(card) or shortcut(self, card))
+    state, _ = Round.new(RWS).apply(BetsClosed.of({1: {"main": 10}}))
+    state, _ = step(state, "9H", "5S", "9C", (1, "stand"), "6D", "8D")       # 5+6 = 11, +8 = 19
+    assert [str(c) for c in taken] == ["6D", "8D"] and state.is_over
+    # a shoe without the ten of spades: the dealer's card is foreign to it
+    shoe = ShoeComposition.from_counts({c: 6 for c in _CARDS if str(c) != "TS"})
+    state, _ = step(Round.new(RWS, shoe=shoe).apply(BetsClosed.of({1: {"main": 10}}))[0],
+                    "9H", "5S", "9C", (1, "stand"))
+    assert state._dealer_card(parse_card("TS")) is None
+    voided, outcomes = state.apply(CardDrawn(parse_card("TS")))
+    assert voided.phase.value == "void" and voided.void_reason.startswith("foreign_card")
+
+
+def test_the_settled_hands_share_their_cards_and_the_round_before_is_unchanged():
+    """The final settlement's copy of a hand keeps the very card list of the round before
+    (a finished round takes no card, so neither list is written again); the round before the
+    dealer's last card is unchanged and gives the same finished round again."""
+    state, _ = Round.new(RWS).apply(BetsClosed.of({1: {"main": 10}, 2: {"main": 10}}))
+    before, _ = step(state, "9H", "9S", "5S", "8C", "7C", (1, "stand"), (2, "stand"), "6D")
+    kept = serialised(before)
+    done, _ = step(before, "2D")            # 5+6+2 = 13: the dealer draws again
+    done, outcomes = step(done, "5D")       # 18: box 1 (17) loses, box 2 (16) loses
+    assert done.is_over and [o.result for o in outcomes if isinstance(o, HandSettled)] == ["lose", "lose"]
+    for n in (1, 2):
+        assert done.box(n).hands[0].cards is before.box(n).hands[0].cards
+        assert done.box(n).hands[0] is not before.box(n).hands[0]
+    assert serialised(before) == kept
+    again, _ = step(before, "2D", "5D")
+    assert serialised(again) == serialised(done)
+    with pytest.raises(RuleError):
+        done.apply(CardDrawn(parse_card("2C")))
