@@ -88,7 +88,7 @@ def parse_cards(texts: Iterable[str]) -> tuple[Card, ...]:
 
 ALL_CARDS: tuple[Card, ...] = tuple(Card(r, s) for s in SUITS for r in RANKS)
 #: each card by its usual text ("AS"): :func:`parse_card` gives the one (immutable) card of
-#: ALL_CARDS, so the card reader's cards are the objects the engine's memos know by identity
+#: ALL_CARDS by a look-up, not a frozen dataclass made and validated per card read
 _BY_TEXT = {str(c): c for c in ALL_CARDS}
 
 

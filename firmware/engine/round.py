@@ -473,15 +473,10 @@ class Round:
         else:
             new.dealer = self.dealer
             bi, hi = target
-            box = boxes[bi]
-            if hi == 0 and _deal_memos and not box.hands[0].cards:
-                # a box's first card: the box as dealt before from this very box and card
-                boxes[bi] = _first_card_dealt(box, card)
-            else:
-                # (_dealt_to written out)
-                box = boxes[bi] = box.copy()
-                hand = box.hands[hi] = box.hands[hi].copy()
-                hand.cards.append(card)
+            # (_dealt_to written out)
+            box = boxes[bi] = boxes[bi].copy()
+            hand = box.hands[hi] = box.hands[hi].copy()
+            hand.cards.append(card)
         return new, []
 
     def _last_initial_card(self, card: Card) -> "tuple[Round, list[Outcome]] | None":
@@ -2165,31 +2160,8 @@ def _blackjack_net(stake: Fraction, odds: Fraction) -> Fraction:
 
 
 #: the round start's memos on: the interim settlement's boxes, the Blackjack nets, "no more
-#: bets" known by identity, a box's first card (tests/engine/test_deal_speed.py turns them off
-#: to compare)
+#: bets" known by identity (tests/engine/test_deal_speed.py turns them off to compare)
 _deal_memos = True
-
-#: a box's first card as dealt before: (id of the box, id of the card) -> (box, card, the box
-#: dealt). "No more bets" with the same wagers shares its boxes round to round
-#: (:meth:`Round._closed_again`) and a shoe holds each card object many times, so the box a
-#: first card makes is found again: the copies of the box and its hand are made once. Boxes
-#: and hands are never changed in place once a round holds them, so rounds share it; the
-#: card that follows copies it (:meth:`Round._initial_card`).
-_FIRST_CARDS: dict[tuple[int, int], tuple[Box, Card, Box]] = {}
-
-
-def _first_card_dealt(box: Box, card: Card) -> Box:
-    """:func:`_dealt_to` of hand 0 of ``box``, which has no card yet, as remembered."""
-    key = (id(box), id(card))
-    found = _FIRST_CARDS.get(key)
-    if found is not None and found[0] is box and found[1] is card:
-        return found[2]
-    dealt = _dealt_to(box, 0, card)
-    if len(_FIRST_CARDS) >= 4096:       # boxes and cards come from outside: bounded
-        _FIRST_CARDS.clear()
-    # (the entry holds the box and the card, so the ids in its key are theirs)
-    _FIRST_CARDS[key] = (box, card, dealt)
-    return dealt
 
 
 def _booked(ledger: Mapping[str, Fraction], nets: Mapping[str, Fraction]) -> dict[str, Fraction]:

@@ -274,59 +274,10 @@ def test_the_table_part_is_shared_by_the_rounds_and_a_void_gives_the_round_its_o
     assert type(Round.new(RWS, decks=6.0).decks) is float       # (as given: not the shared part)
 
 
-def test_a_boxs_first_card_as_remembered_is_the_box_the_long_way_deals_and_is_never_written():
-    """issue 17, session 11: a box's first card is found as dealt before from that very box
-    (the boxes "no more bets" shares round to round) and card; the round equals the long way
-    byte for byte, and the later cards of the round copy the remembered box (the round that
-    remembered it is unchanged)."""
-    first, again, slow = _dealt_twice(CARDS)
-    for bi in range(7):                 # the first seven cards: each box's first
-        b1, b2 = first[bi + 1][0].boxes[bi], again[bi + 1][0].boxes[bi]
-        assert b1 is b2, f"box {bi + 1}'s first card was not found as remembered"
-        assert [str(c) for c in b2.hands[0].cards] == [CARDS[bi]]
-    # the second cards and the interim settlement copied it: the remembered boxes and every
-    # round of the first deal are as the long way made them
-    for (a, a_out), (b, b_out) in zip(first, slow, strict=True):
-        assert serialised(a) == serialised(b)
-        assert a_out == b_out
-    assert [len(first[7][0].boxes[bi].hands[0].cards) for bi in range(7)] == [1] * 7
-
-
-def test_a_first_card_memo_entry_of_another_box_or_card_is_never_taken():
-    """The memo is keyed by ids: an entry whose box or card is not the very one asked about
-    (an id reused after the objects were freed) is not taken."""
-    state, _ = Round.new(RWS).apply(BetsClosed.of(WAGERS))
-    card, other_card = parse_card("5H"), parse_card("KS")
-    box = state.boxes[0]
-    with memos_off():
-        right, _ = state.apply(CardDrawn(card))
-    wrong_box = engine_round._dealt_to(box, 0, other_card)
-    impostor = engine_round._make_box(box.number, box.wagers, box.stakes)
-    impostor.hands = [engine_round._make_hand(0, Fraction(10), 1)]
-    key = (id(box), id(card))
-    for entry in ((impostor, card, wrong_box), (box, other_card, wrong_box)):
-        engine_round._FIRST_CARDS[key] = entry
-        fast, _ = state.apply(CardDrawn(card))
-        assert serialised(fast) == serialised(right)
-        assert str(fast.boxes[0].hands[0].cards[0]) == "5H"
-    assert engine_round._FIRST_CARDS[key][2] is not wrong_box     # replaced by the right one
-
-
-def test_the_first_card_memo_is_bounded():
-    engine_round._FIRST_CARDS.clear()
-    rnd = random.Random(11)
-    for _ in range(700):
-        wagers = {n: {"main": rnd.randrange(1, 50)} for n in range(1, 8)}
-        state, _ = Round.new(RWS).apply(BetsClosed.of(wagers))
-        for _ in range(7):              # each box's first card
-            state, _ = state.apply(CardDrawn(rnd.choice(ALL_CARDS)))
-        assert len(engine_round._FIRST_CARDS) <= 4096
-    assert engine_round._FIRST_CARDS
-
-
 def test_a_card_read_from_its_text_is_the_one_card_of_that_text():
-    """The card reader's cards are the engine's known card objects (so its memos keyed by a
-    card's identity are found at a live table too); bad text is still refused by name."""
+    """(session 11) The card reader's cards are the 52 card objects of ALL_CARDS, found by
+    their text (a look-up, not a frozen dataclass made and validated per card); other
+    spellings as before, bad text still refused by name."""
     for card in ALL_CARDS:
         for text in (str(card), str(card).lower(), f" {card} "):
             assert parse_card(text) is card
