@@ -1571,7 +1571,7 @@ class Round:
             hand.done = True
             hand.decided = True
             # §3.16, §1.17: half the initial bet is given up at the interim settlement
-            self._settle(box, hand, "surrender", -hand.stake / 2, "surrender", out)
+            self._settle(box, hand, "surrender", _surrender_net(hand.stake), "surrender", out)
             return
         raise IllegalDecision(f"unknown decision {d.action!r}")     # (_check refused it already)
 
@@ -2156,6 +2156,26 @@ def _blackjack_net(stake: Fraction, odds: Fraction) -> Fraction:
         _BLACKJACK_NETS.clear()
     # (the entry holds the stake and the odds, so the ids in its key are theirs)
     _BLACKJACK_NETS[(id(stake), id(odds))] = (stake, odds, net)
+    return net
+
+
+#: a surrender's net (half the initial bet given up, §3.16) as worked out before: id of the
+#: stake -> (stake, net). Fraction arithmetic is Python code (~4 us), and the same net object
+#: then finds its remembered ``HandSettled`` record and booked ledger (:func:`_hand_settled`,
+#: :func:`_main_booked`, keyed by the net's id), as :func:`_blackjack_net`'s do.
+_SURRENDER_NETS: dict[int, tuple[Fraction, Fraction]] = {}
+
+
+def _surrender_net(stake: Fraction) -> Fraction:
+    """``-stake / 2``, the same object for the same stake object."""
+    found = _SURRENDER_NETS.get(id(stake))
+    if found is not None and found[0] is stake and _deal_memos:
+        return found[1]
+    net = -stake / 2
+    if len(_SURRENDER_NETS) >= 4096:    # stakes come from outside: bounded
+        _SURRENDER_NETS.clear()
+    # (the entry holds the stake, so the id in its key is its)
+    _SURRENDER_NETS[id(stake)] = (stake, net)
     return net
 
 

@@ -305,3 +305,34 @@ def test_a_hand_waits_for_its_decision_as_counted_but_for_the_blackjacks_done_be
                 if not from_split and not switched and not counted:
                     continue                # a Blackjack: done before anyone asks
                 assert _waits_for_decision(box, hand) is counted, (a, b, from_split, switched)
+
+
+def test_a_surrender_settles_as_the_long_way_with_its_net_remembered_by_the_stake():
+    """(session 11) A surrender's net (-stake/2, §3.16) is worked out once per stake object, so
+    its ``HandSettled`` record and booked ledger are found as remembered too: the round equals
+    the long way (memos and shortcuts off) byte for byte, twice; an entry of another stake
+    object (an id reused) is never taken; the memo is bounded."""
+    import firmware.engine.round as engine_round
+    from firmware.engine.round import _SURRENDER_NETS, _surrender_net
+
+    from .test_deal_speed import memos_off
+
+    rounds = _rounds("rws-blackjack", ["TS", "5H", "9S", "6C", "6D"], [])
+    before = rounds[-1][0]
+    event = Decision(1, Action.SURRENDER, None, 1)
+    with memos_off(), long_way():
+        slow, slow_out = before.apply(event)
+    first, first_out = before.apply(event)
+    again, again_out = before.apply(event)
+    assert serialised(first) == serialised(slow) == serialised(again)
+    assert first_out == slow_out == again_out
+    assert first.boxes[0].hands[0].status == "surrendered" and first.boxes[0].ledger["main"] == -5
+    assert again_out[0] is first_out[0] and again.boxes[0].ledger is first.boxes[0].ledger
+    for stake in (Fraction(10), Fraction(25, 2), Fraction(7), Fraction(1, 100)):
+        assert _surrender_net(stake) == -stake / 2 and _surrender_net(stake) is _surrender_net(stake)
+        _SURRENDER_NETS[id(stake)] = (Fraction(99), Fraction(-1))     # another stake's entry
+        assert _surrender_net(stake) == -stake / 2
+    _SURRENDER_NETS.clear()
+    for cents in range(5000):
+        _surrender_net(Fraction(cents, 100))
+        assert len(engine_round._SURRENDER_NETS) <= 4096
