@@ -65,11 +65,17 @@ def parse_card(text: str) -> Card:
     """Read ``"TS"``, ``"10s"`` or ``"ah"`` into a :class:`Card`; raise :class:`CardError` naming the problem."""
     if not isinstance(text, str):
         raise CardError(f"a card must be a string like 'AS', not {text!r}")
+    known = _BY_TEXT.get(text)
+    if known is not None:
+        return known
     t = text.strip().upper()
     if len(t) == 3 and t.startswith("10"):
         t = "T" + t[2]
     if len(t) != 2:
         raise CardError(f"cannot read card {text!r}: expected rank+suit like 'AS', 'TD' or '10H'")
+    known = _BY_TEXT.get(t)
+    if known is not None:
+        return known
     try:
         return Card(t[0], t[1])
     except CardError as exc:
@@ -81,6 +87,9 @@ def parse_cards(texts: Iterable[str]) -> tuple[Card, ...]:
 
 
 ALL_CARDS: tuple[Card, ...] = tuple(Card(r, s) for s in SUITS for r in RANKS)
+#: each card by its usual text ("AS"): :func:`parse_card` gives the one (immutable) card of
+#: ALL_CARDS by a look-up, not a frozen dataclass made and validated per card read
+_BY_TEXT = {str(c): c for c in ALL_CARDS}
 
 
 @dataclass(frozen=True, slots=True)

@@ -790,21 +790,26 @@ class Round:
         table asks before each event, in one call instead of two."""
         phase = self.phase
         if phase is _PLAY:
-            assert self.cursor is not None              # PLAY: a hand is in play
-            bi, hi = self.cursor
+            cursor = self.cursor
+            assert cursor is not None                   # PLAY: a hand is in play
+            bi, hi = cursor
             box = self.boxes[bi]
             hand = box.hands[hi]
-            row = _HAND_EXPECTS.get(box.number)
-            entry = row[hi] if row is not None and hi < len(row) else _hand_expects(box.number, hi)
+            # (subscripts in a try, free in 3.11, where a get and a length check were two calls)
+            try:
+                entry = _HAND_EXPECTS[box.number][hi]
+            except (KeyError, IndexError):
+                entry = _hand_expects(box.number, hi)
             return entry[1] if hand.wants_card else entry[0], box, hand
         if phase is _INITIAL_DEAL:               # (as expecting, without a second call)
             target = self.deal_order[self.deal_pos]
             if isinstance(target, str):         # DEALER
                 return _DEALER_CARD_NO_HAND
             bi, hi = target
-            row = _HAND_EXPECTS.get(self.boxes[bi].number)
-            return (row[hi] if row is not None and hi < len(row)
-                    else _hand_expects(self.boxes[bi].number, hi))[2]
+            try:
+                return _HAND_EXPECTS[self.boxes[bi].number][hi][2]
+            except (KeyError, IndexError):
+                return _hand_expects(self.boxes[bi].number, hi)[2]
         return self.expecting(), None, None
 
     def hand_in_play(self) -> tuple[Box, Hand] | None:
@@ -1568,7 +1573,7 @@ class Round:
             hand.done = True
             hand.decided = True
             # §3.16, §1.17: half the initial bet is given up at the interim settlement
-            self._settle(box, hand, "surrender", -hand.stake / 2, "surrender", out)
+            self._settle(box, hand, "surrender", _surrender_net(hand.stake), "surrender", out)
             return
         raise IllegalDecision(f"unknown decision {d.action!r}")     # (_check refused it already)
 
@@ -2176,6 +2181,26 @@ def _blackjack_net(stake: Fraction, odds: Fraction) -> Fraction:
     return net
 
 
+#: a surrender's net (half the initial bet given up, §3.16) as worked out before: id of the
+#: stake -> (stake, net). Fraction arithmetic is Python code (~4 us), and the same net object
+#: then finds its remembered ``HandSettled`` record and booked ledger (:func:`_hand_settled`,
+#: :func:`_main_booked`, keyed by the net's id), as :func:`_blackjack_net`'s do.
+_SURRENDER_NETS: dict[int, tuple[Fraction, Fraction]] = {}
+
+
+def _surrender_net(stake: Fraction) -> Fraction:
+    """``-stake / 2``, the same object for the same stake object."""
+    found = _SURRENDER_NETS.get(id(stake))
+    if found is not None and found[0] is stake and _deal_memos:
+        return found[1]
+    net = -stake / 2
+    if len(_SURRENDER_NETS) >= 4096:    # stakes come from outside: bounded
+        _SURRENDER_NETS.clear()
+    # (the entry holds the stake, so the id in its key is its)
+    _SURRENDER_NETS[id(stake)] = (stake, net)
+    return net
+
+
 #: the round start's memos on: the interim settlement's boxes, the Blackjack nets, "no more
 #: bets" known by identity (tests/engine/test_deal_speed.py turns them off to compare)
 _deal_memos = True
@@ -2222,8 +2247,14 @@ def _waits_for_decision(box: Box, hand: Hand) -> bool:
     doubled, not split Aces, the player still there)."""
     doubled = hand.doubled
     cards = hand.cards
-    return (not hand.wants_card and len(cards) >= 2 and not hand.split_aces and not box.walked_away
-            and (doubled is ZERO or not doubled) and hand_total(cards)[0] < 21)
+    if hand.wants_card or hand.split_aces or box.walked_away or not (doubled is ZERO or not doubled):
+        return False
+    n = len(cards)
+    if n == 2 and not hand.from_split and not hand.switched:
+        # the initial two cards of a hand not done are below 21 without counting them: a
+        # two-card 21 of them is a Blackjack (§1.2), done since the interim settlement
+        return True
+    return n >= 2 and hand_total(cards)[0] < 21
 
 
 _TEN_VALUES = frozenset("TJQK")

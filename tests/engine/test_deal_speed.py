@@ -272,3 +272,15 @@ def test_the_table_part_is_shared_by_the_rounds_and_a_void_gives_the_round_its_o
     void_a, _ = dealt_a.apply(VoidRound("interruption"))
     assert void_a.void_reason == "interruption" and b.void_reason is None and Round.new(RWS).void_reason is None
     assert type(Round.new(RWS, decks=6.0).decks) is float       # (as given: not the shared part)
+
+
+def test_a_card_read_from_its_text_is_the_one_card_of_that_text():
+    """(session 11) The card reader's cards are the 52 card objects of ALL_CARDS, found by
+    their text (a look-up, not a frozen dataclass made and validated per card); other
+    spellings as before, bad text still refused by name."""
+    for card in ALL_CARDS:
+        for text in (str(card), str(card).lower(), f" {card} "):
+            assert parse_card(text) is card
+    assert parse_card("10h") is parse_card("TH")
+    with pytest.raises(ValueError, match="unknown rank 'Z'"):
+        parse_card("ZS")

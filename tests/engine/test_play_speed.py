@@ -252,3 +252,87 @@ def test_a_split_hand_is_the_hand_the_dataclass_makes_and_waits_for_its_card():
         assert after.boxes[0].hands[1] == Hand(family=0, stake=stake, id=2, cards=[parse_card(second)],
                                                from_split=True, split_aces=aces, switched=False)
         assert after.expecting().kind == "card" and after.hand_in_play()[1].wants_card
+
+
+def test_expecting_hand_answers_as_expecting_with_its_table_empty_or_short():
+    """(session 11) ``expecting_hand`` reads its table by subscripts and makes a missing box
+    number's row, or a row too short for a split hand, on the way: every round of a game with
+    a split, asked with the table emptied before each question and with it filled, answers as
+    ``expecting`` and ``hand_in_play``."""
+    from firmware.engine.round import _HAND_EXPECTS, _hand_expects
+
+    cards = ["8S", "5H", "9S", "8H", "6D", "TC", "9C", "7C", "8D"]
+    decisions = [Decision(1, Action.SPLIT), Decision(1, Action.STAND), Decision(1, Action.STAND),
+                 Decision(2, Action.HIT), Decision(2, Action.STAND)]
+    rounds = _rounds("rws-blackjack", cards, decisions)
+    assert rounds[-1][0].phase is Phase.COMPLETE
+    for state, _ in rounds:
+        for empty in (True, False):
+            if empty:
+                _HAND_EXPECTS.clear()
+            expect, box, hand = state.expecting_hand()
+            in_play = state.hand_in_play()
+            assert expect == state.expecting()
+            assert (box, hand) == (in_play if in_play is not None else (None, None))
+    # a row made for hand 1 only is extended for the split hand (the IndexError way)
+    split = [state for state, _ in rounds if state.phase is Phase.PLAY and state.cursor == (0, 1)]
+    assert split
+    for state in split:
+        _HAND_EXPECTS.clear()
+        _hand_expects(1, 0)
+        assert len(_HAND_EXPECTS[1]) == 1
+        assert state.expecting_hand()[0] == state.expecting()
+        assert len(_HAND_EXPECTS[1]) == 2
+
+
+def test_a_hand_waits_for_its_decision_as_counted_but_for_the_blackjacks_done_before():
+    """(session 11) ``_waits_for_decision`` does not count the initial two cards of a hand
+    that is neither from a split nor switched: such a hand making 21 is a Blackjack, done at
+    the interim settlement (§1.2), so any other two such cards are below 21. Every pair of
+    ranks, from a split or switched or neither, against the count."""
+    from firmware.engine.cards import ALL_CARDS
+    from firmware.engine.hand import hand_total
+    from firmware.engine.round import _make_box, _make_hand, _waits_for_decision
+
+    box = _make_box(1, {"main": Fraction(10)}, {"main": Fraction(10)})
+    for a in ALL_CARDS[:13]:
+        for b in ALL_CARDS[13:26]:
+            for from_split, switched in ((False, False), (True, False), (False, True)):
+                hand = _make_hand(0, Fraction(10), 1)
+                hand.cards = [a, b]
+                hand.from_split, hand.switched = from_split, switched
+                counted = hand_total(hand.cards)[0] < 21
+                if not from_split and not switched and not counted:
+                    continue                # a Blackjack: done before anyone asks
+                assert _waits_for_decision(box, hand) is counted, (a, b, from_split, switched)
+
+
+def test_a_surrender_settles_as_the_long_way_with_its_net_remembered_by_the_stake():
+    """(session 11) A surrender's net (-stake/2, §3.16) is worked out once per stake object, so
+    its ``HandSettled`` record and booked ledger are found as remembered too: the round equals
+    the long way (memos and shortcuts off) byte for byte, twice; an entry of another stake
+    object (an id reused) is never taken; the memo is bounded."""
+    import firmware.engine.round as engine_round
+    from firmware.engine.round import _SURRENDER_NETS, _surrender_net
+
+    from .test_deal_speed import memos_off
+
+    rounds = _rounds("rws-blackjack", ["TS", "5H", "9S", "6C", "6D"], [])
+    before = rounds[-1][0]
+    event = Decision(1, Action.SURRENDER, None, 1)
+    with memos_off(), long_way():
+        slow, slow_out = before.apply(event)
+    first, first_out = before.apply(event)
+    again, again_out = before.apply(event)
+    assert serialised(first) == serialised(slow) == serialised(again)
+    assert first_out == slow_out == again_out
+    assert first.boxes[0].hands[0].status == "surrendered" and first.boxes[0].ledger["main"] == -5
+    assert again_out[0] is first_out[0] and again.boxes[0].ledger is first.boxes[0].ledger
+    for stake in (Fraction(10), Fraction(25, 2), Fraction(7), Fraction(1, 100)):
+        assert _surrender_net(stake) == -stake / 2 and _surrender_net(stake) is _surrender_net(stake)
+        _SURRENDER_NETS[id(stake)] = (Fraction(99), Fraction(-1))     # another stake's entry
+        assert _surrender_net(stake) == -stake / 2
+    _SURRENDER_NETS.clear()
+    for cents in range(5000):
+        _surrender_net(Fraction(cents, 100))
+        assert len(engine_round._SURRENDER_NETS) <= 4096
