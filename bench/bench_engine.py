@@ -464,6 +464,57 @@ def run_cardsharp(python: str, boxes: int, rounds: int, seed: int, side: bool, c
         return None
 
 
+def instructions(python: str, worker: str, boxes: int, side: bool, tree: str | None = None,
+                 rounds: tuple[int, int] = (100, 400)) -> float | None:
+    """Instructions a round under valgrind's callgrind (the machine's speed does not enter):
+    the worker run for two round counts, the difference over the rounds between (the start-up,
+    imports and shuffles before the first round cancel). None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    env = dict(os.environ)
+    env.pop("BETBOX_BENCH_TREE", None)
+    if tree is not None:
+        env["BETBOX_BENCH_TREE"] = tree
+    counts = []
+    for n in rounds:
+        done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python, __file__,
+                               f"--{worker}-worker", str(boxes), str(n), "1", str(int(side)), "1"],
+                              env=env, capture_output=True, text=True, timeout=3600)
+        found = [line.rsplit(":", 1)[1].strip() for line in done.stderr.splitlines() if "Collected :" in line]
+        if done.returncode != 0 or not found:
+            print(f"  callgrind of the {worker} worker failed: {done.stderr.strip()[-300:]}")
+            return None
+        counts.append(int(found[-1]))
+    return (counts[1] - counts[0]) / (rounds[1] - rounds[0])
+
+
+def side_by_side_instructions(python: str | None, baseline: str | None) -> None:
+    """7 boxes with side bets by instructions a round: betbox under its own Python and under
+    cardsharp's (the same interpreter for both engines), cardsharp, the baseline engine."""
+    print("side by side by instructions (valgrind callgrind, 7 boxes with side bets, rounds 101-400 of a "
+          "worker; the host's speed does not enter; the same harnesses as above):")
+    ours = instructions(sys.executable, "betbox", 7, True)
+    if ours is None:
+        print("  (valgrind not found: apt-get install valgrind)")
+        return
+    print(f"  betbox, Python {platform.python_version()}{'':10s} {ours / 1000:9.0f}k instructions a round")
+    if baseline:
+        old = instructions(sys.executable, "betbox", 7, True, tree=baseline)
+        if old:
+            print(f"  baseline ({baseline}), same Python  {old / 1000:9.0f}k   this engine / baseline "
+                  f"{old / ours:4.2f}x fewer")
+    if not python:
+        return
+    theirs = instructions(python, "cardsharp", 7, True)
+    same = instructions(python, "betbox", 7, True)
+    version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                             capture_output=True, text=True).stdout.strip()
+    if theirs and same:
+        print(f"  betbox, cardsharp's Python {version}{'':4s} {same / 1000:9.0f}k")
+        print(f"  cardsharp, Python {version}{'':13s} {theirs / 1000:9.0f}k   cardsharp / betbox: "
+              f"{theirs / same:4.2f}x on the same Python, {theirs / ours:4.2f}x each on its own")
+
+
 def spread(runs: list[dict], key: str) -> str:
     """``min/median/max`` of one figure over the runs."""
     if not runs:
@@ -503,6 +554,13 @@ def side_by_side(python: str | None, rounds: int, runs: int, seed: int, cpu: boo
             print(f"  {boxes:5d} {'main+side' if side else 'main':10s} {spread(ours, 'rounds_s'):>18s} "
                   f"{spread(ours, 'hands_s'):>18s}   {spread(theirs, 'rounds_s'):>18s} "
                   f"{spread(theirs, 'hands_s'):>18s}   {ratio:5.2f}x  ({peer})", flush=True)
+            if len(ours) == len(theirs) == runs > 1:
+                # a host whose speed drifts moves both runs of a pair alike (same seed, run back to
+                # back): the ratio of each pair, beside the ratio of the medians
+                pairs = sorted(o["rounds_s"] / t["rounds_s"] for o, t in zip(ours, theirs, strict=True))
+                print(f"  {'':5s} {'pairs':10s} each run's betbox / cardsharp: median {statistics.median(pairs):.2f}x, "
+                      f"{pairs[0]:.2f}-{pairs[-1]:.2f}x, betbox ahead in {sum(r >= 1 for r in pairs)} of {runs}",
+                      flush=True)
             if before:
                 b_old = med(before, "rounds_s")
                 print(f"  {'':5s} {'baseline':10s} {spread(before, 'rounds_s'):>18s} {spread(before, 'hands_s'):>18s}"
@@ -569,6 +627,10 @@ def main(argv=None) -> None:
     ap.add_argument("--baseline", metavar="TREE",
                     help="also measure the engine of another checkout (e.g. a git worktree of an older "
                          "commit) in the side-by-side run, alternating, played by this file's harness")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also the side-by-side by instructions a round under valgrind (steady on a noisy host)")
+    ap.add_argument("--vs-only", action="store_true",
+                    help="only the side-by-side run (not the profiles' rounds, apply latency and baselines)")
     ap.add_argument("--wall", action="store_true",
                     help="side by side in wall-clock time (default: each process's own CPU time)")
     args = ap.parse_args(argv)
@@ -580,6 +642,13 @@ def main(argv=None) -> None:
     print(f"rounds per profile: {args.rounds}, seed {args.seed}, 7 boxes, "
           "strategy: hit below 17 else stand; times: " + ("wall clock" if args.wall else "process CPU"))
     print()
+    if args.vs_only:
+        side_by_side(cardsharp_python(args.cardsharp_python), args.vs_rounds, args.runs, args.seed, not args.wall,
+                     args.baseline)
+        if args.instructions:
+            side_by_side_instructions(cardsharp_python(args.cardsharp_python), args.baseline)
+        print("load average (1, 5, 15 min) at the end:   " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
+        return
     print("full 7-box rounds with side bets:")
     for name, wagers in TABLES.items():
         rps, epr, dt = bench_rounds(name, wagers, args.rounds, args.seed)
@@ -599,6 +668,8 @@ def main(argv=None) -> None:
         print()
         side_by_side(cardsharp_python(args.cardsharp_python), args.vs_rounds, args.runs, args.seed, not args.wall,
                      args.baseline)
+        if args.instructions:
+            side_by_side_instructions(cardsharp_python(args.cardsharp_python), args.baseline)
     print("load average (1, 5, 15 min) at the end:   " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 
