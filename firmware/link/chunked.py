@@ -130,8 +130,7 @@ class ChunkedClient(mqtt.Client):
         # for every packet: a system call each, and a hand-over of the interpreter lock)
         if command & 0xF0 != mqtt.PUBACK or self._thread is None or self._sockpairW is None:
             return super()._packet_queue(command, packet, mid, qos, info)
-        self._out_packet.append({"command": command, "mid": mid, "qos": qos, "pos": 0,
-                                 "to_process": len(packet), "packet": packet, "info": info})
+        self._queue(command, packet, mid, qos, info)
         if not self._woken:                 # set before the wake; cleared when writing starts
             self._woken = True
             try:
@@ -161,13 +160,7 @@ class ChunkedClient(mqtt.Client):
         """Queue the publish as paho does and write what the queue's head holds now, if no one
         else is writing; whatever is left (a writer busy, a full socket buffer, a lost link)
         is paho's thread's, woken as paho wakes it."""
-        self._out_packet.append({"command": command, "mid": mid, "qos": qos, "pos": 0,
-                                 "to_process": len(packet), "packet": packet, "info": info})
-        if self._write_lock.acquire(blocking=False):
-            try:
-                self._write_head()
-            finally:
-                self._write_lock.release()
+        self._queue_and_write(command, packet, mid, qos, info)
         if self._out_packet and self._sockpairW is not None:
             try:
                 self._sockpairW.send(b"0")
@@ -181,14 +174,24 @@ class ChunkedClient(mqtt.Client):
         thread on the socket then, TLS too); paho would wake itself through its socketpair
         and write it on its next pass. Left queued (a publisher writing, a full buffer), its
         next pass writes it: paho selects for writing while anything is queued."""
+        self._queue_and_write(command, packet, mid, qos, info)
+        return mqtt.MQTT_ERR_SUCCESS
+
+    def _queue(self, command: int, packet: bytes | bytearray, mid: int, qos: int,
+               info: mqtt.MQTTMessageInfo | None) -> None:
+        """At the tail of paho's queue, as paho's own ``_packet_queue`` puts it."""
         self._out_packet.append({"command": command, "mid": mid, "qos": qos, "pos": 0,
                                  "to_process": len(packet), "packet": packet, "info": info})
+
+    def _queue_and_write(self, command: int, packet: bytes | bytearray, mid: int, qos: int,
+                         info: mqtt.MQTTMessageInfo | None) -> None:
+        """Queued, then the queue's head written now unless another thread is writing."""
+        self._queue(command, packet, mid, qos, info)
         if self._write_lock.acquire(blocking=False):
             try:
                 self._write_head()
             finally:
                 self._write_lock.release()
-        return mqtt.MQTT_ERR_SUCCESS
 
     def _write_head(self) -> None:
         """Holding the write lock: the QoS 1 publishes and PUBACKs at the head of the queue,
