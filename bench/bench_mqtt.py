@@ -58,7 +58,7 @@ from firmware.jackpot.service import JackpotService  # noqa: E402
 from firmware.link import connect_bus, topics  # noqa: E402
 from firmware.link.config import config_from_url  # noqa: E402
 from tests.link.broker import Broker  # noqa: E402
-from tests.link.helpers import controller, wait_until  # noqa: E402
+from tests.link.helpers import controller, make_pki, wait_until  # noqa: E402
 
 #: ``--tls``: the TLS listener's files and the plain listener's url, for the bench's children too
 TLS_ENV = "BENCH_MQTT_TLS"
@@ -79,26 +79,6 @@ def plain_url(url: str) -> str:
 def _host_port(url: str) -> tuple[str, int]:
     host, port = url.split("://", 1)[1].split(":")
     return host, int(port)
-
-
-def make_pki(d: Path) -> dict[str, str]:
-    """A throwaway CA, the broker's certificate (127.0.0.1) and a unit's client certificate,
-    made with the openssl command as docs/technician.md's provisioning does."""
-    d.mkdir(parents=True, exist_ok=True)
-
-    def openssl(*args: str) -> None:
-        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-            "-days", "2", "-subj", "/CN=betbox bench CA")
-    for name, cn in (("broker", "127.0.0.1"), ("unit", "c2r:unit")):
-        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                "-subj", f"/CN={cn}")
-        (d / f"{name}.ext").write_text("subjectAltName=IP:127.0.0.1\n" if name == "broker"
-                                      else "extendedKeyUsage=clientAuth\n")
-        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext")
-    return {"ca": str(d / "ca.pem"), "cert": str(d / "unit.pem"), "key": str(d / "unit.key"),
-            "broker_cert": str(d / "broker.pem"), "broker_key": str(d / "broker.key")}
 
 
 def machine() -> str:
@@ -1079,9 +1059,10 @@ def main() -> None:
         extra, c2r_url = "", ""
         if args.tls:                    # a second listener, as a table's broker has it (docs/technician.md)
             from tests.link.broker import free_port
-            pki, tls_port = make_pki(tmp / "pki"), free_port()
-            extra = (f"listener {tls_port} 127.0.0.1\ncafile {pki['ca']}\ncertfile {pki['broker_cert']}\n"
-                     f"keyfile {pki['broker_key']}\nrequire_certificate true\n")
+            made, tls_port = make_pki(tmp / "pki", {"unit": "c2r:unit"}), free_port()
+            pki = {"ca": str(made["ca.pem"]), "cert": str(made["unit.pem"]), "key": str(made["unit.key"])}
+            extra = (f"listener {tls_port} 127.0.0.1\ncafile {made['ca.pem']}\ncertfile {made['broker.pem']}\n"
+                     f"keyfile {made['broker.key']}\nrequire_certificate true\n")
             c2r_url = f"mqtts://127.0.0.1:{tls_port}"
         broker = Broker(tmp / "mosquitto", extra=extra).start()
         c2r_url = c2r_url or broker.url

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
 import time
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
@@ -201,3 +202,23 @@ def unit_outbox(state_dir: Path) -> tuple[Path, str]:
     """Where a ``betbox run`` seat or dealer keeps its outbox: in its journal's file (issue
     #17.5), the outbox's meta table there named ``outbox_meta``."""
     return Path(state_dir) / "journal.db", "outbox_meta"
+
+
+def make_pki(d: Path, clients: dict[str, str]) -> dict[str, Path]:
+    """A throwaway CA (openssl command), the broker's certificate for 127.0.0.1 and a client
+    certificate per ``clients`` name -> common name: each file by its name (``ca.pem``,
+    ``broker.key``, ``<name>.pem`` ...)."""
+    d.mkdir(parents=True, exist_ok=True)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+            "-days", "2", "-subj", "/CN=betbox test CA")
+    for name, cn in {"broker": "127.0.0.1", **clients}.items():
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                "-subj", f"/CN={cn}")
+        (d / f"{name}.ext").write_text("subjectAltName=IP:127.0.0.1\n" if name == "broker"
+                                      else "extendedKeyUsage=clientAuth\n")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext")
+    return {f.name: f for f in d.iterdir()}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from firmware.link.acl import render_acl
 from firmware.link.config import load_link_config
 
 from .broker import Broker
-from .helpers import Sniffer, controller, send_dealer, wait_until
+from .helpers import Sniffer, controller, make_pki, send_dealer, wait_until
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "mqtt"
 USERS = {"table-1/seat-1": "pw1", "table-1/seat-2": "pw2", "jackpot/main": "pwj", "attendant": "pwa",
@@ -75,23 +74,10 @@ def test_the_acl_refuses_a_seat_that_publishes_as_another(tmp_path):
         b.stop()
 
 
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 def test_tls_with_client_certificates(tmp_path):
     d = tmp_path / "pki"
-    d.mkdir()
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-             "-days", "2", "-subj", "/CN=betbox test CA", cwd=d)
-    for name, cn in (("broker", "127.0.0.1"), ("seat", "table-1:seat-1")):
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                 "-subj", f"/CN={cn}", cwd=d)
-        ext = d / f"{name}.ext"
-        ext.write_text("subjectAltName=IP:127.0.0.1\n" if name == "broker" else "extendedKeyUsage=clientAuth\n")
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{name}.pem", "-days", "2", "-extfile", str(ext), cwd=d)
+    make_pki(d, {"seat": "table-1:seat-1"})
     b = Broker(tmp_path / "mosquitto", tls={"ca": d / "ca.pem", "cert": d / "broker.pem",
                                             "key": d / "broker.key"}).start()
     try:

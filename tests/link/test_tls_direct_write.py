@@ -6,9 +6,7 @@ throwaway CA made with the openssl command)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import threading
-from pathlib import Path
 
 import paho.mqtt.client as mqtt
 import pytest
@@ -18,29 +16,17 @@ from firmware.link.chunked import SerialSSLSocket
 from firmware.runtime.bus import Message
 
 from .broker import Broker
-from .helpers import wait_until
+from .helpers import make_pki, wait_until
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 
 STREAM, FLOOD = "betbox/v1/t/stream", "betbox/v1/t/flood"
 
 
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def tls_broker(tmp_path_factory):
     d = tmp_path_factory.mktemp("pki")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-             "-days", "2", "-subj", "/CN=betbox test CA", cwd=d)
-    for name, cn in (("broker", "127.0.0.1"), ("unit", "t:unit")):
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                 "-subj", f"/CN={cn}", cwd=d)
-        ext = d / f"{name}.ext"
-        ext.write_text("subjectAltName=IP:127.0.0.1\n" if name == "broker" else "extendedKeyUsage=clientAuth\n")
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{name}.pem", "-days", "2", "-extfile", str(ext), cwd=d)
+    make_pki(d, {"unit": "t:unit"})
     b = Broker(d / "mosquitto", tls={"ca": d / "ca.pem", "cert": d / "broker.pem", "key": d / "broker.key"}).start()
     tls = {"ca": str(d / "ca.pem"), "cert": str(d / "unit.pem"), "key": str(d / "unit.key")}
     yield f"mqtts://127.0.0.1:{b.port}", tls
