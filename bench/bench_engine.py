@@ -15,8 +15,9 @@ engine reports illegal is replaced by the first legal one). No assertions: it pr
 
 Side by side with cardsharp (the peer pure-Python engine, PyPI ``cardsharp``): it is never
 a project dependency. The bench runs it in its own venv, by default
-``~/.cache/betbox-bench/cardsharp`` (made on first use with the newest ``python3.N`` on PATH
-and ``pip install cardsharp``: releases after 0.1.0 need Python >= 3.12, 0.6.0 needs 3.14),
+``~/.cache/betbox-bench/cardsharp`` (made on first use with the newest ``python3.N`` on PATH or
+in pyenv's versions and ``pip install cardsharp``: releases after 0.1.0 need Python >= 3.12,
+0.6.0 needs 3.14; a venv of 3.11 with cardsharp 0.1.0 is made again once a newer Python is found),
 or the interpreter given with ``--cardsharp-python``. Both play 6 decks with basic strategy
 on the same number of spots, in alternating runs (betbox, cardsharp, betbox, ...), each run
 in a fresh process of its own (betbox's too: see :func:`run_betbox`); the medians are printed with the ratio and cardsharp's version. "main+side" is betbox with
@@ -430,20 +431,38 @@ def run_betbox(tree: str | None, boxes: int, rounds: int, seed: int, side: bool,
         return None
 
 
+def _pythons() -> list[str]:
+    """Pythons 3.12 and newer on this machine, newest first: on PATH, or pyenv's (installed,
+    not selected: its shims of them fail), each one that can make a venv."""
+    found: list[str] = []
+    for v in range(20, 11, -1):
+        candidates = [shutil.which(f"python3.{v}")]
+        candidates += sorted(str(p) for p in (Path.home() / ".pyenv" / "versions").glob(f"3.{v}.*/bin/python3.{v}"))[::-1]
+        for p in candidates:
+            if p and p not in found and subprocess.run([p, "-c", "import venv"], capture_output=True).returncode == 0:
+                found.append(p)
+                break
+    return found
+
+
 def cardsharp_python(given: str | None) -> str | None:
-    """The interpreter of a venv with cardsharp: given, or the bench's own (made on first use)."""
+    """The interpreter of a venv with cardsharp: given, or the bench's own (made on first use
+    with the newest Python found, so with the newest cardsharp release it can install)."""
     if given:
         return given
     python = CARDSHARP_VENV / "bin" / "python"
-    has = python.exists() and subprocess.run([str(python), "-c", "import cardsharp"],
+    newer = _pythons()
+    has = python.exists() and subprocess.run([str(python), "-c", "import sys, cardsharp; sys.exit(sys.version_info < (3, 12))"],
                                              capture_output=True).returncode == 0
+    if not has and python.exists() and not newer:
+        has = subprocess.run([str(python), "-c", "import cardsharp"], capture_output=True).returncode == 0
     if not has:
-        # recent cardsharp needs Python >= 3.12: make the venv with the newest Python found
-        found = (shutil.which(f"python3.{v}") for v in range(20, 11, -1))
-        base = next((p for p in found if p and subprocess.run([p, "-c", "import venv"],
-                                                               capture_output=True).returncode == 0),
-                    sys.executable)       # (a pyenv shim of a version not selected fails: skipped)
+        # recent cardsharp needs Python >= 3.12 (0.1.0, the last for 3.11, is async and has no side bets)
+        base = newer[0] if newer else sys.executable
         print(f"making {CARDSHARP_VENV} with {base} and {CARDSHARP} (once) ...", flush=True)
+        if not newer:
+            print("  no Python 3.12 or newer found: cardsharp 0.1.0, an old release, is what pip can install; "
+                  "give --cardsharp-python for a venv with the newest", flush=True)
         try:
             subprocess.run([base, "-m", "venv", "--clear", str(CARDSHARP_VENV)], check=True, timeout=300)
             subprocess.run([str(python), "-m", "pip", "install", "-q", CARDSHARP], check=True, timeout=600)
