@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import random
 import subprocess
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
@@ -17,6 +19,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from firmware.jackpot.controller import JackpotController
 from firmware.jackpot.pools import PoolSpec
 from firmware.link.reporter import amount_text
+from firmware.runtime.bus import Message
 
 POOL = PoolSpec("main", Fraction(1000), Fraction(15, 100), Fraction(250000), ("*",))
 
@@ -222,3 +225,48 @@ def make_pki(d: Path, clients: dict[str, str]) -> dict[str, Path]:
         openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
                 "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext")
     return {f.name: f for f in d.iterdir()}
+
+
+#: the table stream the link tests' dealer publishes on and their seat takes
+STREAM = "betbox/v1/t/stream"
+
+
+def stream_message(n: int) -> Message:
+    """The dealer's ``n``-th stream message (``seq`` n; 0: the one that waits for the seat)."""
+    return Message(STREAM, "event", "t/dealer", n, {"round": 1, "stream_seq": n})
+
+
+def until_subscribed(dealer: Any, seat: Any, got: list) -> None:
+    """Until the seat's subscription is in: the dealer's message 0 went through (``got`` is
+    what the seat's sink collects)."""
+    for _ in range(100):
+        dealer.publish(stream_message(0))
+        if seat.wait_subscribed(0.1) and dealer.wait_published(1) and got:
+            return
+    wait_until(lambda: got, 10, "the seat subscribed")
+
+
+@contextmanager
+def spy_writes(client: mqtt.Client, kind: int, note: Callable[[bytes], None]) -> Iterator[None]:
+    """While inside: ``note(buf)`` once each write of a ``kind`` packet (mqtt.PUBLISH, ...) by
+    ``client`` is done, on the thread that made it (paho's ``Client._sock_send``, restored after)."""
+    send = mqtt.Client._sock_send
+
+    def noted(c: mqtt.Client, buf: bytes) -> int:
+        n = send(c, buf)                                    # noted once written (a TLS write may wait)
+        if c is client and buf[:1] and buf[0] & 0xF0 == kind:
+            note(buf)
+        return n
+    mqtt.Client._sock_send = noted                          # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        mqtt.Client._sock_send = send                       # type: ignore[method-assign]
+
+
+@contextmanager
+def writers_of(client: mqtt.Client, kind: int) -> Iterator[list[str]]:
+    """While inside: the name of the thread that wrote each ``kind`` packet of ``client``'s."""
+    writers: list[str] = []
+    with spy_writes(client, kind, lambda buf: writers.append(threading.current_thread().name)):
+        yield writers

@@ -16,11 +16,11 @@ from firmware.link.chunked import SerialSSLSocket
 from firmware.runtime.bus import Message
 
 from .broker import Broker
-from .helpers import make_pki, wait_until
+from .helpers import STREAM, make_pki, stream_message, until_subscribed, wait_until, writers_of
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 
-STREAM, FLOOD = "betbox/v1/t/stream", "betbox/v1/t/flood"
+FLOOD = "betbox/v1/t/flood"
 
 
 @pytest.fixture(scope="module")
@@ -33,33 +33,6 @@ def tls_broker(tmp_path_factory):
     b.stop()
 
 
-def _message(n: int) -> Message:
-    return Message(STREAM, "event", "t/dealer", n, {"round": 1, "stream_seq": n})
-
-
-def _subscribed(dealer, seat, got: list) -> None:
-    """Until the seat's subscription is in (its first message came through)."""
-    for _ in range(100):
-        dealer.publish(_message(0))
-        if seat.wait_subscribed(0.1) and dealer.wait_published(1) and got:
-            return
-    wait_until(lambda: got, 10, "the seat subscribed")
-
-
-def _publishers(client, kind: int) -> tuple[list[str], object]:
-    """Each ``kind`` packet ``client`` wrote: the name of the thread that wrote it."""
-    writers: list[str] = []
-    send = mqtt.Client._sock_send
-
-    def noted(c, buf):
-        n = send(c, buf)
-        if c is client and buf[:1] and buf[0] & 0xF0 == kind:
-            writers.append(threading.current_thread().name)
-        return n
-    mqtt.Client._sock_send = noted                          # type: ignore[method-assign]
-    return writers, send
-
-
 def test_over_tls_the_step_writes_its_message_itself_through_a_serial_ssl_socket(tls_broker):
     url, tls = tls_broker
     seat = connect_bus(url, "t/seat-1", tls=tls)
@@ -67,15 +40,14 @@ def test_over_tls_the_step_writes_its_message_itself_through_a_serial_ssl_socket
     seat.subscribe(STREAM, got.append, "t/seat-1")
     dealer = connect_bus(url, "t/dealer", role="dealer", tls=tls)
     assert dealer.connected and type(dealer._client._sock) is SerialSSLSocket
-    _subscribed(dealer, seat, got)
-    writers, send = _publishers(dealer._client, mqtt.PUBLISH)
+    until_subscribed(dealer, seat, got)
     try:
-        for n in range(1, 21):
-            dealer.publish(_message(n))
-        assert dealer.wait_published(10)                    # every one PUBACKed by the broker
-        wait_until(lambda: sum(1 for m in got if m.seq) >= 20, 10, "the messages at the seat", step=0.001)
+        with writers_of(dealer._client, mqtt.PUBLISH) as writers:
+            for n in range(1, 21):
+                dealer.publish(stream_message(n))
+            assert dealer.wait_published(10)                # every one PUBACKed by the broker
+            wait_until(lambda: sum(1 for m in got if m.seq) >= 20, 10, "the messages at the seat", step=0.001)
     finally:
-        mqtt.Client._sock_send = send                       # type: ignore[method-assign]
         dealer.close()
         seat.close()
     assert [m.seq for m in got if m.seq] == list(range(1, 21))      # all, once, in order
@@ -90,9 +62,8 @@ def test_a_tls_write_waits_while_the_ssl_object_is_in_use_on_another_thread(tls_
     got: list[Message] = []
     seat.subscribe(STREAM, got.append, "t/seat-1")
     dealer = connect_bus(url, "t/dealer", role="dealer", tls=tls)
-    _subscribed(dealer, seat, got)
+    until_subscribed(dealer, seat, got)
     sock = dealer._client._sock
-    writers, send = _publishers(dealer._client, mqtt.PUBLISH)
     held, release, published = threading.Event(), threading.Event(), threading.Event()
 
     def reading() -> None:                                  # as paho's thread in SSL_read
@@ -101,25 +72,25 @@ def test_a_tls_write_waits_while_the_ssl_object_is_in_use_on_another_thread(tls_
             release.wait(10)
 
     def stepping() -> None:
-        dealer.publish(_message(1))
+        dealer.publish(stream_message(1))
         published.set()
     try:
-        other = threading.Thread(target=reading, name="reader")
-        other.start()
-        assert held.wait(5)
-        step = threading.Thread(target=stepping, name="step")
-        step.start()
-        assert not published.wait(0.3)                      # the step waits for the turn ...
-        assert writers == [] and not any(m.seq for m in got)
-        release.set()
-        other.join(5)
-        step.join(5)
-        assert published.is_set()                           # ... and writes once it is its
-        assert dealer.wait_published(10)
-        wait_until(lambda: any(m.seq for m in got), 10, "the message at the seat", step=0.001)
+        with writers_of(dealer._client, mqtt.PUBLISH) as writers:
+            other = threading.Thread(target=reading, name="reader")
+            other.start()
+            assert held.wait(5)
+            step = threading.Thread(target=stepping, name="step")
+            step.start()
+            assert not published.wait(0.3)                  # the step waits for the turn ...
+            assert writers == [] and not any(m.seq for m in got)
+            release.set()
+            other.join(5)
+            step.join(5)
+            assert published.is_set()                       # ... and writes once it is its
+            assert dealer.wait_published(10)
+            wait_until(lambda: any(m.seq for m in got), 10, "the message at the seat", step=0.001)
     finally:
         release.set()
-        mqtt.Client._sock_send = send                       # type: ignore[method-assign]
         dealer.close()
         seat.close()
     assert writers == ["step"], writers
@@ -139,7 +110,7 @@ def test_over_tls_the_steps_writes_and_pahos_reads_of_one_socket_lose_and_garble
     dealer.subscribe(FLOOD, flood.append, "t/dealer")
     flooder = connect_bus(url, "t/seat-2", tls=tls)
     try:
-        _subscribed(dealer, seat, got)
+        until_subscribed(dealer, seat, got)
         for _ in range(100):                                # until the dealer's subscription is in
             flooder.publish(Message(FLOOD, "event", "t/seat-2", 0, {"round": 1, "stream_seq": 0}))
             if dealer.wait_subscribed(0.1) and flooder.wait_published(1) and flood:
@@ -153,7 +124,7 @@ def test_over_tls_the_steps_writes_and_pahos_reads_of_one_socket_lose_and_garble
         other = threading.Thread(target=flooding)
         other.start()
         for n in range(1, 401):
-            dealer.publish(_message(n))
+            dealer.publish(stream_message(n))
         other.join(30)
         assert dealer.wait_published(20) and flooder.wait_published(20)
         wait_until(lambda: sum(1 for m in got if m.seq) >= 400, 20, "the dealer's messages at the seat", step=0.005)

@@ -676,38 +676,24 @@ def test_a_units_message_is_written_to_the_broker_by_the_step_not_handed_to_paho
 
     from firmware.link import connect_bus
     from firmware.runtime.bus import Message
-    from tests.link.helpers import wait_until
+    from tests.link.helpers import STREAM, stream_message, until_subscribed, wait_until, writers_of
 
     seat = connect_bus(broker.url, "t/seat-1", role="seat")
     got: list[Message] = []
-    seat.subscribe("betbox/v1/t/stream", got.append, "t/seat-1")
+    seat.subscribe(STREAM, got.append, "t/seat-1")
     dealer = connect_bus(broker.url, "t/dealer", role="dealer")
-    writers: list[tuple[int, str]] = []
-    send = mqtt.Client._sock_send
-
-    def noted(client, buf):
-        if client is dealer._client and buf[:1] and buf[0] & 0xF0 == mqtt.PUBLISH:
-            writers.append((buf[0], threading.current_thread().name))
-        return send(client, buf)
     try:
-        first = Message("betbox/v1/t/stream", "event", "t/dealer", 0, {"round": 1, "stream_seq": 0})
-        for _ in range(100):                                # until the seat's subscription is in
-            dealer.publish(first)
-            if seat.wait_subscribed(0.1) and dealer.wait_published(1) and got:
-                break
-        wait_until(lambda: got, 10, "the seat subscribed")
-        mqtt.Client._sock_send = noted                      # type: ignore[method-assign]
-        for n in range(1, 21):
-            dealer.publish(Message("betbox/v1/t/stream", "event", "t/dealer", n, {"round": 1, "stream_seq": n}))
-        assert dealer.wait_published(10)                    # every one PUBACKed by the broker
-        wait_until(lambda: sum(1 for m in got if m.seq) >= 20, 10, "the messages at the seat", step=0.001)
+        until_subscribed(dealer, seat, got)
+        with writers_of(dealer._client, mqtt.PUBLISH) as writers:
+            for n in range(1, 21):
+                dealer.publish(stream_message(n))
+            assert dealer.wait_published(10)                # every one PUBACKed by the broker
+            wait_until(lambda: sum(1 for m in got if m.seq) >= 20, 10, "the messages at the seat", step=0.001)
     finally:
-        mqtt.Client._sock_send = send                       # type: ignore[method-assign]
         dealer.close()
         seat.close()
     assert [m.seq for m in got if m.seq] == list(range(1, 21))      # all, once, in order
-    assert len(writers) == 20, writers
-    assert {name for _, name in writers} == {threading.current_thread().name}, writers
+    assert writers == [threading.current_thread().name] * 20, writers
 
 
 def test_a_message_published_while_another_thread_writes_goes_out_by_pahos_thread_in_order(tmp_path, broker):
@@ -718,53 +704,38 @@ def test_a_message_published_while_another_thread_writes_goes_out_by_pahos_threa
 
     from firmware.link import connect_bus
     from firmware.runtime.bus import Message
-    from tests.link.helpers import wait_until
+    from tests.link.helpers import STREAM, stream_message, until_subscribed, wait_until, writers_of
 
     seat = connect_bus(broker.url, "t/seat-1", role="seat")
     got: list[Message] = []
-    seat.subscribe("betbox/v1/t/stream", got.append, "t/seat-1")
+    seat.subscribe(STREAM, got.append, "t/seat-1")
     dealer = connect_bus(broker.url, "t/dealer", role="dealer")
-    writers: list[str] = []
-    send = mqtt.Client._sock_send
-
-    def noted(client, buf):
-        if client is dealer._client and buf[:1] and buf[0] & 0xF0 == mqtt.PUBLISH:
-            writers.append(threading.current_thread().name)
-        return send(client, buf)
-
-    def message(n: int) -> Message:
-        return Message("betbox/v1/t/stream", "event", "t/dealer", n, {"round": 1, "stream_seq": n})
     try:
-        for _ in range(100):                                # until the seat's subscription is in
-            dealer.publish(message(0))
-            if seat.wait_subscribed(0.1) and dealer.wait_published(1) and got:
-                break
-        wait_until(lambda: got, 10, "the seat subscribed")
-        mqtt.Client._sock_send = noted                      # type: ignore[method-assign]
-        held, release = threading.Event(), threading.Event()
+        until_subscribed(dealer, seat, got)
+        with writers_of(dealer._client, mqtt.PUBLISH) as writers:
+            held, release = threading.Event(), threading.Event()
 
-        def writing() -> None:                              # another writer, mid-write
-            with dealer._client._write_lock:
-                held.set()
-                release.wait(10)
-        other = threading.Thread(target=writing, name="other-writer")
-        other.start()
-        assert held.wait(5)
-        for n in range(1, 6):                               # left to paho's thread
-            dealer.publish(message(n))
-        release.set()
-        other.join(5)
-        wait_until(lambda: len(writers) >= 5, 10, "paho's thread wrote them", step=0.001)
-        assert dealer.wait_published(10)
-        # paho's thread may still take the write lock for the wakes the five left (a pass with
-        # nothing to write): a publish that finds the lock taken is paho's to write, rightly
-        time.sleep(0.3)
-        for n in range(6, 11):                              # written by this thread again
-            dealer.publish(message(n))
-            assert dealer.wait_published(10)                # (no wake left for paho's thread)
-        wait_until(lambda: sum(1 for m in got if m.seq) >= 10, 10, "the messages at the seat", step=0.001)
+            def writing() -> None:                          # another writer, mid-write
+                with dealer._client._write_lock:
+                    held.set()
+                    release.wait(10)
+            other = threading.Thread(target=writing, name="other-writer")
+            other.start()
+            assert held.wait(5)
+            for n in range(1, 6):                           # left to paho's thread
+                dealer.publish(stream_message(n))
+            release.set()
+            other.join(5)
+            wait_until(lambda: len(writers) >= 5, 10, "paho's thread wrote them", step=0.001)
+            assert dealer.wait_published(10)
+            # paho's thread may still take the write lock for the wakes the five left (a pass
+            # with nothing to write): a publish that finds the lock taken is paho's to write, rightly
+            time.sleep(0.3)
+            for n in range(6, 11):                          # written by this thread again
+                dealer.publish(stream_message(n))
+                assert dealer.wait_published(10)            # (no wake left for paho's thread)
+            wait_until(lambda: sum(1 for m in got if m.seq) >= 10, 10, "the messages at the seat", step=0.001)
     finally:
-        mqtt.Client._sock_send = send                       # type: ignore[method-assign]
         dealer.close()
         seat.close()
     assert [m.seq for m in got if m.seq] == list(range(1, 11))
@@ -781,21 +752,16 @@ def test_the_puback_for_a_message_read_goes_out_in_the_pass_that_read_it(tmp_pat
 
     from firmware.link import connect_bus
     from firmware.runtime.bus import Message
-    from tests.link.helpers import wait_until
+    from tests.link.helpers import STREAM, spy_writes, stream_message, until_subscribed, wait_until
 
     seat = connect_bus(broker.url, "t/seat-1", role="seat")
     got: list[Message] = []
-    seat.subscribe("betbox/v1/t/stream", got.append, "t/seat-1")
+    seat.subscribe(STREAM, got.append, "t/seat-1")
     dealer = connect_bus(broker.url, "t/dealer", role="dealer")
     client = seat._client
     reading = [False]
     acks: list[bool] = []                       # each PUBACK the seat wrote: inside the read?
-    send, read = mqtt.Client._sock_send, client.loop_read
-
-    def noted(c, buf):
-        if c is client and buf[:1] and buf[0] & 0xF0 == mqtt.PUBACK:
-            acks.extend([reading[0]] * (len(buf) // 4))
-        return send(c, buf)
+    read = client.loop_read
 
     def loop_read(*args, **kwargs):
         reading[0] = True
@@ -803,24 +769,16 @@ def test_the_puback_for_a_message_read_goes_out_in_the_pass_that_read_it(tmp_pat
             return read(*args, **kwargs)
         finally:
             reading[0] = False
-
-    def message(n: int) -> Message:
-        return Message("betbox/v1/t/stream", "event", "t/dealer", n, {"round": 1, "stream_seq": n})
     try:
-        for _ in range(100):                                # until the seat's subscription is in
-            dealer.publish(message(0))
-            if seat.wait_subscribed(0.1) and dealer.wait_published(1) and got:
-                break
-        wait_until(lambda: got, 10, "the seat subscribed")
+        until_subscribed(dealer, seat, got)
         time.sleep(0.2)                                     # (the first one's PUBACK out)
         client.loop_read = loop_read                        # type: ignore[method-assign]
-        mqtt.Client._sock_send = noted                      # type: ignore[method-assign]
-        for n in range(1, 21):
-            dealer.publish(message(n))
-            wait_until(lambda n=n: any(m.seq == n for m in got), 10, f"message {n} at the seat", step=0.001)
-        wait_until(lambda: len(acks) >= 20, 10, "the seat's PUBACKs", step=0.001)
+        with spy_writes(client, mqtt.PUBACK, lambda buf: acks.extend([reading[0]] * (len(buf) // 4))):
+            for n in range(1, 21):
+                dealer.publish(stream_message(n))
+                wait_until(lambda n=n: any(m.seq == n for m in got), 10, f"message {n} at the seat", step=0.001)
+            wait_until(lambda: len(acks) >= 20, 10, "the seat's PUBACKs", step=0.001)
     finally:
-        mqtt.Client._sock_send = send                       # type: ignore[method-assign]
         dealer.close()
         seat.close()
     assert [m.seq for m in got if m.seq] == list(range(1, 21))
