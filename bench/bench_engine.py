@@ -410,20 +410,23 @@ def betbox_vs(boxes, side_bets, rounds, seed, cpu=True) -> dict:
     return {"rounds_s": rounds / dt, "hands_s": hands / dt}
 
 
-def run_betbox(tree: str | None, boxes: int, rounds: int, seed: int, side: bool, cpu: bool) -> dict | None:
+def run_betbox(tree: str | None, boxes: int, rounds: int, seed: int, side: bool, cpu: bool,
+               python: str | None = None) -> dict | None:
     """``betbox_vs`` in a fresh process of its own, as cardsharp is run: this checkout's
     engine (``tree`` None) or another checkout's (``--baseline``). Not in the bench's own
     process: after its other figures (three profiles' rounds, the latency run, the deepcopy
     baseline) the same rounds ran 5-14% slower there than in a fresh process (docs/engine.md,
-    session 10), a handicap cardsharp's side never had."""
+    session 10), a handicap cardsharp's side never had. ``python``: another interpreter
+    (cardsharp's, for the two engines on the same one); the engine needs nothing beyond the
+    standard library."""
     env = dict(os.environ)
     if tree is not None:
         env["BETBOX_BENCH_TREE"] = tree
     else:
         env.pop("BETBOX_BENCH_TREE", None)
     try:
-        done = subprocess.run([sys.executable, __file__, "--betbox-worker", str(boxes), str(rounds), str(seed),
-                               str(int(side)), str(int(cpu))], env=env,
+        done = subprocess.run([python or sys.executable, __file__, "--betbox-worker", str(boxes), str(rounds),
+                               str(seed), str(int(side)), str(int(cpu))], env=env,
                               capture_output=True, text=True, timeout=1200, check=True)
         return json.loads(done.stdout)
     except (subprocess.SubprocessError, OSError, ValueError) as exc:
@@ -550,9 +553,18 @@ def side_by_side(python: str | None, rounds: int, runs: int, seed: int, cpu: boo
              else "second of wall-clock time"))
     print(f"  {'spots':5s} {'bets':10s} {'betbox rounds/s':>18s} {'hands/s':>18s}   "
           f"{'cardsharp rounds/s':>18s} {'hands/s':>18s}   ratio")
+    # cardsharp's interpreter, when not betbox's own (recent cardsharp needs a newer Python):
+    # betbox is run on it too, in the table's last line, for the two engines on one interpreter
+    theirs_py = None
+    if python:
+        theirs_py = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                                   capture_output=True, text=True).stdout.strip() or None
+        if theirs_py == platform.python_version():
+            theirs_py = None
     for boxes in (1, 7):
         for side in (False, True):
-            ours, theirs, before = [], [], []
+            ours, theirs, before, same = [], [], [], []
+            also = theirs_py is not None and boxes == 7 and side
             for run in range(runs):
                 if baseline:
                     old = run_betbox(baseline, boxes, rounds, seed + run, side, cpu)
@@ -565,6 +577,10 @@ def side_by_side(python: str | None, rounds: int, runs: int, seed: int, cpu: boo
                     got = run_cardsharp(python, boxes, rounds, seed + run, side, cpu)
                     if got:
                         theirs.append(got)
+                if also:
+                    got = run_betbox(None, boxes, rounds, seed + run, side, cpu, python=python)
+                    if got:
+                        same.append(got)
             med = lambda rs, k: statistics.median(r[k] for r in rs) if rs else float("nan")   # noqa: E731
             b_r, c_r = med(ours, "rounds_s"), med(theirs, "rounds_s")
             ratio = b_r / c_r if theirs else float("nan")
@@ -579,6 +595,13 @@ def side_by_side(python: str | None, rounds: int, runs: int, seed: int, cpu: boo
                 pairs = sorted(o["rounds_s"] / t["rounds_s"] for o, t in zip(ours, theirs, strict=True))
                 print(f"  {'':5s} {'pairs':10s} each run's betbox / cardsharp: median {statistics.median(pairs):.2f}x, "
                       f"{pairs[0]:.2f}-{pairs[-1]:.2f}x, betbox ahead in {sum(r >= 1 for r in pairs)} of {runs}",
+                      flush=True)
+            if same and theirs:
+                b_same = med(same, "rounds_s")
+                pairs = sorted(o["rounds_s"] / t["rounds_s"] for o, t in zip(same, theirs))
+                print(f"  {'':5s} {'same Py':10s} {spread(same, 'rounds_s'):>18s} {spread(same, 'hands_s'):>18s}"
+                      f"   betbox on cardsharp's Python {theirs_py} / cardsharp {b_same / c_r:4.2f}x, pairs median "
+                      f"{statistics.median(pairs):.2f}x, betbox ahead in {sum(r >= 1 for r in pairs)} of {len(pairs)}",
                       flush=True)
             if before:
                 b_old = med(before, "rounds_s")
