@@ -563,51 +563,57 @@ def side_by_side(python: str | None, rounds: int, runs: int, seed: int, cpu: boo
             theirs_py = None
     for boxes in (1, 7):
         for side in (False, True):
-            ours, theirs, before, same = [], [], [], []
-            also = theirs_py is not None and boxes == 7 and side
-            for run in range(runs):
-                if baseline:
-                    old = run_betbox(baseline, boxes, rounds, seed + run, side, cpu)
-                    if old:
-                        before.append(old)
-                got = run_betbox(None, boxes, rounds, seed + run, side, cpu)
-                if got:
-                    ours.append(got)
-                if python:
-                    got = run_cardsharp(python, boxes, rounds, seed + run, side, cpu)
-                    if got:
-                        theirs.append(got)
-                if also:
-                    got = run_betbox(None, boxes, rounds, seed + run, side, cpu, python=python)
-                    if got:
-                        same.append(got)
-            med = lambda rs, k: statistics.median(r[k] for r in rs) if rs else float("nan")   # noqa: E731
-            b_r, c_r = med(ours, "rounds_s"), med(theirs, "rounds_s")
-            ratio = b_r / c_r if theirs else float("nan")
-            peer = (f"cardsharp {theirs[0]['version']}" + (" with its bonus payouts" if theirs[0]["side"]
-                    else " main only")) if theirs else "no cardsharp"
-            print(f"  {boxes:5d} {'main+side' if side else 'main':10s} {spread(ours, 'rounds_s'):>18s} "
-                  f"{spread(ours, 'hands_s'):>18s}   {spread(theirs, 'rounds_s'):>18s} "
-                  f"{spread(theirs, 'hands_s'):>18s}   {ratio:5.2f}x  ({peer})", flush=True)
-            if len(ours) == len(theirs) == runs > 1:
-                # a host whose speed drifts moves both runs of a pair alike (same seed, run back to
-                # back): the ratio of each pair, beside the ratio of the medians
-                pairs = sorted(o["rounds_s"] / t["rounds_s"] for o, t in zip(ours, theirs, strict=True))
-                print(f"  {'':5s} {'pairs':10s} each run's betbox / cardsharp: median {statistics.median(pairs):.2f}x, "
-                      f"{pairs[0]:.2f}-{pairs[-1]:.2f}x, betbox ahead in {sum(r >= 1 for r in pairs)} of {runs}",
-                      flush=True)
-            if same and theirs:
-                b_same = med(same, "rounds_s")
-                pairs = sorted(o["rounds_s"] / t["rounds_s"] for o, t in zip(same, theirs))
-                print(f"  {'':5s} {'same Py':10s} {spread(same, 'rounds_s'):>18s} {spread(same, 'hands_s'):>18s}"
-                      f"   betbox on cardsharp's Python {theirs_py} / cardsharp {b_same / c_r:4.2f}x, pairs median "
-                      f"{statistics.median(pairs):.2f}x, betbox ahead in {sum(r >= 1 for r in pairs)} of {len(pairs)}",
-                      flush=True)
-            if before:
-                b_old = med(before, "rounds_s")
-                print(f"  {'':5s} {'baseline':10s} {spread(before, 'rounds_s'):>18s} {spread(before, 'hands_s'):>18s}"
-                      f"   this engine / baseline {b_r / b_old:4.2f}x, baseline / cardsharp "
-                      f"{b_old / c_r if theirs else float('nan'):4.2f}x  ({baseline})", flush=True)
+            _side_by_side_row(python, theirs_py, boxes, side, rounds, runs, seed, cpu, baseline)
+
+
+def _side_by_side_row(python: str | None, theirs_py: str | None, boxes: int, side: bool, rounds: int,
+                      runs: int, seed: int, cpu: bool, baseline: str | None) -> None:
+    """One line of the side-by-side table: the alternating runs, then their figures."""
+    ours, theirs, before, same = [], [], [], []
+    also = theirs_py is not None and boxes == 7 and side
+    for run in range(runs):
+        if baseline:
+            old = run_betbox(baseline, boxes, rounds, seed + run, side, cpu)
+            if old:
+                before.append(old)
+        got = run_betbox(None, boxes, rounds, seed + run, side, cpu)
+        if got:
+            ours.append(got)
+        if python:
+            got = run_cardsharp(python, boxes, rounds, seed + run, side, cpu)
+            if got:
+                theirs.append(got)
+        if also:
+            got = run_betbox(None, boxes, rounds, seed + run, side, cpu, python=python)
+            if got:
+                same.append(got)
+    med = lambda rs, k: statistics.median(r[k] for r in rs) if rs else float("nan")   # noqa: E731
+    b_r, c_r = med(ours, "rounds_s"), med(theirs, "rounds_s")
+    ratio = b_r / c_r if theirs else float("nan")
+    peer = (f"cardsharp {theirs[0]['version']}" + (" with its bonus payouts" if theirs[0]["side"]
+            else " main only")) if theirs else "no cardsharp"
+    print(f"  {boxes:5d} {'main+side' if side else 'main':10s} {spread(ours, 'rounds_s'):>18s} "
+          f"{spread(ours, 'hands_s'):>18s}   {spread(theirs, 'rounds_s'):>18s} "
+          f"{spread(theirs, 'hands_s'):>18s}   {ratio:5.2f}x  ({peer})", flush=True)
+    if len(ours) == len(theirs) == runs > 1:
+        # a host whose speed drifts moves both runs of a pair alike (same seed, run back to
+        # back): the ratio of each pair, beside the ratio of the medians
+        pairs = sorted(o["rounds_s"] / t["rounds_s"] for o, t in zip(ours, theirs, strict=True))
+        print(f"  {'':5s} {'pairs':10s} each run's betbox / cardsharp: median {statistics.median(pairs):.2f}x, "
+              f"{pairs[0]:.2f}-{pairs[-1]:.2f}x, betbox ahead in {sum(r >= 1 for r in pairs)} of {runs}",
+              flush=True)
+    if same and theirs:
+        b_same = med(same, "rounds_s")
+        pairs = sorted(o["rounds_s"] / t["rounds_s"] for o, t in zip(same, theirs, strict=False))
+        print(f"  {'':5s} {'same Py':10s} {spread(same, 'rounds_s'):>18s} {spread(same, 'hands_s'):>18s}"
+              f"   betbox on cardsharp's Python {theirs_py} / cardsharp {b_same / c_r:4.2f}x, pairs median "
+              f"{statistics.median(pairs):.2f}x, betbox ahead in {sum(r >= 1 for r in pairs)} of {len(pairs)}",
+              flush=True)
+    if before:
+        b_old = med(before, "rounds_s")
+        print(f"  {'':5s} {'baseline':10s} {spread(before, 'rounds_s'):>18s} {spread(before, 'hands_s'):>18s}"
+              f"   this engine / baseline {b_r / b_old:4.2f}x, baseline / cardsharp "
+              f"{b_old / c_r if theirs else float('nan'):4.2f}x  ({baseline})", flush=True)
 
 
 def bench_rounds(name, wagers, rounds, seed):
