@@ -30,7 +30,7 @@ from firmware.engine.round import Round, replay
 from firmware.engine.settlement import settlement
 
 from .helpers import step
-from .test_properties import Driver, given_rounds, serialised
+from .test_properties import LongWayDriver, given_rounds, replaced, serialised
 
 #: the same wagers every round per profile (the profile's side bets where it has them);
 #: box 3 bets more, so boxes differ in their amounts at risk too
@@ -197,22 +197,11 @@ def test_the_json_of_a_ledger_is_the_callers_own_and_the_memo_bounded(monkeypatc
             assert len(settle_module._box_memo) <= 4
 
 
-class SecondCardLongWay(Driver):
+class SecondCardLongWay(LongWayDriver):
     """Applies every event twice: as ``apply`` does and with the dealer's second card read
     the long way (every box, :meth:`Round._second_card_settles`): the same round, outcomes."""
 
-    def apply(self, event, why: str) -> None:
-        old = self.state
-        super().apply(event, why)
-        fast, fast_out = old.apply(event)
-        shortcut = Round._settle_dealer_second_card
-        Round._settle_dealer_second_card = Round._second_card_settles
-        try:
-            slow, slow_out = old.apply(event)
-        finally:
-            Round._settle_dealer_second_card = shortcut
-        assert serialised(slow) == serialised(fast), f"apply({event!r}) differs from the long way"
-        assert slow_out == fast_out, f"apply({event!r}) gives other outcomes than the long way"
+    way = staticmethod(lambda: replaced(_settle_dealer_second_card=Round._second_card_settles))
 
 
 @given_rounds(examples=60)
@@ -239,22 +228,11 @@ def test_the_settlements_two_and_three_card_counts_are_hand_totals():
         assert (entry["total"], entry["soft"]) == hand_total(hand.cards)
 
 
-class DealerCardLongWay(Driver):
+class DealerCardLongWay(LongWayDriver):
     """Applies every event twice: as ``apply`` does and with the dealer's card taken the long
     way (``_apply``'s ``_card`` and ``_advance``: :meth:`Round._dealer_card` off)."""
 
-    def apply(self, event, why: str) -> None:
-        old = self.state
-        super().apply(event, why)
-        fast, fast_out = old.apply(event)
-        shortcut = Round._dealer_card
-        Round._dealer_card = lambda self, card: None
-        try:
-            slow, slow_out = old.apply(event)
-        finally:
-            Round._dealer_card = shortcut
-        assert serialised(slow) == serialised(fast), f"apply({event!r}) differs from the long way"
-        assert slow_out == fast_out, f"apply({event!r}) gives other outcomes than the long way"
+    way = staticmethod(lambda: replaced(_dealer_card=lambda self, card: None))
 
 
 @given_rounds(examples=60)

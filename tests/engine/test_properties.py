@@ -17,8 +17,9 @@ import dataclasses
 import pickle
 import random
 from collections import Counter
+from contextlib import contextmanager
 from fractions import Fraction
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -682,28 +683,39 @@ def test_the_settlement_written_from_the_round_is_its_projections_json_byte_for_
 class LongWayDriver(Driver):
     """Applies every event twice: as ``apply`` does (its shortcuts for the initial deal and
     the hand in play) and the long way (those shortcuts turned off); the two rounds must
-    serialise the same and give equal outcomes, and the refusals the same reasons."""
+    serialise the same and give equal outcomes, and the refusals the same reasons.
+    ``way``: what turns the shortcuts off (a subclass names another shortcut)."""
+
+    way = staticmethod(lambda: long_way())
 
     def apply(self, event, why: str) -> None:
         old = self.state
         super().apply(event, why)
-        with long_way():
+        with self.way():
             slow, slow_out = old.apply(event)
         fast, fast_out = old.apply(event)
         assert serialised(slow) == serialised(fast), f"apply({event!r}) differs from the long way"
         assert slow_out == fast_out, f"apply({event!r}) gives other outcomes than the long way"
 
 
-class long_way:
-    """Within: ``Round.apply`` without its shortcuts (each answers "not mine")."""
+@contextmanager
+def replaced(**methods: Any) -> Iterator[None]:
+    """Within: these methods of ``Round`` replaced (a shortcut answering "not mine", or its
+    long way); restored after."""
+    saved = {name: getattr(Round, name) for name in methods}
+    for name, method in methods.items():
+        setattr(Round, name, method)
+    try:
+        yield
+    finally:
+        for name, method in saved.items():
+            setattr(Round, name, method)
 
-    def __enter__(self):
-        self.saved = Round._initial_card, Round._in_play
-        Round._initial_card = lambda self, card: None
-        Round._in_play = lambda self, event: None
 
-    def __exit__(self, *exc):
-        Round._initial_card, Round._in_play = self.saved
+def long_way() -> Any:
+    """Within: ``Round.apply`` without its shortcuts for the initial deal and the hand in play
+    (each answers "not mine")."""
+    return replaced(_initial_card=lambda self, card: None, _in_play=lambda self, event: None)
 
 
 @given_rounds(examples=60)
