@@ -454,24 +454,26 @@ def cardsharp_python(given: str | None) -> str | None:
     if given:
         return given
     python = CARDSHARP_VENV / "bin" / "python"
+
+    def runs(code: str) -> bool:
+        return python.exists() and subprocess.run([str(python), "-c", code], capture_output=True).returncode == 0
+    if runs("import sys, cardsharp; sys.exit(sys.version_info < (3, 12))"):
+        return str(python)
     newer = _pythons()
-    has = python.exists() and subprocess.run([str(python), "-c", "import sys, cardsharp; sys.exit(sys.version_info < (3, 12))"],
-                                             capture_output=True).returncode == 0
-    if not has and python.exists() and not newer:
-        has = subprocess.run([str(python), "-c", "import cardsharp"], capture_output=True).returncode == 0
-    if not has:
-        # recent cardsharp needs Python >= 3.12 (0.1.0, the last for 3.11, is async and has no side bets)
-        base = newer[0] if newer else sys.executable
-        print(f"making {CARDSHARP_VENV} with {base} and {CARDSHARP} (once) ...", flush=True)
-        if not newer:
-            print("  no Python 3.12 or newer found: cardsharp 0.1.0, an old release, is what pip can install; "
-                  "give --cardsharp-python for a venv with the newest", flush=True)
-        try:
-            subprocess.run([base, "-m", "venv", "--clear", str(CARDSHARP_VENV)], check=True, timeout=300)
-            subprocess.run([str(python), "-m", "pip", "install", "-q", CARDSHARP], check=True, timeout=600)
-        except (subprocess.SubprocessError, OSError) as exc:
-            print(f"cardsharp could not be installed ({exc}); only betbox is measured")
-            return None
+    if not newer and runs("import cardsharp"):
+        return str(python)                  # 3.11's cardsharp 0.1.0, and nothing newer to make it with
+    # recent cardsharp needs Python >= 3.12 (0.1.0, the last for 3.11, is async and has no side bets)
+    base = newer[0] if newer else sys.executable
+    print(f"making {CARDSHARP_VENV} with {base} and {CARDSHARP} (once) ...", flush=True)
+    if not newer:
+        print("  no Python 3.12 or newer found: cardsharp 0.1.0, an old release, is what pip can install; "
+              "give --cardsharp-python for a venv with the newest", flush=True)
+    try:
+        subprocess.run([base, "-m", "venv", "--clear", str(CARDSHARP_VENV)], check=True, timeout=300)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", CARDSHARP], check=True, timeout=600)
+    except (subprocess.SubprocessError, OSError) as exc:
+        print(f"cardsharp could not be installed ({exc}); only betbox is measured")
+        return None
     return str(python)
 
 
