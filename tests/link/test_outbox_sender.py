@@ -145,6 +145,9 @@ def test_a_table_messages_puback_does_not_wake_the_outbox_sender(tmp_path):
     b = Broker(tmp_path / "mosquitto").start()
     bus = connect_bus(b.url, "table-1/dealer", role="dealer", outbox_path=tmp_path / "outbox.db")
     try:
+        # the connect's own wake and its online status's PUBACK (a QoS 1 publish of the link's,
+        # not a table message) come from paho's thread after connect_bus returns: past first
+        wait_until(lambda: not bus._client._out_messages, 10, "the online status acknowledged")
         wakes: list[int] = []
         real_set = bus._wake.set
 
