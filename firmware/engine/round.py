@@ -517,6 +517,8 @@ class Round:
         immutable: :func:`_all_tuples`) that :meth:`_close_bets` last closed at these
         limits: the round as it made it (boxes, deal order, phase, outcomes, all shared and
         never changed in place); ``_advance`` has nothing to do after it. Else None."""
+        if type(wagers) is not tuple:       # (only tuples are remembered; None has no len)
+            return None
         limits = self._table.limits
         closed = _plan(self.profile).closed.get((id(limits), len(wagers)))
         if closed is None or closed[1] is not wagers or closed[0] is not limits or not _deal_memos:
@@ -936,7 +938,11 @@ class Round:
         # whole amounts by identity first), box numbers only as ints and amounts only as
         # Fractions (an int 10 or True equals them but would make another box)
         wagers = event.wagers
-        closed = plan.closed.get((id(self.limits), len(wagers)))
+        try:
+            count = len(wagers)
+        except TypeError:               # (an event made by hand: BetsClosed.of makes a tuple)
+            raise IllegalWager(f"{wagers!r} are not wagers (each box's number and bets)", issue="malformed") from None
+        closed = plan.closed.get((id(self.limits), count))
         if (closed is not None and closed[0] is self.limits and closed[1] == wagers
                 and _plain_wagers(wagers)):
             if closed[1] is not wagers:
@@ -964,7 +970,8 @@ class Round:
         known = plan.bet_names
         made = plan.boxes
         seen: set[int] = set()
-        for number, bets in event.wagers:
+        for entry in event.wagers:
+            number, bets = _box_entry(entry)
             if number < 1:
                 raise IllegalWager(f"box {number}: boxes are numbered from 1 at the dealer's left",
                                    p.clause("deal"))
@@ -1005,11 +1012,19 @@ class Round:
         if not firsts:
             out.append(RoundComplete(None))
 
-    def _placed(self, number: int, bets: tuple[tuple[str, Fraction], ...],
+    def _placed(self, number: int, bets: tuple[tuple[str, Any], ...],
                 known: frozenset[str]) -> dict[str, Fraction]:
         """A box's wagers as placed, each checked (a zero wager is no bet)."""
         placed: dict[str, Fraction] = {}
         for name, amount in bets:
+            if type(amount) is not Fraction:
+                # an event made by hand, not by BetsClosed.of: a whole int is that amount;
+                # anything else (True, 10.0, "10") is no amount (True == 1 would be a wager)
+                if type(amount) is not int:
+                    raise IllegalWager(f"box {number}: {name!r} wager {amount!r} is not an amount "
+                                       f"(a Fraction or a whole number)", box=number, bet=str(name),
+                                       issue="not_an_amount")
+                amount = whole_amount(amount)
             if name not in known:
                 raise IllegalWager(f"box {number}: {name!r} is not a bet at {self.profile.name} "
                                    f"(bets: {', '.join(sorted(known))})", box=number, bet=name,
@@ -2213,6 +2228,24 @@ def _booked(ledger: Mapping[str, Fraction], nets: Mapping[str, Fraction]) -> dic
         old = merged.get(name)
         merged[name] = net if old is None else _plus(old, net)
     return merged
+
+
+def _box_entry(entry: Any) -> tuple[int, tuple[tuple[Any, Any], ...]]:
+    """One box of a "no more bets" that did not close the quick way (one made by hand, not
+    by :meth:`BetsClosed.of`), checked: a box number that is an int (True equals 1 but is no
+    box number) and its bets as (name, amount) pairs (their values are :meth:`_placed`'s)."""
+    try:
+        number, bets = entry
+        pairs = tuple([(name, amount) for name, amount in bets])
+    except (TypeError, ValueError):
+        raise IllegalWager(f"{entry!r} is not a box's wagers (a box number and its bets, "
+                           f"bet name and amount pairs)", issue="malformed") from None
+    if type(number) is not int:
+        raise IllegalWager(f"box {number!r} is not a box number (a whole number from 1)", issue="not_a_box")
+    for name, _ in pairs:
+        if type(name) is not str:
+            raise IllegalWager(f"box {number}: {name!r} is not a bet name", box=number, issue="unknown_bet")
+    return number, pairs
 
 
 def _plain_wagers(wagers: Wagers) -> bool:

@@ -13,7 +13,7 @@ from fractions import Fraction
 import pytest
 
 from firmware.engine.cards import ALL_CARDS, ShoeComposition, parse_card
-from firmware.engine.errors import NotYourTurn, RuleError
+from firmware.engine.errors import IllegalWager, NotYourTurn, RuleError
 from firmware.engine.events import Action, Decision
 from firmware.engine.money import parse_amount, whole_amount
 from firmware.engine.outcomes import HandSettled, SideBetSettled, hand_settled, record_maker, side_bet_settled
@@ -387,17 +387,23 @@ def test_no_more_bets_with_wagers_closed_before_closes_as_the_long_way_and_other
     slow = long_way(BetsClosed.of(other))
     assert serialised(quick[0]) == serialised(slow[0]) and quick[1] == slow[1]
     assert quick[0].boxes[2].stakes["main"] == 20
-    # a box number or an amount that only equals the typed one (True == 1, 10 == Fraction(10))
-    # is not taken for the wagers closed before: it closes the long way
+    # an amount that only equals the typed one (10 == Fraction(10)) is not taken for the
+    # wagers closed before: it closes the long way, which makes it that Fraction
     typed = BetsClosed(((1, (("main", whole_amount(10)),)),))
-    for odd in (BetsClosed(((True, (("main", whole_amount(10)),)),)),
-                BetsClosed(((1, (("main", 10),)),))):                             # type: ignore[arg-type]
-        Round.new(profile).apply(typed)
-        quick = Round.new(profile).apply(odd)
-        _plan(profile).closed.clear()
-        slow = Round.new(profile).apply(odd)
-        assert serialised(quick[0]) == serialised(slow[0]) and quick[1] == slow[1]
-    assert type(quick[0].boxes[0].wagers["main"]) is int
+    odd = BetsClosed(((1, (("main", 10),)),))                                   # type: ignore[arg-type]
+    Round.new(profile).apply(typed)
+    quick = Round.new(profile).apply(odd)
+    _plan(profile).closed.clear()
+    slow = Round.new(profile).apply(odd)
+    assert serialised(quick[0]) == serialised(slow[0]) and quick[1] == slow[1]
+    assert quick[0].boxes[0].wagers["main"] == 10 and type(quick[0].boxes[0].wagers["main"]) is Fraction
+    # a box number that only equals 1 (True) is no box number, closed before or not
+    true_box = BetsClosed(((True, (("main", whole_amount(10)),)),))               # type: ignore[arg-type]
+    for closed_before in (True, False):
+        if not closed_before:
+            _plan(profile).closed.clear()
+        with pytest.raises(IllegalWager, match="box True is not a box number"):
+            Round.new(profile).apply(true_box)
 
 
 def test_two_cards_are_counted_as_the_loop_counts_them():

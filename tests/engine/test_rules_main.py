@@ -572,3 +572,44 @@ def test_a_refused_wager_names_its_box_bet_and_issue():
     with pytest.raises(IllegalWager) as err:
         state.apply(BetsClosed.of({2: {"main": 5}}))
     assert (err.value.box, err.value.bet, err.value.issue) == (2, "main", "under_minimum")
+
+
+@pytest.mark.parametrize("wagers,says", [
+    (((True, (("main", Fraction(10)),)),), "box True is not a box number"),    # True == 1, no box
+    ((("1", (("main", Fraction(10)),)),), "box '1' is not a box number"),
+    (((1.0, (("main", Fraction(10)),)),), "box 1.0 is not a box number"),
+    (((1, (("main", True),)),), "box 1: 'main' wager True is not an amount"),  # not a wager of 1
+    (((1, (("main", 10.0),)),), "box 1: 'main' wager 10.0 is not an amount"),
+    (((1, (("main", "10"),)),), "box 1: 'main' wager '10' is not an amount"),
+    (((1, (("main", None),)),), "box 1: 'main' wager None is not an amount"),
+    (((1, ((["main"], Fraction(10)),)),), r"box 1: \['main'\] is not a bet name"),
+    (((1, None),), r"\(1, None\) is not a box's wagers"),
+    ((5,), "5 is not a box's wagers"),
+    (None, "None are not wagers"),
+])
+def test_a_no_more_bets_made_by_hand_with_what_is_no_box_or_amount_is_refused_by_name(wagers, says):
+    """``BetsClosed.of`` and the wire make box numbers ints and amounts Fractions; an event
+    built directly may hold anything. The engine's contract: an illegal event raises a
+    RuleError that explains itself and leaves the round as it was (a TypeError from deep
+    inside, or True taken for box 1 or for a wager of 1, is neither)."""
+    from firmware.engine.errors import IllegalWager
+    from firmware.engine.events import BetsClosed
+    from firmware.engine.profile import load_profile
+    from firmware.engine.round import Round, _plan
+
+    from .test_properties import serialised
+
+    profile = load_profile("rws-blackjack")
+    state = Round.new(profile)
+    before = serialised(state)
+    for memo in (True, False):          # with a "no more bets" closed before, and without
+        if memo:
+            state.apply(BetsClosed.of({1: {"main": 10}}))
+        else:
+            _plan(profile).closed.clear()
+        with pytest.raises(IllegalWager, match=says):
+            state.apply(BetsClosed(wagers))             # type: ignore[arg-type]
+        assert serialised(state) == before
+    # a whole int amount made by hand is that amount (BetsClosed.of makes it so too)
+    hand_made, _ = state.apply(BetsClosed(((1, (("main", 10),)),)))     # type: ignore[arg-type]
+    assert hand_made.box(1).stakes["main"] == Fraction(10) and type(hand_made.box(1).stakes["main"]) is Fraction
