@@ -65,6 +65,8 @@ class CardDrawn:
     card: Card
 
     def __init__(self, card: Card) -> None:
+        if type(card) is not Card:      # (text such as "AS" would fail deep inside apply)
+            raise TypeError(f"a card drawn is a Card (parse_card makes one of its text), not {card!r}")
         _set_card(self, card)
 
 
@@ -78,7 +80,20 @@ class Decision:
     amount: Fraction | None = None
     hand: int | None = None
 
-    def __init__(self, box: int, action: Action, amount: Fraction | None = None, hand: int | None = None) -> None:
+    def __init__(self, box: int, action: Action | str, amount: Fraction | int | None = None,
+                 hand: int | None = None) -> None:
+        # (made by code, not read off the wire, whose codec checks its own; True == 1 would
+        # be box 1, hand 1 or a wager of 1 to the engine)
+        if type(box) is not int:
+            raise TypeError(f"a decision's box is a whole number, not {box!r}")
+        if type(action) is not Action:
+            action = Action(action)     # its text ("hit"), or ValueError
+        if amount is not None and type(amount) is not Fraction:
+            if type(amount) is not int:
+                raise TypeError(f"a decision's amount is a Fraction or a whole number, not {amount!r}")
+            amount = whole_amount(amount)
+        if hand is not None and type(hand) is not int:
+            raise TypeError(f"a decision's hand is a whole number, not {hand!r}")
         _set_box(self, box)
         _set_action(self, action)
         _set_amount(self, amount)
@@ -128,19 +143,36 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     raise TypeError(f"not an event: {event!r}")
 
 
+def _number(value: Any, what: str) -> int:
+    """A box or hand number as JSON holds it: an int, or a box's key as digits ("3"). Not
+    int() of anything: int(True) is 1, int(2.9) is 2 and int("1_0") is 10."""
+    if type(value) is int:
+        return value
+    if type(value) is str and value.isascii() and value.isdigit():
+        return int(value)
+    raise ValueError(f"{what} {value!r} is not a whole number")
+
+
+def _hand(value: Any) -> int | None:
+    """A hand number as a record holds it: an int (event_to_dict writes one), or none."""
+    if value is None or type(value) is int:
+        return value
+    raise ValueError(f"hand {value!r} is not a whole number")
+
+
 def event_from_dict(data: Mapping[str, Any]) -> Event:
     kind = data.get("type")
     try:
         if kind == "bets_closed":
-            return BetsClosed.of({int(b): bets for b, bets in data["wagers"].items()})
+            return BetsClosed.of({_number(b, "box"): bets for b, bets in data["wagers"].items()})
         if kind == "card":
             return CardDrawn(parse_card(data["card"]))
         if kind == "decision":
             amount = data.get("amount")
-            return Decision(int(data["box"]), Action(data["action"]),
-                            None if amount is None else parse_amount(amount), data.get("hand"))
+            return Decision(_number(data["box"], "box"), Action(data["action"]),
+                            None if amount is None else parse_amount(amount), _hand(data.get("hand")))
         if kind == "walked_away":
-            return WalkedAway(int(data["box"]))
+            return WalkedAway(_number(data["box"], "box"))
         if kind == "void":
             return VoidRound(str(data["reason"]))
     except (KeyError, TypeError, ValueError) as exc:

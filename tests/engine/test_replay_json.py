@@ -95,6 +95,47 @@ def test_malformed_records_are_refused_with_a_reason():
             event_from_dict(bad)
 
 
+@pytest.mark.parametrize("bad,says", [
+    ({"type": "decision", "box": 1.9, "action": "hit"}, "box 1.9 is not a whole number"),     # not box 1
+    ({"type": "decision", "box": True, "action": "hit"}, "box True is not a whole number"),
+    ({"type": "decision", "box": "1_0", "action": "hit"}, "box '1_0' is not a whole number"),  # not box 10
+    ({"type": "decision", "box": 2, "action": "hit", "hand": True}, "hand True is not a whole number"),
+    ({"type": "decision", "box": 2, "action": "hit", "hand": "2"}, "hand '2' is not a whole number"),
+    ({"type": "walked_away", "box": 3.0}, "box 3.0 is not a whole number"),
+    ({"type": "bets_closed", "wagers": {"true": {"main": 10}}}, "box 'true' is not a whole number"),
+    ({"type": "bets_closed", "wagers": {" 2": {"main": 10}}}, "box ' 2' is not a whole number"),
+    ({"type": "decision", "box": 2, "action": "double", "amount": True}, "True is not an amount"),
+])
+def test_a_recorded_number_is_read_as_written_or_refused_not_made_one(bad, says):
+    """A round file (``betbox settle``, a replay) is read strictly: int() would make True box
+    1, 1.9 box 1 and "1_0" box 10. A hand number in a record is an int, never text."""
+    with pytest.raises(ValueError, match=says):
+        event_from_dict(bad)
+    good = event_from_dict({"type": "bets_closed", "wagers": {"2": {"main": "10"}, "10": {"main": 5}}})
+    assert good == BetsClosed.of({2: {"main": 10}, 10: {"main": 5}})
+
+
+@pytest.mark.parametrize("make,says", [
+    (lambda: CardDrawn("AS"), "a card drawn is a Card"),                            # text, not a Card
+    (lambda: Decision(True, Action.HIT), "a decision's box is a whole number, not True"),
+    (lambda: Decision("1", Action.HIT), "a decision's box is a whole number, not '1'"),
+    (lambda: Decision(1, Action.DOUBLE, True), "a decision's amount is a Fraction or a whole number, not True"),
+    (lambda: Decision(1, Action.DOUBLE, 10.5), "a decision's amount is a Fraction or a whole number, not 10.5"),
+    (lambda: Decision(1, Action.SURRENDER, None, True), "a decision's hand is a whole number, not True"),
+    (lambda: Decision(1, "fold"), "'fold' is not a valid Action"),
+])
+def test_an_event_made_by_code_with_what_the_engine_would_misread_is_refused_when_made(make, says):
+    """Events made in code (a simulator, a script, a test) are checked when made: True
+    equals 1, so the engine would take it for box 1, hand 1 or a wager of 1, and text for a
+    card fails deep inside ``apply``. An action's text and a whole int amount are made the
+    Action and the Fraction they name."""
+    with pytest.raises((TypeError, ValueError), match=says):
+        make()
+    made = Decision(2, "double", 10)                    # type: ignore[arg-type]
+    assert made == Decision(2, Action.DOUBLE, Fraction(10))
+    assert type(made.action) is Action and type(made.amount) is Fraction
+
+
 def test_a_recorded_round_replays_from_its_json_journal():
     """A fixed rws-blackjack round: split, double, insurance; journal -> JSON -> replay."""
     profile = PROFILES["rws-blackjack"]
