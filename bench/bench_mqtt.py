@@ -1,7 +1,7 @@
 """The MQTT link's costs against a real mosquitto on loopback.
 
     python3 bench/bench_mqtt.py [--runs 3] [--n 300] [--burst 5000] [--rounds 60] [--retained 2000]
-                                [--only c2r] [--split | --one-process]
+                                [--only c2r] [--split | --one-process] [--tls] [--pace MS]
 
 The broker is configured as shipped (tests/link/broker.py: persistence on a time basis, as
 docs/mqtt/mosquitto.conf) and holds ``--retained`` retained messages (what a link of ~125
@@ -20,7 +20,9 @@ as min / median / max, beside its baseline from the same runs:
   the dealer's shoe port to the broker's PUBACK of the seat's report it causes. The next card
   is dealt only once the dealer's step for the previous one is in its journal (durable), as a
   dealer waits for the table to show the card before dealing the next (the bench waits on a
-  condition, not a poll). Each unit's outbox is in its journal, both with their reporters, as
+  condition, not a poll); ``--pace MS`` deals them at least MS ms apart instead, so the units
+  and their processors idle between cards as at a table (a dealer deals about a card a
+  second; on a virtual machine a processor woken from idle runs the same step slower). Each unit's outbox is in its journal, both with their reporters, as
   ``betbox run`` wires them. Printed beside a bare paho round trip and a bare fsynced commit
   of the same run, with a stage-by-stage trace (:data:`TRACE`) and the process's CPU time per
   unit step. As on a table (every unit its own computer) the dealer, the seat and the
@@ -619,9 +621,12 @@ def trace(card: float, marks: dict[str, list[float]], sent: float, acked: float)
     return out + back[::-1] + [written - sent, acked - written]
 
 
-def _deal_round(dealer, shoe, console, sim, inputs: list[tuple[float, str]], timing: "_Timing") -> None:
+def _deal_round(dealer, shoe, console, sim, inputs: list[tuple[float, str]], timing: "_Timing",
+                pace: float = 0.0) -> None:
     """Deal the round in play as a dealer: the next card (or button) once the dealer's step
-    for the one before is durable (in its journal); ``inputs`` gets (time, "card"|"button")."""
+    for the one before is durable (in its journal), and with ``pace`` (s) not sooner than
+    that after the one before (a dealer's rhythm; 0: at once); ``inputs`` gets (time,
+    "card"|"button")."""
     from firmware.engine.events import Action, Decision
 
     steps = timing.steps
@@ -632,6 +637,8 @@ def _deal_round(dealer, shoe, console, sim, inputs: list[tuple[float, str]], tim
         if expect.kind == "nothing":        # the round is over; the dealer's phase follows
             wait_until(lambda: dealer.phase != "play", 10, "the round's end", step=0.0002)
             continue
+        if pace and inputs:             # the units idle between cards, as at a table
+            time.sleep(max(0.0, inputs[-1][0] + pace - time.perf_counter()))
         if expect.kind == "card":
             inputs.append((time.perf_counter(), "card"))
             shoe.deal(str(sim.draw()))
@@ -681,7 +688,7 @@ def _card_causes(report_msg: dict[int, int], card_of: dict[int, float]) -> dict[
 
 
 def card_to_report(url: str, rounds: int, tmp: Path, traces: list[list[float]] | None = None,
-                   cpu: list | None = None) -> tuple[list[float], list[float]]:
+                   cpu: list | None = None, pace: float = 0.0) -> tuple[list[float], list[float]]:
     """Latencies (s) from shoe.deal(card) to the broker's PUBACK of the report it causes
     arriving at the seat, and to the seat's outbox marking it acknowledged (bookkeeping
     after the PUBACK); ``traces`` gets each one's stage durations (:data:`TRACE`)."""
@@ -761,7 +768,7 @@ def card_to_report(url: str, rounds: int, tmp: Path, traces: list[list[float]] |
             wait_until(lambda: set(seat.offered or {}) == {"main", "progressive"}, 10, "the offer", step=0.0005)
             console.press("no_more_bets")
             wait_until(lambda: dealer.phase == "play", 10, "bets closed", step=0.0005)
-            _deal_round(dealer, shoe, console, sim, inputs, timing)
+            _deal_round(dealer, shoe, console, sim, inputs, timing, pace)
             wait_until(lambda: seat.phase in ("over", "void"), 10, "the seat's result", step=0.0005)
             reader.remove_chips("main")
             reader.remove_chips("progressive")
@@ -940,7 +947,7 @@ class _Child:
 
 
 def card_to_report_split(url: str, rounds: int, tmp: Path, traces: list[list[float]] | None = None,
-                         cpu: list | None = None) -> tuple[list[float], list[float]]:
+                         cpu: list | None = None, pace: float = 0.0) -> tuple[list[float], list[float]]:
     """:func:`card_to_report` with the seat and the controller each in a process of their
     own, as on a table (a seat's computer, the dealer's, the controller elsewhere): the
     units do not share an interpreter lock. Every mark is time.perf_counter, one clock
@@ -995,7 +1002,7 @@ def card_to_report_split(url: str, rounds: int, tmp: Path, traces: list[list[flo
                        step=0.0005)
             console.press("no_more_bets")
             wait_until(lambda: dealer.phase == "play", 10, "bets closed", step=0.0005)
-            _deal_round(dealer, shoe, console, sim, inputs, timing)
+            _deal_round(dealer, shoe, console, sim, inputs, timing, pace)
             seat.ask("clear", "cleared")
         got = json.loads(seat.ask("stop", "{"))
         if cpu is not None:
@@ -1039,6 +1046,10 @@ def main() -> None:
     ap.add_argument("--tls", action="store_true",
                     help="card to report over mqtts:// as tables run (TLS, client certificates from a "
                          "throwaway CA), its bare paho round trip over TLS too")
+    ap.add_argument("--pace", type=float, default=0.0, metavar="MS",
+                    help="card to report with the dealer's inputs at least MS ms apart (the units idle "
+                         "between them, as at a table, where a dealer deals about a card a second); "
+                         "default 0: each one as soon as the step before is durable")
     ap.add_argument("--seat-child", nargs=2, metavar=("URL", "DIR"), help=argparse.SUPPRESS)
     ap.add_argument("--controller-child", nargs=2, metavar=("URL", "DB"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -1097,7 +1108,7 @@ def main() -> None:
                 if not args.one_process:        # as on a table: each unit a process of its own
                     cpu = [0.0, 0]
                     c2r, c2r_marked = card_to_report_split(c2r_url, args.rounds, tmp / f"r{run}" / "split",
-                                                           traces, cpu)
+                                                           traces, cpu, args.pace / 1000)
                     add("cpu_step", cpu[0] / max(cpu[1], 1))
                     add("c2r_p50", pct(c2r, 50))
                     add("c2r_p99", pct(c2r, 99))
@@ -1106,7 +1117,7 @@ def main() -> None:
                 if not args.split:              # all in the bench's process: a secondary figure
                     cpu = [0.0, 0]
                     c2r, _ = card_to_report(c2r_url, args.rounds, tmp / f"r{run}" / "one",
-                                            traces if args.one_process else None, cpu)
+                                            traces if args.one_process else None, cpu, args.pace / 1000)
                     add("one_cpu_step", cpu[0] / max(cpu[1], 1))
                     add("one_p50", pct(c2r, 50))
                     add("one_p99", pct(c2r, 99))
@@ -1135,6 +1146,8 @@ def main() -> None:
         print(f"  the same, broker saving per change (before #18; {min(args.burst, 2000) // 4 * 5} reports) "
               f"{spread(fig['old_broker_ctl'], 'reports/s')}")
     print(f"card at the dealer's shoe -> seat's report acknowledged ({args.rounds} rounds per run; "
+          + (f"the dealer's inputs at least {args.pace:g} ms apart; " if args.pace else
+             "each input as soon as the dealer's step before is durable (see --pace); ")
           + ("over mqtts://, TLS with client certificates, as tables run):" if args.tls else
              "over plain mqtt://; tables run mqtts://, see --tls):"))
     print(f"  bare paho QoS 1 p50, a subscriber {spread(fig['c2r_bare_p50'], 'ms', 1000, 7, 3)}")
