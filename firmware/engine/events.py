@@ -111,6 +111,10 @@ class WalkedAway:
 
     box: int
 
+    def __post_init__(self) -> None:
+        if type(self.box) is not int:       # (True == 1 would be box 1 to the engine)
+            raise TypeError(f"a walked-away box is a whole number, not {self.box!r}")
+
 
 @dataclass(frozen=True, slots=True)
 class VoidRound:

@@ -123,6 +123,7 @@ def test_a_recorded_number_is_read_as_written_or_refused_not_made_one(bad, says)
     (lambda: Decision(1, Action.DOUBLE, 10.5), "a decision's amount is a Fraction or a whole number, not 10.5"),
     (lambda: Decision(1, Action.SURRENDER, None, True), "a decision's hand is a whole number, not True"),
     (lambda: Decision(1, "fold"), "'fold' is not a valid Action"),
+    (lambda: WalkedAway(True), "a walked-away box is a whole number, not True"),
 ])
 def test_an_event_made_by_code_with_what_the_engine_would_misread_is_refused_when_made(make, says):
     """Events made in code (a simulator, a script, a test) are checked when made: True
