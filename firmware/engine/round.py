@@ -2231,9 +2231,10 @@ def _booked(ledger: Mapping[str, Fraction], nets: Mapping[str, Fraction]) -> dic
 
 
 def _box_entry(entry: Any) -> tuple[int, tuple[tuple[Any, Any], ...]]:
-    """One box of a "no more bets" that did not close the quick way (one made by hand, not
-    by :meth:`BetsClosed.of`), checked: a box number that is an int (True equals 1 but is no
-    box number) and its bets as (name, amount) pairs (their values are :meth:`_placed`'s)."""
+    """One box of a "no more bets" closed the long way (wagers not closed before, or made by
+    hand rather than by :meth:`BetsClosed.of`), checked: a box number that is an int (True
+    equals 1 but is no box number) and its bets as (name, amount) pairs, each name a str
+    (the amounts are :meth:`_placed`'s to check)."""
     try:
         number, bets = entry
         pairs = tuple([(name, amount) for name, amount in bets])
