@@ -22,12 +22,13 @@ as min / median / max, beside its baseline from the same runs:
   dealer waits for the table to show the card before dealing the next (the bench waits on a
   condition, not a poll); ``--pace MS`` deals them at least MS ms apart instead, so the units
   and their processors idle between cards as at a table (a dealer deals about a card a
-  second; on a virtual machine a processor woken from idle runs the same step slower). Each unit's outbox is in its journal, both with their reporters, as
-  ``betbox run`` wires them. Printed beside a bare paho round trip and a bare fsynced commit
-  of the same run, with a stage-by-stage trace (:data:`TRACE`) and the process's CPU time per
-  unit step. As on a table (every unit its own computer) the dealer, the seat and the
-  controller each run in a process of their own: the dealer in the bench's (its shoe and
-  console are the bench's), the seat and the controller in children. Each run then takes the
+  second; on a virtual machine a processor woken from idle runs the same step slower). Each
+  unit's outbox is in its journal, both with their reporters, as ``betbox run`` wires them.
+  Printed beside a bare paho round trip and a bare fsynced commit of the same run, with a
+  stage-by-stage trace (:data:`TRACE`) and the process's CPU time per unit step. As on a
+  table (every unit its own computer) the dealer, the seat and the controller each run in a
+  process of their own: the dealer in the bench's (its shoe and console are the bench's), the
+  seat and the controller in children. Each run then takes the
   same figure with every unit in the bench's process, printed after it as a secondary figure
   (one interpreter lock for all units and their paho threads: not a table's layout).
   ``--only c2r``: only this. ``--split``: only the table's layout; ``--one-process``: only
@@ -637,7 +638,7 @@ def _deal_round(dealer, shoe, console, sim, inputs: list[tuple[float, str]], tim
         if expect.kind == "nothing":        # the round is over; the dealer's phase follows
             wait_until(lambda: dealer.phase != "play", 10, "the round's end", step=0.0002)
             continue
-        if pace and inputs:             # the units idle between cards, as at a table
+        if pace and inputs and expect.kind in ("card", "decision"):   # the units idle, as at a table
             time.sleep(max(0.0, inputs[-1][0] + pace - time.perf_counter()))
         if expect.kind == "card":
             inputs.append((time.perf_counter(), "card"))
@@ -1053,6 +1054,8 @@ def main() -> None:
     ap.add_argument("--seat-child", nargs=2, metavar=("URL", "DIR"), help=argparse.SUPPRESS)
     ap.add_argument("--controller-child", nargs=2, metavar=("URL", "DB"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.pace < 0:
+        ap.error(f"--pace {args.pace:g}: a pace is 0 ms or more")
     if args.seat_child:
         return seat_child(args.seat_child[0], Path(args.seat_child[1]))
     if args.controller_child:
