@@ -28,9 +28,9 @@ as min / median / max, beside its baseline from the same runs:
   stage-by-stage trace (:data:`TRACE`) and the process's CPU time per unit step. As on a
   table (every unit its own computer) the dealer, the seat and the controller each run in a
   process of their own: the dealer in the bench's (its shoe and console are the bench's), the
-  seat and the controller in children. Each run then takes the
-  same figure with every unit in the bench's process, printed after it as a secondary figure
-  (one interpreter lock for all units and their paho threads: not a table's layout).
+  seat and the controller in children. Each run then takes the same figure with every unit in
+  the bench's process, printed after it as a secondary figure (one interpreter lock for all
+  units and their paho threads: not a table's layout).
   ``--only c2r``: only this. ``--split``: only the table's layout; ``--one-process``: only
   the all-in-one (its stages traced then).
 """
@@ -1029,6 +1029,14 @@ def spread(xs: list[float], unit: str, scale: float = 1.0, width: int = 8, digit
     return " / ".join(f"{x:{width}.{digits}f}" for x in (min(v), statistics.median(v), max(v))) + f" {unit}"
 
 
+def _pace(text: str) -> float:
+    """``--pace``: milliseconds, 0 or more."""
+    pace = float(text)
+    if not pace >= 0 or pace == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: a pace is 0 ms or more")
+    return pace
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3, help="runs of every figure (default 3)")
@@ -1047,15 +1055,13 @@ def main() -> None:
     ap.add_argument("--tls", action="store_true",
                     help="card to report over mqtts:// as tables run (TLS, client certificates from a "
                          "throwaway CA), its bare paho round trip over TLS too")
-    ap.add_argument("--pace", type=float, default=0.0, metavar="MS",
+    ap.add_argument("--pace", type=_pace, default=0.0, metavar="MS",
                     help="card to report with the dealer's inputs at least MS ms apart (the units idle "
                          "between them, as at a table, where a dealer deals about a card a second); "
                          "default 0: each one as soon as the step before is durable")
     ap.add_argument("--seat-child", nargs=2, metavar=("URL", "DIR"), help=argparse.SUPPRESS)
     ap.add_argument("--controller-child", nargs=2, metavar=("URL", "DB"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.pace < 0:
-        ap.error(f"--pace {args.pace:g}: a pace is 0 ms or more")
     if args.seat_child:
         return seat_child(args.seat_child[0], Path(args.seat_child[1]))
     if args.controller_child:
