@@ -12,18 +12,23 @@ person reads; :func:`is_whole_cents` the cents check.
 
 from __future__ import annotations
 
+import reprlib
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
 #: Pro-rated stakes are rounded down to this unit so settlements stay exact decimals.
 CENT = Fraction(1, 100)
+#: An amount's decimal exponent, either side of the point: Fraction of a Decimal is exact, so
+#: "1e999999999" would build a number of a billion digits (far beyond any bound of a caller).
+MAX_EXPONENT = 100
 
 
 def parse_amount(value: Any) -> Fraction:
     """An amount of money from JSON/TOML; raises ValueError naming what is wrong."""
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not an amount")
+    shown = reprlib.repr(value)         # (a text of megabytes is named, not printed whole)
     if isinstance(value, int):
         return whole_amount(value)
     if isinstance(value, Fraction):
@@ -32,11 +37,14 @@ def parse_amount(value: Any) -> Fraction:
         try:
             d = Decimal(str(value).strip())
         except InvalidOperation:
-            raise ValueError(f"{value!r} is not an amount") from None
+            raise ValueError(f"{shown} is not an amount") from None
         if not d.is_finite():
-            raise ValueError(f"{value!r} is not an amount")
+            raise ValueError(f"{shown} is not an amount")
+        exponent = d.as_tuple().exponent
+        if d.adjusted() > MAX_EXPONENT or (isinstance(exponent, int) and exponent < -MAX_EXPONENT):
+            raise ValueError(f"{shown} is out of range (at most {MAX_EXPONENT} digits either side of the point)")
         return Fraction(d)
-    raise ValueError(f"{value!r} is not an amount")
+    raise ValueError(f"{shown} is not an amount")
 
 
 #: Fractions of whole numbers, shared: a Fraction is immutable, and making one is Python

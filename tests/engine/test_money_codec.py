@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import pytest
 
+from firmware.engine.events import event_from_dict
 from firmware.engine.money import (
     display_text,
     exact_text,
@@ -48,3 +49,19 @@ def test_a_meter_share_has_at_most_four_decimals():
         ["1", "0.1", "0.25", "0.0003"]
     with pytest.raises(ValueError, match="more than 4 decimals"):
         share_text(Fraction(1, 3))
+
+
+@pytest.mark.parametrize("text", ["1e999999999", "1E+999999999", "1e-999999999", "9" * 200, "0." + "0" * 150 + "1"])
+def test_an_amount_whose_exponent_would_build_a_number_of_a_billion_digits_is_refused_at_once(text):
+    """parse_amount reads round files (``betbox settle``), profiles, scripts and the dealer's
+    stream events: Fraction of the Decimal "1e999999999" is exact, and built a number of a
+    billion digits (10 s and counting); the exponent is bounded before it is made. The text
+    in the message is bounded too."""
+    with pytest.raises(ValueError, match="out of range"):
+        parse_amount(text)
+    with pytest.raises(ValueError, match="out of range"):
+        event_from_dict({"type": "bets_closed", "wagers": {"1": {"main": text}}})
+    with pytest.raises(ValueError) as err:
+        parse_amount("x" * 1_000_000)
+    assert len(str(err.value)) < 200
+    assert parse_amount("1e3") == 1000 and parse_amount("0." + "0" * 20 + "5") == Fraction(5, 10**21)
