@@ -7,6 +7,7 @@ face value, picture cards 10.
 
 from __future__ import annotations
 
+import reprlib
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Mapping
@@ -64,7 +65,7 @@ class Card:
 def parse_card(text: str) -> Card:
     """Read ``"TS"``, ``"10s"`` or ``"ah"`` into a :class:`Card`; raise :class:`CardError` naming the problem."""
     if not isinstance(text, str):
-        raise CardError(f"a card must be a string like 'AS', not {text!r}")
+        raise CardError(f"a card must be a string like 'AS', not {reprlib.repr(text)}")
     known = _BY_TEXT.get(text)
     if known is not None:
         return known
@@ -72,7 +73,7 @@ def parse_card(text: str) -> Card:
     if len(t) == 3 and t.startswith("10"):
         t = "T" + t[2]
     if len(t) != 2:
-        raise CardError(f"cannot read card {text!r}: expected rank+suit like 'AS', 'TD' or '10H'")
+        raise CardError(f"cannot read card {reprlib.repr(text)}: expected rank+suit like 'AS', 'TD' or '10H'")
     known = _BY_TEXT.get(t)
     if known is not None:
         return known

@@ -6,6 +6,7 @@ can be journalled and replayed exactly.
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
@@ -147,38 +148,39 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     raise TypeError(f"not an event: {event!r}")
 
 
-def _number(value: Any, what: str) -> int:
-    """A box or hand number as JSON holds it: an int, or a box's key as digits ("3"). Not
-    int() of anything: int(True) is 1, int(2.9) is 2 and int("1_0") is 10."""
+def _box_number(value: Any) -> int:
+    """A box number as JSON holds it: an int, or a box's key as digits ("3", nine at most).
+    Not int() of anything: int(True) is 1, int(2.9) is 2 and int("1_0") is 10."""
     if type(value) is int:
         return value
-    if type(value) is str and value.isascii() and value.isdigit():
+    if type(value) is str and value.isascii() and value.isdigit() and len(value) <= 9:
         return int(value)
-    raise ValueError(f"{what} {value!r} is not a whole number")
+    raise ValueError(f"box {reprlib.repr(value)} is not a box number")
 
 
 def _hand(value: Any) -> int | None:
     """A hand number as a record holds it: an int (event_to_dict writes one), or none."""
     if value is None or type(value) is int:
         return value
-    raise ValueError(f"hand {value!r} is not a whole number")
+    raise ValueError(f"hand {reprlib.repr(value)} is not a hand number")
 
 
 def event_from_dict(data: Mapping[str, Any]) -> Event:
     kind = data.get("type")
     try:
         if kind == "bets_closed":
-            return BetsClosed.of({_number(b, "box"): bets for b, bets in data["wagers"].items()})
+            return BetsClosed.of({_box_number(b): bets for b, bets in data["wagers"].items()})
         if kind == "card":
             return CardDrawn(parse_card(data["card"]))
         if kind == "decision":
             amount = data.get("amount")
-            return Decision(_number(data["box"], "box"), Action(data["action"]),
+            return Decision(_box_number(data["box"]), Action(data["action"]),
                             None if amount is None else parse_amount(amount), _hand(data.get("hand")))
         if kind == "walked_away":
-            return WalkedAway(_number(data["box"], "box"))
+            return WalkedAway(_box_number(data["box"]))
         if kind == "void":
             return VoidRound(str(data["reason"]))
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"malformed {kind} event {dict(data)!r}: {exc}") from None
+        # (reprlib: a record of megabytes, or a 5,000-digit box, is named, not printed whole)
+        raise ValueError(f"malformed {reprlib.repr(kind)} event {reprlib.repr(dict(data))}: {exc}") from None
     raise ValueError(f"unknown event type {kind!r}")

@@ -12,6 +12,7 @@ and outcome quotes the clause of the round's own profile (:meth:`Profile.clause`
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
@@ -941,7 +942,7 @@ class Round:
         try:
             count = len(wagers)
         except TypeError:               # (an event made by hand: BetsClosed.of makes a tuple)
-            raise IllegalWager(f"{wagers!r} are not wagers (each box's number and bets)", issue="malformed") from None
+            raise IllegalWager(f"{reprlib.repr(wagers)} are not wagers (each box's number and bets)", issue="malformed") from None
         closed = plan.closed.get((id(self.limits), count))
         if (closed is not None and closed[0] is self.limits and closed[1] == wagers
                 and _plain_wagers(wagers)):
@@ -2239,7 +2240,7 @@ def _box_entry(entry: Any) -> tuple[int, tuple[tuple[Any, Any], ...]]:
         number, bets = entry
         pairs = tuple([(name, amount) for name, amount in bets])
     except (TypeError, ValueError):
-        raise IllegalWager(f"{entry!r} is not a box's wagers (a box number and its bets, "
+        raise IllegalWager(f"{reprlib.repr(entry)} is not a box's wagers (a box number and its bets, "
                            f"bet name and amount pairs)", issue="malformed") from None
     if type(number) is not int:
         raise IllegalWager(f"box {number!r} is not a box number (a whole number from 1)", issue="not_a_box")
