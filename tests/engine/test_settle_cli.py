@@ -70,6 +70,9 @@ def test_reads_standard_input():
      "under_13 20 is above the initial bet 10"),
     ({"profile": "rws-blackjack", "wagers": {"1": {"main": 10}}, "limits": {"mian": [1, 2]}},
      "limits: 'mian' is not a bet"),
+    # an exponent that would build a number of a billion digits (settle hung on it)
+    ({"profile": "rws-blackjack", "wagers": {"1": {"main": "1e999999999"}}}, "wagers['1']: '1e999999999' is out of range"),
+    ({"profile": "rws-blackjack", "wagers": {"1": {"main": "1e-999999999"}}}, "wagers['1']: '1e-999999999' is out of range"),
 ])
 def test_bad_scripts_exit_non_zero_naming_what_and_where(tmp_path, capsys, script, message):
     code, out, err = run_cli(capsys, "settle", write(tmp_path, script))
