@@ -152,9 +152,13 @@ class SequenceCheck:
     frame) is counted as ``out_of_order``, not as 200-odd frames lost; the frame is still
     passed on, because only its content (the shoe's card counter) can say whether it is
     old, and the check follows it (a device that restarted without a HELLO goes on).
+    :meth:`behind` judges against :attr:`newest`, which never follows a frame back: a replay
+    of the frames before a shuffle, in order, moves ``last`` back and would else make the
+    replayed shuffle look new.
     """
 
     last: int | None = None
+    newest: int | None = None   # the furthest number heard since the last reset
     lost: int = 0
     duplicates: int = 0
     out_of_order: int = 0
@@ -169,14 +173,19 @@ class SequenceCheck:
                 self.out_of_order += 1
             else:
                 self.lost += ahead - 1
+        if self.newest is None or 0 < (seq - self.newest) & 0xFF < 0x80:
+            self.newest = seq
         self.last = seq
         return True
 
     def behind(self, seq: int) -> bool:
-        """Whether ``seq`` is behind the last number (more than half the ring back: a
-        replayed or reordered frame); the check does not move."""
-        return self.last is not None and (seq - self.last) & 0xFF >= 0x80
+        """Whether ``seq`` is not ahead of the newest number heard (a replayed or reordered
+        frame; a repeat of the last one is a duplicate instead); the check does not move."""
+        if self.newest is None or seq == self.last:
+            return False
+        return not 0 < (seq - self.newest) & 0xFF < 0x80
 
     def reset(self) -> None:
         """After a reconnect the sender may restart at any number."""
         self.last = None
+        self.newest = None

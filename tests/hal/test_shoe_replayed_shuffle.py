@@ -13,6 +13,7 @@ import pytest
 from hal import open_backend
 from hal.events import ShoeSignalKind
 from hal.protocol import shoe as proto
+from hal.protocol.common import HEARTBEAT
 from hal.protocol.framing import Sequencer
 from hal.sim.shoe import ShoeSimulator
 from hal.sim.transport import PtyTransport
@@ -84,3 +85,29 @@ def test_the_dealer_alarms_a_replayed_shuffle_and_keeps_its_count(tmp_path) -> N
     assert t.dealer.alarms[-1]["alarm"] == "shoe_replayed_shuffle"
     assert t.dealer.pit_calls.get("shoe_replayed_shuffle") == 1
     t.close()
+
+
+def test_a_replayed_frame_before_the_shuffle_does_not_let_the_replayed_shuffle_through(
+        shoe_sim, events: Events) -> None:
+    """The SEQ check follows a frame behind it (a device restarted without a HELLO goes on),
+    so a replay of the frames from just before the shuffle, in order, moved the check back:
+    the replayed SHUFFLED then looked new (4 frames old, not 128), the count restarted and
+    the old cards were dealt a second time. A SHUFFLED is judged against the newest frame."""
+    shoe = open_backend("card_shoe", "serial", {"port": shoe_sim.transport.path})
+    shoe.start(events.put)
+    try:
+        assert shoe_sim.wait_for_host()
+        shoe_sim.send(HEARTBEAT, shoe_sim.heartbeat_payload())
+        shoe_sim.shuffle()
+        shoe_sim.deal("2H", "3H", "4H")
+        shoe_sim.replay(HEARTBEAT, 1)       # the frames from the heartbeat on, byte for byte
+        shoe_sim.replay(proto.EVENT, 1)     # the SHUFFLED
+        shoe_sim.replay_cards(3)            # 2H 3H 4H (counts 1-3)
+        shoe_sim.deal("5H")
+        seen = cards_until(events, "5H")
+    finally:
+        shoe.close()
+    assert [(c, n) for k, c, n in seen if k == "card"] == [("2H", 1), ("3H", 2), ("4H", 3), ("5H", 4)]
+    kinds = [k for k, _, _ in seen]
+    assert kinds.count(ShoeSignalKind.SHUFFLED) == 1 and kinds.count(ShoeSignalKind.REPLAYED_SHUFFLE) == 1
+    assert shoe.stats["replayed_shuffles"] == 1
