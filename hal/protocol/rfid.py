@@ -23,6 +23,8 @@ FAULT_CODES = {0x01: "antenna_open", 0x02: "antenna_short", 0x03: "rf_error",
                0x04: "overheat"}
 FAULT_CODE_OF = {name: code for code, name in FAULT_CODES.items()}
 MAX_UID = 16
+#: CYCLE_END counts a cycle's TAGS frames in one byte: a cycle of more can never complete
+MAX_CYCLE_FRAMES = 255
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +146,8 @@ class InventoryAssembler:
                     self.incomplete += 1  # previous cycle never got its CYCLE_END
                 self._start(message.cycle)
             self._frames += 1
+            if self._frames > MAX_CYCLE_FRAMES:
+                return []      # a line that never closes the cycle must not grow what is kept
             if message.antenna < len(self.spots):
                 self._seen[self.spots[message.antenna]].update(u.hex().upper()
                                                                for u in message.uids)
