@@ -160,6 +160,7 @@ class SerialChipReader(ChipReader):
     def stats(self) -> dict[str, int]:
         s = self._endpoint.stats()
         s["incomplete_cycles"] = self.assembler.incomplete
+        s["unmapped"] = self.assembler.unmapped
         return s
 
     def _start(self) -> None:

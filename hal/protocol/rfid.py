@@ -127,8 +127,8 @@ def decode(frame: Frame) -> ReaderMessage:
 class InventoryAssembler:
     """Collects TAGS frames into :class:`InventoryCycle` events; drops incomplete cycles.
 
-    ``spots[i]`` is the spot above antenna ``i`` (configuration). Tags from an antenna
-    with no spot are counted in :attr:`unmapped` and ignored.
+    ``spots[i]`` is the spot above antenna ``i`` (configuration). Tags and faults from an
+    antenna with no spot are counted in :attr:`unmapped` and ignored.
     """
 
     device: str
@@ -167,9 +167,13 @@ class InventoryAssembler:
             self._cycle = None
             return [event]
         if isinstance(message, Fault):
-            spot = (self.spots[message.antenna] if message.antenna < len(self.spots)
-                    else None)
-            return [ReaderFault(device=self.device, spot=spot, code=message.code)]
+            if message.antenna == READER_ITSELF:
+                return [ReaderFault(device=self.device, spot=None, code=message.code)]
+            if message.antenna >= len(self.spots):
+                self.unmapped += 1   # like its tags: not the reader's own fault (no bets at all)
+                return []
+            return [ReaderFault(device=self.device, spot=self.spots[message.antenna],
+                                code=message.code)]
         return []
 
     def reset(self) -> None:
