@@ -127,11 +127,16 @@ class SerialCardShoe(CardShoe):
     def _replayed(self, message: Any) -> list[HalEvent] | None:
         """A SHUFFLED from a frame behind the last one is a replay: the shoe's own count
         restarts only at a shuffle, so a replayed one would let the old cards (counts from 1)
-        pass as new. Dropped and reported; other frames are judged by their count."""
+        pass as new. Dropped and reported. A JAM_CLEARED / DOOR_CLOSED of the same count (no
+        card since) cannot tell it is old either: dropped and counted, so a replayed one
+        does not end a jam or an open door. Other frames are judged by their count."""
         if isinstance(message, shoe.Event) and message.kind is ShoeSignalKind.SHUFFLED:
             self.replayed_shuffles += 1
             return [ShoeSignal(device=self.name, kind=ShoeSignalKind.REPLAYED_SHUFFLE,
                                counter=message.counter)]
+        if isinstance(message, shoe.Event) and message.kind in shoe.CLEARS:
+            self.tracker.stale += 1
+            return []
         return None
 
     def _start(self) -> None:

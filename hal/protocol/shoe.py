@@ -25,6 +25,8 @@ EVENT_CODES: dict[int, ShoeSignalKind] = {
     0x07: ShoeSignalKind.DOOR_CLOSED,
 }
 CODE_OF = {kind: code for code, kind in EVENT_CODES.items()}
+#: Events that end a lasting condition (a jam, an open door): an old one must not end it now
+CLEARS = frozenset({ShoeSignalKind.JAM_CLEARED, ShoeSignalKind.DOOR_CLOSED})
 
 FLAG_JAMMED = 0x01
 FLAG_DOOR_OPEN = 0x02
@@ -96,7 +98,9 @@ class ShoeTracker:
 
     The shoe's counter counts every card that left since the last shuffle, read or not.
     If it runs ahead of what we saw, a :attr:`ShoeSignalKind.CARD_GAP` is raised before
-    the card, so the round can be stopped rather than dealt on with a missing card. A CARD
+    the card, so the round can be stopped rather than dealt on with a missing card. A
+    JAM_CLEARED or DOOR_CLOSED whose counter is behind ours is old (replayed): dropped, so
+    it cannot end a jam or an open door now. A CARD
     whose counter does not advance since the last shuffle (a frame repeated, replayed after
     a HELLO, or arriving after a later one) is a duplicate: it becomes a
     :attr:`ShoeSignalKind.DUPLICATE_CARD`, never a :class:`CardDrawn`. The counter only
@@ -128,6 +132,8 @@ class ShoeTracker:
                     else message.counter
                 if message.kind is ShoeSignalKind.MISREAD and self._behind(message.counter):
                     return []                # a misread we already heard of
+                if message.kind in CLEARS and self._behind(message.counter + 1):
+                    return []                # behind our count: a replayed "jam cleared" / "door closed"
                 out += self._gap(expected)
                 self._advance(message.counter)
             out.append(ShoeSignal(device=self.device, kind=message.kind,
