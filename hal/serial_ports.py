@@ -121,6 +121,7 @@ class SerialCardShoe(CardShoe):
         s = self._endpoint.stats()
         s["duplicate_cards"] = self.tracker.duplicates
         s["stale_counters"] = self.tracker.stale
+        s["missed_events"] = self.tracker.missed_events
         s["replayed_shuffles"] = self.replayed_shuffles
         return s
 

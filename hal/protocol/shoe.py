@@ -31,6 +31,12 @@ CLEARS = frozenset({ShoeSignalKind.JAM_CLEARED, ShoeSignalKind.DOOR_CLOSED})
 FLAG_JAMMED = 0x01
 FLAG_DOOR_OPEN = 0x02
 FLAGS_KNOWN = FLAG_JAMMED | FLAG_DOOR_OPEN   # the other bits are reserved: 0 in version 1
+#: The heartbeat flag of the condition each event starts (True) or ends (False)
+FLAG_OF = {ShoeSignalKind.JAM: (FLAG_JAMMED, True), ShoeSignalKind.JAM_CLEARED: (FLAG_JAMMED, False),
+           ShoeSignalKind.DOOR_OPENED: (FLAG_DOOR_OPEN, True),
+           ShoeSignalKind.DOOR_CLOSED: (FLAG_DOOR_OPEN, False)}
+#: The event a heartbeat flag stands for when no event told of its condition
+RAISED_BY = {FLAG_JAMMED: ShoeSignalKind.JAM, FLAG_DOOR_OPEN: ShoeSignalKind.DOOR_OPENED}
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,13 +104,16 @@ class ShoeTracker:
 
     The shoe's counter counts every card that left since the last shuffle, read or not.
     If it runs ahead of what we saw, a :attr:`ShoeSignalKind.CARD_GAP` is raised before
-    the card, so the round can be stopped rather than dealt on with a missing card. A
-    JAM_CLEARED or DOOR_CLOSED whose counter is behind ours is old (replayed): dropped, so
-    it cannot end a jam or an open door now. A CARD
+    the card, so the round can be stopped rather than dealt on with a missing card. A CARD
     whose counter does not advance since the last shuffle (a frame repeated, replayed after
     a HELLO, or arriving after a later one) is a duplicate: it becomes a
     :attr:`ShoeSignalKind.DUPLICATE_CARD`, never a :class:`CardDrawn`. The counter only
     goes forward, except at a shuffle, so a stale heartbeat cannot re-open old counts.
+
+    A JAM_CLEARED or DOOR_CLOSED whose counter is behind ours is old (replayed): dropped, so
+    it cannot end a jam or an open door now. A heartbeat (not stale) whose flags show a jam
+    or an open door no event told of raises it (its event frame was lost); it never ends
+    one: that takes the event.
     """
 
     def __init__(self, device: str) -> None:
@@ -112,6 +121,8 @@ class ShoeTracker:
         self.counter: int | None = None  # last counter we know of; None = unknown
         self.duplicates = 0              # CARD frames refused as not advancing the counter
         self.stale = 0                   # EVENT / HEARTBEAT frames with a counter behind ours
+        self.conditions = 0              # FLAG_* of the jam / open door events told of
+        self.missed_events = 0           # a jam or open door only a heartbeat told of
 
     def handle(self, message: ShoeMessage) -> list[HalEvent]:
         out: list[HalEvent] = []
@@ -136,11 +147,27 @@ class ShoeTracker:
                     return []                # behind our count: a replayed "jam cleared" / "door closed"
                 out += self._gap(expected)
                 self._advance(message.counter)
+            if message.kind in FLAG_OF:
+                flag, on = FLAG_OF[message.kind]
+                self.conditions = self.conditions | flag if on else self.conditions & ~flag
             out.append(ShoeSignal(device=self.device, kind=message.kind,
                                   counter=message.counter))
         elif isinstance(message, Heartbeat):
+            stale = self.counter is not None and message.counter < self.counter
             out += self._gap(message.counter)
             self._advance(message.counter)
+            if not stale:
+                out += self._shown(message)
+        return out
+
+    def _shown(self, heartbeat: Heartbeat) -> list[HalEvent]:
+        """A jam or open door the heartbeat shows that no event told of (its frame was lost)."""
+        out: list[HalEvent] = []
+        for flag, kind in RAISED_BY.items():
+            if heartbeat.flags & flag and not self.conditions & flag:
+                self.conditions |= flag
+                self.missed_events += 1
+                out.append(ShoeSignal(device=self.device, kind=kind, counter=heartbeat.counter))
         return out
 
     def _behind(self, counter: int) -> bool:
