@@ -154,7 +154,8 @@ class SequenceCheck:
     old, and the check follows it (a device that restarted without a HELLO goes on).
     :meth:`behind` judges against :attr:`newest`, which never follows a frame back: a replay
     of the frames before a shuffle, in order, moves ``last`` back and would else make the
-    replayed shuffle look new.
+    replayed shuffle look new. Frames are lost only between the newest and a number past it
+    (after a replayed frame the next one is not 'ahead' by the frames replayed).
     """
 
     last: int | None = None
@@ -169,10 +170,11 @@ class SequenceCheck:
             if ahead == 0:
                 self.duplicates += 1
                 return False
+            beyond = (seq - self.newest) & 0xFF if self.newest is not None else ahead
             if ahead >= 0x80:
                 self.out_of_order += 1
-            else:
-                self.lost += ahead - 1
+            elif 0 < beyond < 0x80:
+                self.lost += beyond - 1  # only numbers past the newest: not a replay's gap
         if self.newest is None or 0 < (seq - self.newest) & 0xFF < 0x80:
             self.newest = seq
         self.last = seq

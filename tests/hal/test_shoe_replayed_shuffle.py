@@ -111,3 +111,23 @@ def test_a_replayed_frame_before_the_shuffle_does_not_let_the_replayed_shuffle_t
     kinds = [k for k, _, _ in seen]
     assert kinds.count(ShoeSignalKind.SHUFFLED) == 1 and kinds.count(ShoeSignalKind.REPLAYED_SHUFFLE) == 1
     assert shoe.stats["replayed_shuffles"] == 1
+
+
+def test_a_replayed_frame_is_not_counted_as_frames_lost(shoe_sim, events: Events) -> None:
+    """The SEQ check follows a replayed frame back; the shoe's next frame then looked as if
+    the frames between had been lost (``lost_frames`` 2 for a line that lost none): the
+    service menu sent the technician after line noise instead of a replay. Frames are lost
+    only beyond the newest number heard."""
+    shoe = open_backend("card_shoe", "serial", {"port": shoe_sim.transport.path})
+    shoe.start(events.put)
+    try:
+        assert shoe_sim.wait_for_host()
+        shoe_sim.shuffle()
+        shoe_sim.deal("2H", "3H", "4H", "5H")
+        shoe_sim.transport.write([f for t, f in shoe_sim.sent if t == proto.CARD][-3])   # 3H again
+        shoe_sim.deal("6H")
+        seen = cards_until(events, "6H")
+    finally:
+        shoe.close()
+    assert ("duplicate_card", "3H", 2) in seen
+    assert shoe.stats["lost_frames"] == 0 and shoe.stats["out_of_order_frames"] == 1
