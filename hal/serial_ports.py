@@ -130,12 +130,25 @@ class SerialCardShoe(CardShoe):
         restarts only at a shuffle, so a replayed one would let the old cards (counts from 1)
         pass as new. Dropped and reported. A JAM_CLEARED / DOOR_CLOSED of the same count (no
         card since) cannot tell it is old either: dropped and counted, so a replayed one
-        does not end a jam or an open door. Other frames are judged by their count."""
+        does not end a jam or an open door. A frame with a count ahead of ours is from
+        before the last shuffle: a CARD is a duplicate, anything else stale. Other frames
+        are judged by their count."""
         if isinstance(message, shoe.Event) and message.kind is ShoeSignalKind.SHUFFLED:
             self.replayed_shuffles += 1
             return [ShoeSignal(device=self.name, kind=ShoeSignalKind.REPLAYED_SHUFFLE,
                                counter=message.counter)]
         if isinstance(message, shoe.Event) and message.kind in shoe.CLEARS:
+            self.tracker.stale += 1
+            return []
+        known = self.tracker.counter
+        if isinstance(message, (shoe.Card, shoe.Event, shoe.Heartbeat)) and known is not None \
+                and message.counter > known:
+            # an old frame with a count ahead of ours: from before the last shuffle (the count
+            # restarted since), it would deal a card that is not out now and refuse real ones
+            if isinstance(message, shoe.Card):
+                self.tracker.duplicates += 1
+                return [ShoeSignal(device=self.name, kind=ShoeSignalKind.DUPLICATE_CARD,
+                                   counter=message.counter, card=message.rank + message.suit)]
             self.tracker.stale += 1
             return []
         return None
