@@ -29,7 +29,7 @@ class _Endpoint:
                  backoff_max: float,
                  replayed: Callable[[Any], list[HalEvent] | None] = lambda message: None) -> None:
         self._port, self._decode, self._handle, self._on_reset = port, decode, handle, on_reset
-        # what a message from a frame behind the last one is instead (None: passed on, its
+        # what a message from a frame behind the newest one is instead (None: passed on, its
         # content judges it), for a message whose content cannot tell it is old
         self._replayed = replayed
         self.parser = Parser()
@@ -126,7 +126,7 @@ class SerialCardShoe(CardShoe):
         return s
 
     def _replayed(self, message: Any) -> list[HalEvent] | None:
-        """A SHUFFLED from a frame behind the last one is a replay: the shoe's own count
+        """A SHUFFLED from a frame behind the newest one is a replay: the shoe's own count
         restarts only at a shuffle, so a replayed one would let the old cards (counts from 1)
         pass as new. Dropped and reported. A JAM_CLEARED / DOOR_CLOSED of the same count (no
         card since) cannot tell it is old either: dropped and counted, so a replayed one
