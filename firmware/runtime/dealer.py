@@ -37,7 +37,7 @@ from .bus import (
 from .journal import Journal
 from .phases import DealerPhase, SeatPhase
 from .software import software_input
-from .spots import insurance_hand, insurance_spot
+from .spots import insurance_hand, insurance_spot, seat_spots
 from .unit import BEHIND, Input, InputRefused, Recent, Unit, UnitState
 from .wire import (
     NEVER_HEARD,
@@ -304,6 +304,18 @@ class DealerUnit(Unit, DealerState):
         problem = check_up_message(m.kind, m.body, owner)
         if problem is not None:
             raise InputRefused(problem)
+        self._check_spots(m, box)
+
+    def _check_spots(self, m: Message, box: int) -> None:
+        """A seat adds chips only on a spot it has: any other name would be kept as one of
+        the box's additions (and read as an insurance spot when the dealer offers it)."""
+        named = ([m.body["spot"]] if m.kind == "addition"
+                 else list(m.body.get("pending") or ()) if m.kind == "hello" else [])
+        own = seat_spots(self.profile)
+        for spot in named:
+            if spot not in own:
+                raise InputRefused(f"{m.kind}: spot {spot!r:.60} is not one of seat {box}'s spots "
+                                   f"({', '.join(own)})")
 
     # -- checkpoints -------------------------------------------------------------------
 
