@@ -130,3 +130,33 @@ def test_an_addition_on_a_spot_the_seat_does_not_have_is_refused_and_insurance_s
     driver.play_round()                 # the round ends, and the table plays on
     driver.play_round()
     assert len(driver.rounds) == finished + 2
+
+
+def test_a_seats_requests_are_held_once_each_and_the_offer_button_answers_them_once(table, caplog):
+    """A request (even money, surrender) waits for the dealer's button; held once per action
+    and hand. Kept as they came, a seat's flood made the button's one step refuse every
+    copy (20,000 identical requests: 8 s) and filter the list per request (20,000 for
+    distinct hands: 19 s), the table deaf meanwhile."""
+    driver, hostile = table
+    t, dealer = driver.table, driver.table.dealer
+    driver.play_round()
+    deal_in(driver)
+    refused = len(dealer.refusals)
+    rnd = dealer.round_no
+    for hand in range(1, 151):
+        hostile.send("request", {"round": rnd, "action": "surrender", "hand": hand})
+    hostile.send("request", {"round": rnd, "action": "surrender", "hand": None}, times=150)
+    t.settle()
+    assert dealer.requests[3] == [("surrender", 1), ("surrender", None)]
+    assert dealer.rejected == 298
+    assert "rejected request msg from cred-1/seat-3: request: box 3 has no hand 2 (a box has 1 initial hand(s) " \
+        "here)" in caplog.text
+    assert problems(driver)[-1] == ("request: box 3 has asked for surrender already (hand None); it waits for "
+                                    "the dealer's button")
+    t.console.press("surrender")        # box 3 is not in the round: each held request refused once
+    t.settle()
+    assert len(dealer.refusals) - refused == 2
+    assert dealer.requests[3] == []
+    finished = len(driver.rounds)
+    driver.play_round()
+    assert len(driver.rounds) == finished + 1
