@@ -58,7 +58,7 @@ class Hostile:
 
 
 @pytest.fixture
-def table(tmp_path) -> Iterator[tuple[TableDriver, Hostile]]:
+def hostile_table(tmp_path) -> Iterator[tuple[TableDriver, Hostile]]:
     broker = Broker(tmp_path / "mosquitto", acl=render_acl({TABLE: PLAYING + 1}),
                     users={u: f"pw-{u}" for u in UNITS}).start()
     buses = []
@@ -112,8 +112,8 @@ def test_insurance_hand_reads_only_a_spots_own_number():
         assert insurance_hand(spot) is None, spot
 
 
-def test_an_addition_on_a_spot_the_seat_does_not_have_is_refused_and_insurance_still_offered(table):
-    driver, hostile = table
+def test_an_addition_on_a_spot_the_seat_does_not_have_is_refused_and_insurance_still_offered(hostile_table):
+    driver, hostile = hostile_table
     t, dealer = driver.table, driver.table.dealer
     driver.play_round()
     deal_in(driver)
@@ -132,12 +132,12 @@ def test_an_addition_on_a_spot_the_seat_does_not_have_is_refused_and_insurance_s
     assert len(driver.rounds) == finished + 2
 
 
-def test_a_seats_requests_are_held_once_each_and_the_offer_button_answers_them_once(table, caplog):
+def test_a_seats_requests_are_held_once_each_and_the_offer_button_answers_them_once(hostile_table, caplog):
     """A request (even money, surrender) waits for the dealer's button; held once per action
     and hand. Kept as they came, a seat's flood made the button's one step refuse every
     copy (20,000 identical requests: 8 s) and filter the list per request (20,000 for
     distinct hands: 19 s), the table deaf meanwhile."""
-    driver, hostile = table
+    driver, hostile = hostile_table
     t, dealer = driver.table, driver.table.dealer
     driver.play_round()
     deal_in(driver)
