@@ -160,3 +160,21 @@ def test_a_seats_requests_are_held_once_each_and_the_offer_button_answers_them_o
     finished = len(driver.rounds)
     driver.play_round()
     assert len(driver.rounds) == finished + 1
+
+
+def test_a_request_whose_action_is_not_text_is_refused_naming_it(hostile_table):
+    """``action`` an object or a list: the dealer's check looked it up in a set of names and
+    raised TypeError (unhashable) out of its step, which ``betbox run`` does not survive."""
+    driver, hostile = hostile_table
+    t, dealer = driver.table, driver.table.dealer
+    driver.play_round()
+    deal_in(driver)
+    for action in ({"surrender": 1}, ["surrender"], 7):
+        hostile.send("request", {"round": dealer.round_no, "action": action, "hand": None})
+        t.settle()
+    assert dealer.rejected == 3
+    assert problems(driver) == ["request: {'surrender': 1} is not a decision", "request: ['surrender'] is not a "
+                                "decision", "request: 7 is not a decision"]
+    finished = len(driver.rounds)
+    driver.play_round()
+    assert len(driver.rounds) == finished + 1
