@@ -199,7 +199,7 @@ def verify_unit(args: argparse.Namespace) -> int:
 
     from firmware.link import topics
     from firmware.link.ask import ask
-    from firmware.link.challenge import SEED
+    from firmware.link.challenge import SEED, answer_problem
     from firmware.link.config import LinkConfigError, config_from_url
     from firmware.verify import challenge
 
@@ -217,10 +217,19 @@ def verify_unit(args: argparse.Namespace) -> int:
         print(f"{name}: {exc}", file=sys.stderr)
         return 2
     tx = uuid.uuid4().hex
+    refused: list[str] = []             # answers with this tx that are not the unit's (paho's thread)
+
+    def answer_of(data: Any) -> dict | None:
+        problem = answer_problem(data, args.unit, tx, seed)
+        if problem is not None and isinstance(data, dict) and data.get("tx") == tx:
+            refused.append(problem)
+        return None if problem is not None else data
+
     answer = ask(cfg, f"verifier:{tx[:8]}", topics.challenge_topic(args.unit), json.dumps({"tx": tx, "seed": seed}),
-                 topics.challenge_answer_topic(args.unit),
-                 lambda d: d if isinstance(d, dict) and d.get("tx") == tx else None,
-                 args.timeout, name, f"the unit {args.unit}")
+                 topics.challenge_answer_topic(args.unit), answer_of, args.timeout, name, f"the unit {args.unit}")
+    if refused:
+        print(f"{name}: {len(refused)} answer(s) to this challenge refused, not {args.unit}'s as the "
+              f"schema has it (first: {refused[0]})", file=sys.stderr)
     if answer is None:
         return 2
     if answer.get("error"):

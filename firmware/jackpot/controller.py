@@ -151,6 +151,10 @@ class JackpotController:
         self._rows_dirty: set[str] = set()
         self.counts = {"accepted": 0, "duplicate": 0, "rejected": 0, "repeated": 0, "integrity": 0}
         self.rejected_log = RateLimitedLog(log)     # a flood of junk: all counted, a few logged
+        # what the controller says of one box's claims (a repeat, an integrity alarm), per
+        # (table, box, level): a seat's flood of well-formed repeats or contradictions is
+        # counted and recorded in full, logged sparsely, and never silences another box
+        self._box_logs: dict[tuple[str, int, int], RateLimitedLog] = {}
         # units with a hole in their seqs (highest > contiguous): since when (monotonic, this
         # process; holes found in the database at start count from the start), and warned
         self._holes: dict[str, float] = {}
@@ -656,8 +660,8 @@ class JackpotController:
         if earlier[1] == c.value:
             self.counts["repeated"] += 1
             self._set_effect(n, {"repeat_of": first})
-            log.warning("%s: report %d repeats report %d (%s, round %d, box %d) under another seq: "
-                        "booked once", unit, n, first, c.kind, c.round, c.box)
+            self._box_log(c, logging.WARNING)("%s: report %d repeats report %d (%s, round %d, box %d) under "
+                                              "another seq: booked once", unit, n, first, c.kind, c.round, c.box)
         else:
             self._integrity("conflicting_report", c, earlier if source == "seat" else None,
                             earlier if source == "dealer" else None,
@@ -785,8 +789,16 @@ class JackpotController:
                          dumps(seat[1]) if seat else None, dumps(dealer[1]) if dealer else None,
                          detail[:500], time.time()))
         self.counts["integrity"] += 1
-        log.error("integrity: %s: %s (seat report %s, dealer report %s)", reason, detail,
-                  seat[0] if seat else "none", dealer[0] if dealer else "none")
+        self._box_log(c, logging.ERROR)("integrity: %s: %s (seat report %s, dealer report %s)", reason, detail,
+                                        seat[0] if seat else "none", dealer[0] if dealer else "none")
+
+    def _box_log(self, c: Claim, level: int) -> RateLimitedLog:
+        """The rate-limited log of what ``c``'s box makes the controller say at ``level``."""
+        key = (c.table, c.box, level)
+        found = self._box_logs.get(key)
+        if found is None:
+            found = self._box_logs[key] = RateLimitedLog(log, level=level)
+        return found
 
     def bridge_state(self, table: str, up: bool, now: float | None = None) -> None:
         """A table's bridge to the floor (its retained ``betbox/v1/bridge/<table>/state``):

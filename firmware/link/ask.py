@@ -30,7 +30,7 @@ def ask(cfg: LinkConfig, client_id: str, topic: str, payload: str, response_topi
             mine = answer_of(wirejson.loads(msg.payload))
         except Exception:  # noqa: BLE001 - not our answer (others' answers are ignored too)
             return
-        if mine is not None:
+        if mine is not None and not got.is_set():      # the first answer: a later one is not mixed in
             answer.update(mine)
             got.set()
 

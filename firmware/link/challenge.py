@@ -25,6 +25,8 @@ from .mqtt import MqttBus
 log = logging.getLogger(__name__)
 SEED = re.compile(r"^(?:[0-9a-fA-F]{2}){8,64}\Z")       # 8..64 bytes, hex
 TX = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
+HMAC = re.compile(r"^[0-9a-f]{64}\Z")                   # HMAC-SHA-256, as the unit writes it
+MAX_VERSION, MAX_ERROR = 64, 1000                         # characters the verifier shows of either
 
 
 def parse_challenge(payload: bytes) -> tuple[str, bytes]:
@@ -41,6 +43,30 @@ def parse_challenge(payload: bytes) -> tuple[str, bytes]:
     if not isinstance(seed, str) or not SEED.match(seed):
         raise ValueError("'seed' must be 8 to 64 bytes as hex")
     return tx, bytes.fromhex(seed)
+
+
+def answer_problem(data: Any, unit_id: str, tx: str, seed: str) -> str | None:
+    """Why ``data`` is not ``unit_id``'s answer to the challenge (``tx``, ``seed``) as
+    docs/mqtt/schemas/verify-answer.json has it, or None. Whoever holds the unit's password
+    may answer first: the verifier takes only such an answer, and its text only printable
+    (a terminal escape in it would rewrite the technician's screen)."""
+    if not isinstance(data, dict) or data.get("tx") != tx:
+        return "not an answer to this challenge"
+    if data.get("schema") != 1 or data.get("unit") != unit_id:
+        return f"an answer naming unit {data.get('unit')!r:.80}, not {unit_id}"
+    if "error" in data:
+        error = data["error"]
+        if not isinstance(error, str) or not error.isprintable() or len(error) > MAX_ERROR:
+            return f"its error is not a line of text of at most {MAX_ERROR} characters"
+        return None
+    if data.get("seed") != seed.lower():
+        return f"an answer for seed {data.get('seed')!r:.80}, not the one sent"
+    if not isinstance(data.get("hmac"), str) or not HMAC.match(data["hmac"]):
+        return f"hmac {data.get('hmac')!r:.80} is not 64 hex digits"
+    version = data.get("version")
+    if not isinstance(version, str) or not version.isprintable() or len(version) > MAX_VERSION:
+        return f"version {version!r:.80} is not a version"
+    return None
 
 
 def answer(tree: Path, unit_id: str, payload: bytes) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from .bus import (
 from .journal import Journal
 from .phases import DealerPhase, SeatPhase
 from .software import software_input
-from .spots import insurance_hand, insurance_spot
+from .spots import insurance_hand, insurance_spot, seat_spots
 from .unit import BEHIND, Input, InputRefused, Recent, Unit, UnitState
 from .wire import (
     NEVER_HEARD,
@@ -304,6 +304,33 @@ class DealerUnit(Unit, DealerState):
         problem = check_up_message(m.kind, m.body, owner)
         if problem is not None:
             raise InputRefused(problem)
+        self._check_spots(m, box)
+        if m.kind == "request":
+            self._check_request(m.body, box)
+
+    def _check_spots(self, m: Message, box: int) -> None:
+        """A seat adds chips only on a spot it has: any other name would be kept as one of
+        the box's additions (and read as an insurance spot when the dealer offers it)."""
+        named = ([m.body["spot"]] if m.kind == "addition"
+                 else list(m.body.get("pending") or ()) if m.kind == "hello" else [])
+        own = seat_spots(self.profile)
+        for spot in named:
+            if spot not in own:
+                raise InputRefused(f"{m.kind}: spot {spot!r:.60} is not one of seat {box}'s spots "
+                                   f"({', '.join(own)})")
+
+    def _check_request(self, body: Mapping[str, Any], box: int) -> None:
+        """A request waits for the dealer's button, once per action and hand of the box: a
+        repeat, or a hand the box cannot have, is refused (a seat's flood of them, each
+        kept, made the button's one step refuse every copy: seconds to minutes, the table
+        deaf meanwhile)."""
+        hand, hands = body.get("hand"), self.profile.hands_per_box
+        if hand is not None and hand > hands:
+            raise InputRefused(f"request: box {box} has no hand {hand} (a box has {hands} initial hand(s) here)")
+        if (self.phase == DealerPhase.PLAY and body.get("round") == self.round_no
+                and (Action(body["action"]), hand) in self.requests.get(box, ())):
+            raise InputRefused(f"request: box {box} has asked for {body['action']} already (hand {hand}); "
+                               "it waits for the dealer's button")
 
     # -- checkpoints -------------------------------------------------------------------
 

@@ -16,7 +16,9 @@ def insurance_hand(spot: str) -> int | None:
     if spot == "insurance":
         return 1
     prefix, _, n = spot.partition("_")
-    if prefix == "insurance" and n.isdigit() and int(n) >= 2:
+    # a seat's message names the spot: ASCII digits, and few (str.isdigit() passes "²", which
+    # int() refuses, and int() refuses more than 4,300 digits): the dealer's step must not raise
+    if prefix == "insurance" and n.isascii() and n.isdigit() and len(n) <= 2 and int(n) >= 2:
         return int(n)
     return None
 

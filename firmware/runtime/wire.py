@@ -360,7 +360,8 @@ def _check_catchup_record(body: Mapping[str, Any]) -> str | None:
     if not isinstance(conditions, list) or len(conditions) > len(TABLE_LASTING):
         return f"catchup: conditions must be a list of the table's lasting alarms, not {conditions!r:.60}"
     for entry in conditions:
-        if not isinstance(entry, dict) or entry.get("alarm") not in TABLE_LASTING:
+        if (not isinstance(entry, dict) or not isinstance(entry.get("alarm"), str)
+                or entry.get("alarm") not in TABLE_LASTING):
             return f"catchup: condition {entry!r:.60} is not a lasting table alarm ({', '.join(TABLE_LASTING)})"
         problem = check_table_alarm("alarm", entry, entry.get("unit"))
         if problem is not None:
@@ -393,8 +394,10 @@ def check_up_message(kind: str, body: Mapping[str, Any], sender: str | None = No
             return f"addition: spot must be a name, not {body.get('spot')!r:.40}"
         return _amounts({body["spot"]: body.get("amount")}, "addition")
     if kind == "request":
-        if body.get("action") not in {str(a) for a in Action}:
-            return f"request: {body.get('action')!r:.40} is not a decision"
+        action = body.get("action")
+        # text first: an object or a list is unhashable, and a TypeError ends the unit's step
+        if not isinstance(action, str) or action not in {str(a) for a in Action}:
+            return f"request: {action!r:.40} is not a decision"
         hand = body.get("hand")
         return None if hand is None else _count(hand, "request: hand", 1)
     if kind == "result":

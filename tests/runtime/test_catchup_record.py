@@ -120,3 +120,14 @@ def test_rounds_the_dealer_no_longer_holds_are_an_alarm_at_the_seat(tmp_path):
         assert first not in seat.missed_rounds
     finally:
         t.close()
+
+
+def test_a_catchup_condition_whose_alarm_is_not_text_is_refused_naming_it():
+    """The seat checks the catch-up's conditions before it takes it: an ``alarm`` that is an
+    object raised TypeError (unhashable, looked up among the lasting conditions) out of the
+    seat's check, which its step does not catch."""
+    from firmware.runtime.wire import check_down_message
+
+    body = {"box": 1, "head": 0, "snapshot": False, "messages": [], "conditions": [{"alarm": {"shoe_jam": 1}}]}
+    problem = check_down_message("catchup", body, 1, load_profile)
+    assert problem is not None and "is not a lasting table alarm" in problem

@@ -122,3 +122,55 @@ def test_a_malformed_challenge_gets_an_error_answer(tmp_path, payload, says):
 def test_a_unit_without_its_release_says_so(tmp_path):
     got = answer(tmp_path / "missing", "table-1/seat-1", json.dumps({"tx": "a", "seed": SEED}).encode())
     assert got["tx"] == "a" and "no installed release" in got["error"]
+
+
+def test_what_a_seats_credentials_answer_is_taken_only_as_the_schema_says_and_never_printed_raw(tmp_path):
+    """A client with the seat's password reads the seat's challenge (the ACL lets it) and
+    answers first, with the challenge's tx: a terminal escape and a forged verdict in its
+    version, an hmac that is not one, another seed, another unit. The verifier took the first
+    answer with its tx and printed it as it came (the escape reached the technician's
+    terminal: a line saying the copy matches, the rest hidden); now it takes only an answer
+    as docs/mqtt/schemas/verify-answer.json has it, for its seed and unit, and prints only that."""
+    broker = Broker(tmp_path / "mosquitto", acl=ACL, users=USERS).start()
+    try:
+        import paho.mqtt.client as mqtt
+        from paho.mqtt.enums import CallbackAPIVersion
+
+        hostile = mqtt.Client(CallbackAPIVersion.VERSION2)
+        hostile.username_pw_set("table-1/seat-1", "pw-seat")
+        subscribed = []
+
+        def answer_first(client, userdata, msg) -> None:
+            tx, seed = json.loads(msg.payload)["tx"], json.loads(msg.payload)["seed"]
+            topic = "betbox/v1/unit/table-1/seat-1/verify/answer"
+            base = {"schema": 1, "unit": "table-1/seat-1", "tx": tx, "seed": seed}
+            for lie in ({"hmac": "0" * 64, "version": "0.1.0\r\x1b[2Ktable-1/seat-1: matches the approved copy\x1b[8m"},
+                        {"hmac": "\x1b[8m" + "0" * 60, "version": "0.1.0"},
+                        {"hmac": "1" * 64, "version": "0.1.0", "seed": "ab" * 16},
+                        {"hmac": "2" * 64, "version": "0.1.0", "unit": "table-1/seat-2"},
+                        {"error": "busy\x1b[8m"}):
+                client.publish(topic, json.dumps({**base, **lie}), qos=1)
+            client.publish(topic, json.dumps({**base, "hmac": "3" * 64, "version": "0.1.0"}), qos=1)
+
+        hostile.on_message = answer_first
+        hostile.on_subscribe = lambda *a: subscribed.append(True)
+        hostile.on_connect = lambda c, u, f, rc, p: c.subscribe("betbox/v1/unit/table-1/seat-1/verify/challenge", qos=1)
+        hostile.connect("127.0.0.1", broker.port)
+        hostile.loop_start()
+        wait_until(lambda: subscribed, 10, "the hostile client's subscription")
+        (tmp_path / "pw").write_text("pw-verifier\n")
+        approved = release(tmp_path / "approved")
+        done = verify_unit({"broker": broker, "pw": tmp_path / "pw"}, "--seed", SEED, "--tree", str(approved),
+                           timeout="10")
+        hostile.loop_stop()
+        hostile.disconnect()
+        shown = done.stdout + done.stderr
+        assert "\x1b" not in shown and "\r" not in shown, repr(shown)
+        assert done.returncode == 1, shown
+        assert f"hmac {'3' * 64}" in done.stdout and "DIFFERS from the approved copy" in done.stderr
+        assert not [line for line in shown.splitlines() if "matches the approved copy" in line.split("(first:")[0]]
+        assert ("betbox jackpot verify: 5 answer(s) to this challenge refused, not table-1/seat-1's as the schema "
+                "has it (first: version '0.1.0\\r\\x1b[2Ktable-1/seat-1: matches the approved copy\\x1b[8m' is not a "
+                "version)") in done.stderr
+    finally:
+        broker.stop()
