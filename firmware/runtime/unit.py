@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import queue
+import reprlib
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
@@ -262,6 +263,7 @@ class Unit(UnitState, ABC):
         # inputs refused as malformed or forged since this unit started (not journalled:
         # they are not inputs of the game; logged, counted, the newest kept for the screen)
         self.rejected = 0
+        self.check_faults = 0           # inputs refused because checking them failed (a fault)
         self.rejections = Recent(32)
         self.rejected_log = RateLimitedLog(log)   # a flood of forged offers: all counted, a few logged
         self._evidence_tokens = float(EVIDENCE_PER_MINUTE)
@@ -329,6 +331,14 @@ class Unit(UnitState, ABC):
             taken = self.check_input(kind, body)
         except ValueError as exc:                # InputRefused, or a body the role cannot read
             self.reject(kind, body, str(exc))
+            return False
+        except Exception as exc:  # noqa: BLE001 - a check that fails on an input refuses it
+            # A check only reads (nothing is changed or journalled before it returns), so an
+            # input that trips a fault in it is refused like a malformed one, naming the fault:
+            # the dispatch loop, and the table with it, is not stopped by one hostile message
+            self.check_faults += 1
+            self.reject(kind, body, f"could not be checked, a fault in betbox ({type(exc).__name__}: "
+                                    f"{reprlib.repr(str(exc))}); please report it")
             return False
         accepted = self._take(taken)
         if not accepted:
