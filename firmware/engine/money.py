@@ -74,10 +74,10 @@ def parse_odds(value: Any) -> Fraction:
     """Odds to one: ``"3:2"``, ``"3 to 2"``, ``25`` or ``1.5``."""
     if isinstance(value, str) and (":" in value or " to " in value):
         left, _, right = value.replace(" to ", ":").partition(":")
-        try:
-            num, den = Fraction(left.strip()), Fraction(right.strip())
-        except ValueError:
-            raise ValueError(f"cannot read odds {value!r} (write e.g. \"3:2\")") from None
+        try:                           # each side an amount: Fraction("1e999999999") is exact, and endless
+            num, den = parse_amount(left), parse_amount(right)
+        except ValueError as exc:
+            raise ValueError(f"cannot read odds {reprlib.repr(value)} (write e.g. \"3:2\"): {exc}") from None
         if den <= 0 or num <= 0:
             raise ValueError(f"odds {value!r} must be positive")
         return num / den
