@@ -18,6 +18,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from firmware.engine.strict import read_text
 from hal.events import normalise_uid
 
 
@@ -64,6 +65,7 @@ class SpotWager:
 
 
 MAX_DENOMINATION = Decimal("1000000")
+MAX_REGISTRY_BYTES = 50_000_000         # about a million chips
 STATUS_ALIASES = {"stolen": "barred"}  # a stolen chip is barred; the file may say which
 CSV_COLUMNS = ("uid", "denomination", "status")
 
@@ -104,7 +106,7 @@ class ChipRegistry:
     @classmethod
     def load(cls, path: str | Path) -> "ChipRegistry":
         path = Path(path)
-        return cls.from_csv(path.read_text(encoding="utf-8"), source=str(path))
+        return cls.from_csv(read_text(path, MAX_REGISTRY_BYTES, "a chip registry"), source=str(path))
 
     @classmethod
     def from_csv(cls, text: str, source: str = "<chips>") -> "ChipRegistry":

@@ -37,12 +37,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from firmware.config import ID, ConfigError, parse_config
-from firmware.engine.strict import Section
+from firmware.engine.strict import Section, read_text
 
 ROLES = ("seat", "dealer", "jackpot")
 OWNER = "betbox"
 CONFIG_DIR = "etc/betbox"
 PEM = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----")
+MAX_PROVISIONING_BYTES = 1_000_000      # a unit's identity, link and three PEM files: a few KB
 
 
 class ProvisionError(ValueError):
@@ -124,7 +125,7 @@ class Provisioning:
 def read_provisioning(path: Path) -> Provisioning:
     source = str(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text(path, MAX_PROVISIONING_BYTES, "a provisioning file"))
     except OSError as exc:
         raise ProvisionError(f"cannot read {path}: {exc.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from firmware.engine.strict import Section
+from firmware.engine.strict import Section, read_text
 
 from .money import parse_amount, parse_odds, round_down_to_cent
 
@@ -42,6 +42,7 @@ DEALER_BJ_COLLECTS = ("initial_bet", "all")
 SURRENDER_WINDOWS = ("before_any_draw", "own_first_decision")
 OVER_MAXIMUM = ("pro_rata", "refuse")
 UNDER_MINIMUM = ("play", "refuse")
+MAX_PROFILE_BYTES = 1_000_000           # a rule document's profile is a hundred lines
 
 
 @dataclass(frozen=True)
@@ -391,7 +392,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
     is_path = isinstance(name_or_path, Path) or path.suffix == ".toml" or len(path.parts) > 1
     if is_path:
         try:
-            raw = path.read_text(encoding="utf-8")
+            raw = read_text(path, MAX_PROFILE_BYTES, "a profile")     # (/dev/zero has no size)
         except OSError as exc:
             raise ProfileError(f"cannot read profile {path}: {exc.strerror}") from None
         text_source = str(path)

@@ -14,6 +14,7 @@ from typing import Callable
 import pytest
 
 from firmware.cli import main
+from tests.tech.configs import seat_config
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGE = str(10**30)
@@ -187,3 +188,50 @@ def test_an_unexpected_fault_is_one_line_with_exit_code_3(tmp_path, capsys, monk
     code, err = run(capsys, ["settle", str(path)])
     assert code == 3 and "Traceback" not in err
     assert err.startswith(f"betbox settle: settle {path}: failed: KeyError") and len(err.splitlines()) == 1
+
+
+def _one_gib() -> None:
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+SPECIAL_FILE_CASES = [
+    ["run", "--config", "/dev/zero", "--check"],
+    ["diag", "--config", "/dev/zero"],
+    ["chips", "list", "--file", "/dev/zero"],
+    ["provision", "/dev/zero", "--check"],
+    ["strategy", "--profile", "/dev/zero"],
+    ["jackpot", "serve", "--broker", "mqtt://127.0.0.1:1", "--db", "{tmp}/j.db", "--pools", "/dev/zero"],
+    ["run", "--config", "{tmp}/seat.toml", "--check"],            # [seat] chips = "/dev/zero"
+    ["run", "--config", "{tmp}/dealer.toml", "--check"],          # [game] profile = "/dev/zero"
+]
+
+
+@pytest.mark.parametrize("argv", SPECIAL_FILE_CASES, ids=[" ".join(a[:2]) + f" {i}" for i, a in
+                                                          enumerate(SPECIAL_FILE_CASES)])
+def test_a_special_file_is_refused_by_its_size_not_read_for_ever(tmp_path, argv):
+    """/dev/zero has no size (st_size 0): a configuration, chip registry, provisioning file,
+    profile or pools file was read whole, gigabytes a few seconds until the memory ran out (on a
+    unit the OOM killer; here a 1 GiB cap). Each is read to its bound and refused, naming it."""
+    seat = seat_config(tmp_path)
+    seat.write_text(seat.read_text().replace(f'chips = "{tmp_path / "chips.csv"}"', 'chips = "/dev/zero"'))
+    (tmp_path / "dealer.toml").write_text(f"""
+[unit]
+role = "dealer"
+id = "dealer"
+table = "t"
+state_dir = "{tmp_path / 'state'}"
+[game]
+profile = "/dev/zero"
+[hardware.card_shoe]
+backend = "mock"
+[hardware.console]
+backend = "mock"
+""")
+    for config in ("seat.toml", "dealer.toml"):
+        assert '= "/dev/zero"' in (tmp_path / config).read_text()
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    proc = subprocess.run([sys.executable, "-m", "firmware", *argv], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, preexec_fn=_one_gib)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "/dev/zero" in proc.stderr and "larger than" in proc.stderr, proc.stderr
