@@ -60,8 +60,9 @@ def _read(path: str, missing_ok: bool = False) -> str:
 
 def _replace(path: str, text: str) -> None:
     """Write ``text`` to a new file beside ``path`` and rename it over: a reader (or a crash)
-    sees the old registry or the new one, never half of one."""
-    target = Path(path)
+    sees the old registry or the new one, never half of one. A registry behind a symlink is
+    replaced where it is: renamed over, the link itself would become the new file."""
+    target = Path(os.path.realpath(path))
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o640
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
