@@ -759,9 +759,15 @@ def open_readonly(path: str | Path) -> Journal:
         j._db.close()
         raise JournalError(f"{active}: its records cannot be read: {exc}") from None
     am = meta if active is not None else {}
-    j.last_step = max(row[0], int(am.get("base_step", 0)))
-    j.last_seq = max(row[1], int(am.get("base_seq", 0)))
-    j.after_round = int(am.get("after_round", 0))
+    try:                # SQLite keeps any type in any column: a damaged file's step may be a text
+        if not all(type(n) is int for n in row):
+            raise ValueError(f"its highest step and sequence number are {row[0]!r:.40} and {row[1]!r:.40}")
+        j.last_step = max(row[0], int(am.get("base_step", 0)))
+        j.last_seq = max(row[1], int(am.get("base_seq", 0)))
+        j.after_round = int(am.get("after_round", 0))
+    except ValueError as exc:
+        j._db.close()
+        raise JournalError(f"{source}: not a journal this firmware reads: {exc}") from None
     j.first_round = j._db.execute("SELECT MIN(round) FROM record WHERE round > ?", (j.after_round,)).fetchone()[0]
     j.writes = 0
     return j

@@ -5,6 +5,7 @@ message naming the input, never a traceback. A few run as real processes too."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -60,6 +61,13 @@ def hostile(tmp: Path) -> dict[str, str]:
     db.commit()
     db.close()
     out["corrupt_state"] = str(tmp / "state")
+    # a copy whose record has a text where its sequence number belongs (SQLite keeps any type)
+    shutil.copytree(tmp / "state", tmp / "text_seq")
+    db = sqlite3.connect(tmp / "text_seq" / "table-1" / "dealer" / "journal.db")
+    db.execute("UPDATE record SET seq = 'x' WHERE id = 4")
+    db.commit()
+    db.close()
+    out["text_seq"] = str(tmp / "text_seq")
     (tmp / "dir_journal" / "journal.db").mkdir(parents=True)
     out["dir_journal"] = str(tmp / "dir_journal")
     return out
@@ -98,6 +106,8 @@ CASES: list[Case] = [
      lambda f: f["corrupt_state"]),
     ("journal show corrupt records", lambda f: ["journal", "show", f["corrupt_state"]], lambda f: f["corrupt_state"]),
     ("journal show db is a directory", lambda f: ["journal", "show", f["dir_journal"]], lambda f: f["dir_journal"]),
+    ("journal stats a text seq", lambda f: ["journal", "stats", f["text_seq"]], lambda f: f["text_seq"]),
+    ("journal show a text seq", lambda f: ["journal", "show", f["text_seq"]], lambda f: f["text_seq"]),
     ("journal stats db is a directory", lambda f: ["journal", "stats", f["dir_journal"]], lambda f: f["dir_journal"]),
     ("jackpot report db is a directory", lambda f: ["jackpot", "report", "--db", f["a_dir"]], lambda f: "a_dir"),
     ("jackpot report garbage db", lambda f: ["jackpot", "report", "--db", f["garbage.db"]], lambda f: "garbage.db"),
