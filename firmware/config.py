@@ -205,7 +205,7 @@ def parse_config(data: Mapping[str, Any], source: str = "<config>", base: Path |
     role = unit.choice("role", ROLES)
     unit_id = unit.ident("id")
     table = unit.ident("table") if role != "jackpot" else ""
-    state_dir = Path(unit.get("state_dir", str))
+    state_dir = unit.path("state_dir")
     unit.finish()
     link, jackpot_link = _link(top, source, base, required=role == "jackpot")
     if role == "jackpot":

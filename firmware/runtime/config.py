@@ -7,6 +7,7 @@ assembles the unit's configuration from these and the other packages' sections.
 from __future__ import annotations
 
 import re
+import reprlib
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,14 @@ class UnitSection(Section):
 
     def __init__(self, data: Any, name: str, source: str, error: type[ValueError] = ConfigError) -> None:
         super().__init__(data, name, source, error)
+
+    def path(self, key: str) -> Path:
+        """A file or directory: never empty (that is the working directory, wherever the unit
+        was started) and without a NUL (no file has one: the start would fail on it)."""
+        value = self.get(key, str)
+        if not value or "\0" in value:
+            raise self.fail(key, f"{reprlib.repr(value)} is not a path")
+        return Path(value)
 
     def ident(self, key: str) -> str:
         value = self.get(key, str)
@@ -111,7 +120,7 @@ def read_seat(seat: UnitSection) -> dict[str, Any]:
     if "main" not in spots:
         raise seat.fail("spots", "a seat needs a 'main' spot")
     out["spots"] = tuple(spots)
-    out["chips"] = Path(seat.get("chips", str))
+    out["chips"] = seat.path("chips")
     out["confirm_cycles"] = seat.int_in("confirm_cycles", 1, 20, 2)
     out["release_cycles"] = seat.int_in("release_cycles", 1, 50, 3)
     seat.finish()

@@ -121,6 +121,22 @@ def _toml(name: str, body: dict, prefix: str = "") -> str:
     return out
 
 
+@pytest.mark.parametrize("name, section, key, value", [
+    ("dealer.toml", "unit", "state_dir", ""),
+    ("dealer.toml", "unit", "state_dir", "/var/lib/betbox/\0dealer"),
+    ("seat.toml", "seat", "chips", "/etc/betbox/\0chips.csv"),
+    ("seat.toml", "seat", "chips", ""),
+])
+def test_an_empty_path_or_one_with_a_nul_is_no_path(name, section, key, value):
+    """state_dir = "" was the working directory, wherever the unit happened to be started (its
+    journal there, a start from elsewhere on an empty one); a NUL passed --check ("configuration
+    OK") and the start failed on "embedded null byte", naming no key."""
+    data = example(name)
+    data[section][key] = value
+    with pytest.raises(ConfigError, match=rf"\[{section}\] {key}: .* is not a path"):
+        parse_config(data, name)
+
+
 def test_a_bad_seat_configuration_names_section_and_key():
     data = example("seat.toml")
     data["seat"]["box"] = 0
