@@ -43,6 +43,10 @@ def test_the_examples_are_valid(name):
     (lambda d: d["game"].update(decks=9), "[game] decks: 9 is out of range 4..8"),
     (lambda d: d["limits"].update(main=[500, 10]), "[limits] main"),
     (lambda d: d["limits"].update(top_3=[1, 2]), "[limits] top_3: not a bet"),
+    # a table's amounts are at most 10**9 (README; betbox settle refuses a script's limit above)
+    (lambda d: d["limits"].update(main=[10, 1e100]), "[limits] main: [10, 1e+100] is not a valid [minimum, maximum]"),
+    (lambda d: d["limits"].update(main=[10, "1e99"]), "[limits] main: [10, '1e99'] is not a valid"),
+    (lambda d: d["limits"].update(main=[10, 10**9 + 1]), "at most 1000000000"),
     (lambda d: d["unit"].update(role="croupier"), "[unit] role"),
     (lambda d: d["game"].update(profile="no-such"), "[game] profile"),
     (lambda d: d["journal"].update(synchronous="OFF"), "[journal] synchronous"),
