@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import enum
 import io
+import reprlib
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -121,7 +122,7 @@ class ChipRegistry:
         header = next(rows, None)
         if header is None or tuple(h.strip().lower() for h in header) != CSV_COLUMNS:
             raise ChipRegistryError(f"{source} line 1: header must be "
-                                    f"{','.join(CSV_COLUMNS)}, got {header!r}")
+                                    f"{','.join(CSV_COLUMNS)}, got {reprlib.repr(header)}")
         chips: list[Chip] = []
         first_line: dict[str, int] = {}
         for row in rows:
@@ -137,7 +138,7 @@ class ChipRegistry:
                                                        row[2].strip().lower()))
             except ValueError as exc:
                 what = str(exc) if "is not a valid ChipStatus" not in str(exc) else (
-                    f"status {row[2].strip()!r} must be one of "
+                    f"status {reprlib.repr(row[2].strip())} must be one of "
                     f"{', '.join(s.value for s in ChipStatus)} or stolen")
                 raise ChipRegistryError(f"{source} line {line}: {what}") from None
             if uid in first_line:

@@ -43,6 +43,9 @@ def hostile(tmp: Path) -> dict[str, str]:
         "bad_utf8.json": b'{"profile": "\xff"}',
         "garbage.db": b"\x00\x01 not a database at all " * 100,
         "chips_field.csv": b"uid,denomination,status\n\"" + b"0" * 200_000 + b'",5,valid\n',
+        "chips_header.csv": b"uid," * 30_000 + b"\n",
+        "chips_uid.csv": b"uid,denomination,status\n" + b"A" * 100_000 + b",5,valid\n",
+        "chips_status.csv": b"uid,denomination,status\n0A01,5," + b"x" * 100_000 + b"\n",
     }
     out = {}
     for name, data in files.items():
@@ -143,6 +146,12 @@ CASES: list[Case] = [
      lambda f: "garbage.db"),
     ("chips list field beyond csv's limit", lambda f: ["chips", "list", "--file", f["chips_field.csv"]],
      lambda f: "chips_field.csv"),
+    ("chips list a 120,000-character header", lambda f: ["chips", "list", "--file", f["chips_header.csv"]],
+     lambda f: "chips_header.csv line 1"),
+    ("chips list a 100,000-character UID", lambda f: ["chips", "list", "--file", f["chips_uid.csv"]],
+     lambda f: "chips_uid.csv line 2: not a tag UID"),
+    ("chips list a 100,000-character status", lambda f: ["chips", "list", "--file", f["chips_status.csv"]],
+     lambda f: "chips_status.csv line 2"),
     ("chips list invalid UTF-8", lambda f: ["chips", "list", "--file", f["bad_utf8.json"]], lambda f: "bad_utf8.json"),
     ("chips enrol 5000-digit denomination", lambda f: ["chips", "enrol", "--file", f["missing"], "0A01", "9" * 5000],
      lambda f: "denomination"),
