@@ -221,6 +221,7 @@ SPECIAL_FILE_CASES = [
     ["provision", "/dev/zero", "--check"],
     ["strategy", "--profile", "/dev/zero"],
     ["jackpot", "serve", "--broker", "mqtt://127.0.0.1:1", "--db", "{tmp}/j.db", "--pools", "/dev/zero"],
+    ["device", "shoe", "--script", "/dev/zero", "--exit"],
     ["run", "--config", "{tmp}/seat.toml", "--check"],            # [seat] chips = "/dev/zero"
     ["run", "--config", "{tmp}/dealer.toml", "--check"],          # [game] profile = "/dev/zero"
 ]
