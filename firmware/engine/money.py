@@ -12,6 +12,7 @@ person reads; :func:`is_whole_cents` the cents check.
 
 from __future__ import annotations
 
+import re
 import reprlib
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -144,6 +145,11 @@ def share_text(share: Fraction) -> str:
 def exact_text(amount: Fraction) -> str:
     """Exact, whatever the amount: ``"5"``, ``"15/2"`` (a checkpoint's form; never rounded)."""
     return str(Fraction(amount))
+
+
+#: a stored amount (a checkpoint, the controller's books): :func:`exact_text`'s ``"15/2"`` or a
+#: decimal's ``"1234.5"``, never an exponent: Fraction("1e999999999") is exact, a billion digits
+EXACT_TEXT = re.compile(r"-?[0-9]{1,60}(?:\.[0-9]{1,60})?(?:/[0-9]{1,60})?\Z")
 
 
 def is_whole_cents(amount: Fraction) -> bool:

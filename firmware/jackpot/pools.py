@@ -28,19 +28,15 @@ they are metered only.
 from __future__ import annotations
 
 import functools
-import re
 import reprlib
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from firmware.engine.money import round_down_to_cent
+from firmware.engine.money import EXACT_TEXT, round_down_to_cent
 
 ZERO = Fraction(0)
-#: a stored amount as :func:`money` writes it (``"1234.5"``, ``"15/7"``), never an exponent:
-#: Fraction("1e999999999") is exact, a number of a billion digits
-STORED_MONEY = re.compile(r"-?[0-9]{1,60}(?:\.[0-9]{1,60})?(?:/[0-9]{1,60})?\Z")
 
 
 def money(value: Fraction) -> str:
@@ -131,7 +127,7 @@ class PoolState:
         fields: dict[str, Any] = {}
         for k, v in data.items():
             kind = kinds.get(k)
-            if kind is Fraction and isinstance(v, str) and STORED_MONEY.match(v):
+            if kind is Fraction and isinstance(v, str) and EXACT_TEXT.match(v):   # (never an exponent)
                 fields[k] = Fraction(v)
             elif kind in (int, bool) and type(v) is kind:
                 fields[k] = v
