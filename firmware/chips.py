@@ -13,11 +13,13 @@ from __future__ import annotations
 import csv
 import enum
 import io
+import reprlib
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from firmware.engine.strict import read_text
 from hal.events import normalise_uid
 
 
@@ -64,6 +66,7 @@ class SpotWager:
 
 
 MAX_DENOMINATION = Decimal("1000000")
+MAX_REGISTRY_BYTES = 50_000_000         # about a million chips
 STATUS_ALIASES = {"stolen": "barred"}  # a stolen chip is barred; the file may say which
 CSV_COLUMNS = ("uid", "denomination", "status")
 
@@ -104,7 +107,7 @@ class ChipRegistry:
     @classmethod
     def load(cls, path: str | Path) -> "ChipRegistry":
         path = Path(path)
-        return cls.from_csv(path.read_text(encoding="utf-8"), source=str(path))
+        return cls.from_csv(read_text(path, MAX_REGISTRY_BYTES, "a chip registry"), source=str(path))
 
     @classmethod
     def from_csv(cls, text: str, source: str = "<chips>") -> "ChipRegistry":
@@ -119,7 +122,7 @@ class ChipRegistry:
         header = next(rows, None)
         if header is None or tuple(h.strip().lower() for h in header) != CSV_COLUMNS:
             raise ChipRegistryError(f"{source} line 1: header must be "
-                                    f"{','.join(CSV_COLUMNS)}, got {header!r}")
+                                    f"{','.join(CSV_COLUMNS)}, got {reprlib.repr(header)}")
         chips: list[Chip] = []
         first_line: dict[str, int] = {}
         for row in rows:
@@ -135,7 +138,7 @@ class ChipRegistry:
                                                        row[2].strip().lower()))
             except ValueError as exc:
                 what = str(exc) if "is not a valid ChipStatus" not in str(exc) else (
-                    f"status {row[2].strip()!r} must be one of "
+                    f"status {reprlib.repr(row[2].strip())} must be one of "
                     f"{', '.join(s.value for s in ChipStatus)} or stolen")
                 raise ChipRegistryError(f"{source} line {line}: {what}") from None
             if uid in first_line:

@@ -46,6 +46,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping
 
+from firmware.engine.strict import read_text
 from firmware.jackpot.config import JackpotConfig, JackpotConfigError, read_jackpot_section, read_store_section
 from firmware.link import topics
 from firmware.link.config import LinkConfig, LinkConfigError, load_link_config
@@ -204,7 +205,7 @@ def parse_config(data: Mapping[str, Any], source: str = "<config>", base: Path |
     role = unit.choice("role", ROLES)
     unit_id = unit.ident("id")
     table = unit.ident("table") if role != "jackpot" else ""
-    state_dir = Path(unit.get("state_dir", str))
+    state_dir = unit.path("state_dir")
     unit.finish()
     link, jackpot_link = _link(top, source, base, required=role == "jackpot")
     if role == "jackpot":
@@ -253,9 +254,7 @@ def load_config(path: str | Path) -> UnitConfig:
     try:
         if path.is_dir():
             raise ConfigError(f"cannot read {path}: it is a directory")
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes: not a unit configuration")
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, MAX_CONFIG_BYTES, "a unit configuration")     # (/dev/zero has no size)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:

@@ -30,6 +30,11 @@ class ScriptError(ValueError):
     """A script that is malformed or asks for something the rules refuse."""
 
 
+class MalformedScript(ScriptError):
+    """A script that is not one: a wrong type, box, amount, card or decision word, an unknown
+    key or profile (``betbox settle`` exits 2, bad input; a round the rules refuse exits 1)."""
+
+
 MAX_AMOUNT = Fraction(10**9)   # no bet, limit or meter on a table comes near a thousand million
 MAX_AMOUNT_TEXT = 32           # characters in an amount written as text
 
@@ -37,11 +42,11 @@ MAX_AMOUNT_TEXT = 32           # characters in an amount written as text
 def _box_key(key: Any, where: str) -> int:
     text = str(key).strip() if isinstance(key, (str, int)) and not isinstance(key, bool) else None
     if text is None or len(text) > 3 or not text.isdigit():
-        raise ScriptError(f"{where}: {_short(key)} is not a box number (boxes are 1 to {MAX_BOX} from the "
+        raise MalformedScript(f"{where}: {_short(key)} is not a box number (boxes are 1 to {MAX_BOX} from the "
                           "dealer's left)")
     n = int(text)
     if not 1 <= n <= MAX_BOX or str(n) != text:
-        raise ScriptError(f"{where}: {_short(key)} is not a box number (boxes are 1 to {MAX_BOX} from the "
+        raise MalformedScript(f"{where}: {_short(key)} is not a box number (boxes are 1 to {MAX_BOX} from the "
                           "dealer's left)")
     return n
 
@@ -55,15 +60,15 @@ def _short(value: Any) -> str:
 def _amount(value: Any, where: str) -> Fraction:
     """An amount, bounded: 0 to MAX_AMOUNT (10**400, 1e308 and 5,000-digit strings are refused)."""
     if isinstance(value, str) and len(value) > MAX_AMOUNT_TEXT:
-        raise ScriptError(f"{where}: {_short(value)} is not an amount (at most {MAX_AMOUNT_TEXT} characters)")
+        raise MalformedScript(f"{where}: {_short(value)} is not an amount (at most {MAX_AMOUNT_TEXT} characters)")
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_AMOUNT:
-        raise ScriptError(f"{where}: {_short(value)} is above the largest amount {MAX_AMOUNT}")
+        raise MalformedScript(f"{where}: {_short(value)} is above the largest amount {MAX_AMOUNT}")
     try:
         amount = parse_amount(value)
     except ValueError as exc:
-        raise ScriptError(f"{where}: {exc}") from None
+        raise MalformedScript(f"{where}: {exc}") from None
     if not -MAX_AMOUNT <= amount <= MAX_AMOUNT:
-        raise ScriptError(f"{where}: {_short(value)} is above the largest amount {MAX_AMOUNT}")
+        raise MalformedScript(f"{where}: {_short(value)} is above the largest amount {MAX_AMOUNT}")
     return amount
 
 
@@ -71,20 +76,20 @@ def _mapping(script: Mapping[str, Any], key: str, default: Any) -> Any:
     value = script.get(key, default)
     if not isinstance(value, type(default)):
         kind = "an object" if isinstance(default, dict) else "a list"
-        raise ScriptError(f"{key}: expected {kind}, got {type(value).__name__}")
+        raise MalformedScript(f"{key}: expected {kind}, got {type(value).__name__}")
     return value
 
 
 def _parse_decision(text: Any, where: str, box: int) -> Decision:
     if not isinstance(text, str):
-        raise ScriptError(f"{where}: {text!r} is not a decision ({DECISIONS})")
+        raise MalformedScript(f"{where}: {text!r} is not a decision ({DECISIONS})")
     word, _, amount_text = text.strip().lower().partition(":")
     if word not in ("hit", "stand", "double", "split", "surrender"):
-        raise ScriptError(f"{where}: {text!r} is not a decision ({DECISIONS})")
+        raise MalformedScript(f"{where}: {text!r} is not a decision ({DECISIONS})")
     amount = None
     if amount_text:
         if word != "double":
-            raise ScriptError(f"{where}: only a double takes an amount ({text!r})")
+            raise MalformedScript(f"{where}: only a double takes an amount ({text!r})")
         amount = _amount(amount_text, where)
     return Decision(box, Action(word), amount)
 
@@ -97,20 +102,20 @@ def run_script(script: Any) -> dict[str, Any]:
 def play_script(script: Any) -> Round:
     """Play a scripted round and return the finished round (its ``history`` is the record)."""
     if not isinstance(script, dict):
-        raise ScriptError("the script must be a JSON object")
+        raise MalformedScript("the script must be a JSON object")
     unknown = sorted(set(script) - KEYS)
     if unknown:
-        raise ScriptError(f"unknown key {unknown[0]!r} (keys: {', '.join(sorted(KEYS))})")
+        raise MalformedScript(f"unknown key {unknown[0]!r} (keys: {', '.join(sorted(KEYS))})")
     if "profile" not in script:
-        raise ScriptError("profile: missing")
+        raise MalformedScript("profile: missing")
     try:
         profile = load_profile(str(script["profile"]))
     except ProfileError as exc:
-        raise ScriptError(f"profile: {exc}") from None
+        raise MalformedScript(f"profile: {exc}") from None
 
     decks = script.get("decks", profile.default_decks)
     if isinstance(decks, bool) or not isinstance(decks, int):
-        raise ScriptError(f"decks: expected a whole number, got {decks!r}")
+        raise MalformedScript(f"decks: expected a whole number, got {decks!r}")
     meter = None
     if script.get("meter") is not None:
         meter = _amount(script["meter"], "meter")
@@ -126,12 +131,12 @@ def play_script(script: Any) -> Round:
 
     wagers_raw = _mapping(script, "wagers", {})
     if "wagers" not in script:
-        raise ScriptError("wagers: missing")
+        raise MalformedScript("wagers: missing")
     wagers: dict[int, dict[str, Fraction]] = {}
     for key, bets in wagers_raw.items():
         box = _box_key(key, "wagers")
         if not isinstance(bets, dict):
-            raise ScriptError(f"wagers[{key!r}]: expected an object of bet name -> amount")
+            raise MalformedScript(f"wagers[{key!r}]: expected an object of bet name -> amount")
         wagers[box] = {str(name): _amount(amount, f"wagers[{key!r}]") for name, amount in bets.items()}
 
     shoe: deque[Card] = deque()
@@ -139,13 +144,13 @@ def play_script(script: Any) -> Round:
         try:
             shoe.append(parse_card(text))
         except CardError as exc:
-            raise ScriptError(f"shoe[{i}]: {exc}") from None
+            raise MalformedScript(f"shoe[{i}]: {exc}") from None
 
     decisions: dict[int, deque[tuple[str, Decision]]] = {}
     for key, items in _mapping(script, "decisions", {}).items():
         box = _box_key(key, "decisions")
         if not isinstance(items, list):
-            raise ScriptError(f"decisions[{key!r}]: expected a list of decisions")
+            raise MalformedScript(f"decisions[{key!r}]: expected a list of decisions")
         decisions[box] = deque((f"decisions[{key!r}][{i}]", _parse_decision(t, f"decisions[{key!r}][{i}]", box))
                                for i, t in enumerate(items))
 

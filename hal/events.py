@@ -8,6 +8,7 @@ nothing of the rules engine (dependency direction ``ui -> firmware -> hal``).
 from __future__ import annotations
 
 import enum
+import reprlib
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
@@ -204,5 +205,5 @@ def normalise_uid(uid: str) -> str:
     """Tag UIDs are upper-case hex with an even number of digits (1..16 bytes)."""
     u = uid.strip().upper()
     if not (2 <= len(u) <= 32) or len(u) % 2 or any(c not in "0123456789ABCDEF" for c in u):
-        raise ValueError(f"not a tag UID: {uid!r} (2 to 32 hex digits, whole bytes)")
+        raise ValueError(f"not a tag UID: {reprlib.repr(uid)} (2 to 32 hex digits, whole bytes)")
     return u

@@ -17,10 +17,10 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from firmware.chips import ChipRegistry, ChipRegistryError, chips, enrol_text, set_status_text
+from firmware.chips import MAX_REGISTRY_BYTES, ChipRegistry, ChipRegistryError, chips, enrol_text, set_status_text
 from firmware.commands.limits import BAD_INPUT, OK, REFUSED
+from firmware.engine.strict import read_text
 
-MAX_REGISTRY_BYTES = 50_000_000         # about a million chips
 HEADER = "uid,denomination,status\n"
 
 
@@ -51,9 +51,7 @@ def _read(path: str, missing_ok: bool = False) -> str:
     if missing_ok and not p.exists() and not p.is_symlink():
         return HEADER
     try:
-        if p.stat().st_size > MAX_REGISTRY_BYTES:
-            raise ValueError(f"{path}: larger than {MAX_REGISTRY_BYTES} bytes: not a chip registry")
-        return p.read_text(encoding="utf-8")
+        return read_text(p, MAX_REGISTRY_BYTES, "a chip registry")       # (/dev/zero has no size)
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
@@ -62,8 +60,9 @@ def _read(path: str, missing_ok: bool = False) -> str:
 
 def _replace(path: str, text: str) -> None:
     """Write ``text`` to a new file beside ``path`` and rename it over: a reader (or a crash)
-    sees the old registry or the new one, never half of one."""
-    target = Path(path)
+    sees the old registry or the new one, never half of one. A registry behind a symlink is
+    replaced where it is: renamed over, the link itself would become the new file."""
+    target = Path(os.path.realpath(path))
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o640
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from firmware.commands.limits import MAX_ROUND, bounded_float, bounded_int, password_options, read_password, tls_options
+from firmware.engine.strict import read_text
+
+MAX_POOLS_BYTES = 1_000_000             # a few [pools.NAME] tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -104,7 +107,7 @@ def serve(args: argparse.Namespace) -> int:
     pools = DEFAULT_POOLS
     if args.pools:
         try:
-            data = tomllib.loads(Path(args.pools).read_text(encoding="utf-8"))
+            data = tomllib.loads(read_text(args.pools, MAX_POOLS_BYTES, "a pools file"))    # (/dev/zero has no size)
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
             what = ("nested too deeply" if isinstance(exc, RecursionError) else "not UTF-8 text"
                     if isinstance(exc, UnicodeDecodeError) else exc.strerror if isinstance(exc, OSError) else exc)

@@ -37,12 +37,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from firmware.config import ID, ConfigError, parse_config
-from firmware.engine.strict import Section
+from firmware.engine.strict import Section, read_text
 
 ROLES = ("seat", "dealer", "jackpot")
 OWNER = "betbox"
 CONFIG_DIR = "etc/betbox"
 PEM = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----")
+MAX_PROVISIONING_BYTES = 1_000_000      # a unit's identity, link and three PEM files: a few KB
 
 
 class ProvisionError(ValueError):
@@ -78,8 +79,11 @@ def _pem(tls: _Section, key: str, kind: str) -> str:
         raise tls.fail(key, f"expected PEM text ('-----BEGIN {kind}-----' ...), not a file name or other text")
     if kind == "CERTIFICATE":
         probe = _openssl(["x509", "-noout"], text)
-    else:
-        probe = _openssl(["pkey", "-noout"], text)
+    elif "ENCRYPTED" in text:           # PKCS#8 "ENCRYPTED PRIVATE KEY" or a legacy Proc-Type header
+        raise tls.fail(key, "encrypted with a passphrase: a unit needs an unencrypted key (nobody is there "
+                            "to type it at start)")
+    else:                               # -passin pass:: openssl never asks on the technician's terminal
+        probe = _openssl(["pkey", "-noout", "-passin", "pass:"], text)
     if probe.returncode != 0:
         raise tls.fail(key, f"not a valid PEM {kind.lower()}: {probe.stderr.strip().splitlines()[0] if probe.stderr else 'openssl refused it'}")
     return text if text.endswith("\n") else text + "\n"
@@ -97,7 +101,7 @@ def _check_tls(tls: _Section, identity: str, ca: str, cert: str | None, key: str
     if _openssl(["x509", "-noout", "-checkend", "0"], cert).returncode != 0:
         raise tls.fail("cert", "has expired")
     cert_pub = _openssl(["x509", "-noout", "-pubkey"], cert).stdout
-    key_pub = _openssl(["pkey", "-pubout"], key or "").stdout
+    key_pub = _openssl(["pkey", "-pubout", "-passin", "pass:"], key or "").stdout
     if not cert_pub or cert_pub != key_pub:
         raise tls.fail("key", "is not the key of this cert (their public keys differ)")
     subject = _openssl(["x509", "-noout", "-subject", "-nameopt", "RFC2253"], cert).stdout.strip()
@@ -124,7 +128,7 @@ class Provisioning:
 def read_provisioning(path: Path) -> Provisioning:
     source = str(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text(path, MAX_PROVISIONING_BYTES, "a provisioning file"))
     except OSError as exc:
         raise ProvisionError(f"cannot read {path}: {exc.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from firmware.commands.limits import BAD_INPUT, OK, REFUSED, bounded_int
-from firmware.script import ScriptError, run_script
+from firmware.script import MalformedScript, ScriptError, run_script
 
 MAX_SCRIPT_BYTES = 1_000_000       # a scripted round is a few hundred bytes; a shoe of 8 decks ~2 KB
 
@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
         return BAD_INPUT
     try:
         result = run_script(script)
+    except MalformedScript as exc:      # not a round: bad input (a round the rules refuse: 1)
+        print(f"betbox settle: {name}: {exc}", file=sys.stderr)
+        return BAD_INPUT
     except ScriptError as exc:
         print(f"betbox settle: {name}: {exc}", file=sys.stderr)
         return REFUSED

@@ -12,6 +12,7 @@ person reads; :func:`is_whole_cents` the cents check.
 
 from __future__ import annotations
 
+import re
 import reprlib
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -74,10 +75,10 @@ def parse_odds(value: Any) -> Fraction:
     """Odds to one: ``"3:2"``, ``"3 to 2"``, ``25`` or ``1.5``."""
     if isinstance(value, str) and (":" in value or " to " in value):
         left, _, right = value.replace(" to ", ":").partition(":")
-        try:
-            num, den = Fraction(left.strip()), Fraction(right.strip())
-        except ValueError:
-            raise ValueError(f"cannot read odds {value!r} (write e.g. \"3:2\")") from None
+        try:                           # each side an amount: Fraction("1e999999999") is exact, and endless
+            num, den = parse_amount(left), parse_amount(right)
+        except ValueError as exc:
+            raise ValueError(f"cannot read odds {reprlib.repr(value)} (write e.g. \"3:2\"): {exc}") from None
         if den <= 0 or num <= 0:
             raise ValueError(f"odds {value!r} must be positive")
         return num / den
@@ -144,6 +145,11 @@ def share_text(share: Fraction) -> str:
 def exact_text(amount: Fraction) -> str:
     """Exact, whatever the amount: ``"5"``, ``"15/2"`` (a checkpoint's form; never rounded)."""
     return str(Fraction(amount))
+
+
+#: a stored amount (a checkpoint, the controller's books): :func:`exact_text`'s ``"15/2"`` or a
+#: decimal's ``"1234.5"``, never an exponent: Fraction("1e999999999") is exact, a billion digits
+EXACT_TEXT = re.compile(r"-?[0-9]{1,60}(?:\.[0-9]{1,60})?(?:/[0-9]{1,60})?\Z")
 
 
 def is_whole_cents(amount: Fraction) -> bool:

@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from firmware.engine.strict import Section
+from firmware.engine.strict import Section, read_text
 
 from .money import parse_amount, parse_odds, round_down_to_cent
 
@@ -42,6 +42,7 @@ DEALER_BJ_COLLECTS = ("initial_bet", "all")
 SURRENDER_WINDOWS = ("before_any_draw", "own_first_decision")
 OVER_MAXIMUM = ("pro_rata", "refuse")
 UNDER_MINIMUM = ("play", "refuse")
+MAX_PROFILE_BYTES = 1_000_000           # a rule document's profile is a hundred lines
 
 
 @dataclass(frozen=True)
@@ -234,15 +235,19 @@ def _read_side_bet(name: str, s: _Section, known: Mapping[str, Any]) -> SideBetT
     for category, odds in pays.items():
         if odds <= 0:
             raise ProfileError(f"{s.source}: [side_bets.{name}.pays] {category}: odds must be above zero")
-    max_of = s.get("max_of_initial_bet", (int, float), None)
+    max_of_value = s.get("max_of_initial_bet", (int, float), None)
+    try:                               # an amount's bounds: TOML's inf and nan are floats too
+        max_of = None if max_of_value is None else parse_amount(max_of_value)
+    except ValueError as exc:
+        raise s.fail("max_of_initial_bet", str(exc)) from None
     if max_of is not None and max_of <= 0:
-        raise s.fail("max_of_initial_bet", f"{max_of} must be above zero")
+        raise s.fail("max_of_initial_bet", f"{max_of_value} must be above zero")
     requires = s.get("requires", str, None)
     if requires is not None and requires not in known:
         raise s.fail("requires", f"{requires!r} is not a side bet")
     s.finish()
     return SideBetTable(name=name, pays=pays,
-                        max_of_initial_bet=None if max_of is None else Fraction(str(max_of)),
+                        max_of_initial_bet=max_of,
                         requires=requires)
 
 
@@ -264,10 +269,10 @@ def _read_progressive(s: _Section, evaluators: Mapping[str, Any]) -> Progressive
             continue
         value = pays_raw.get(category, (int, float, str))
         if isinstance(value, str) and value.strip().endswith("%"):
-            try:
-                share = Fraction(value.strip()[:-1]) / 100
-            except ValueError:
-                raise pays_raw.fail(category, f"cannot read {value!r} as a percentage") from None
+            try:                       # an amount's bounds: Fraction("1e-999999999") is exact, and endless
+                share = parse_amount(value.strip()[:-1]) / 100
+            except ValueError as exc:
+                raise pays_raw.fail(category, f"cannot read {value!r} as a percentage: {exc}") from None
             if not 0 < share <= 1:
                 raise pays_raw.fail(category, f"{value} must be above 0% and at most 100%")
             pays[category] = Award(meter_share=share)
@@ -387,7 +392,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
     is_path = isinstance(name_or_path, Path) or path.suffix == ".toml" or len(path.parts) > 1
     if is_path:
         try:
-            raw = path.read_text(encoding="utf-8")
+            raw = read_text(path, MAX_PROFILE_BYTES, "a profile")     # (/dev/zero has no size)
         except OSError as exc:
             raise ProfileError(f"cannot read profile {path}: {exc.strerror}") from None
         text_source = str(path)

@@ -7,7 +7,22 @@ the source, the section and the key: ``seat.toml: [seat] box: 0 is out of range 
 
 from __future__ import annotations
 
+import errno
+from pathlib import Path
 from typing import Any, Self
+
+
+def read_text(path: str | Path, limit: int, what: str) -> str:
+    """A file's UTF-8 text, reading at most ``limit`` characters: a file's size says nothing of
+    a special file (/dev/zero, /dev/urandom, a pipe: st_size 0), read whole it never ends.
+    Raises OSError as ``open`` does (EFBIG: larger than ``limit``, ``what`` it is not) and
+    UnicodeDecodeError."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read(limit + 1)
+    if len(text) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit} bytes: not {what}", str(path))
+    return text
+
 
 _KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
                list: "a list", dict: "a table"}

@@ -30,6 +30,7 @@ This module reads the ``[jackpot]`` section (:func:`read_jackpot_section`, the p
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 MAX_HELD = 2000             # claims of one unit that may wait for their counterpart at once
 #: The highest ``[jackpot] max_held`` taken.
 MAX_HELD_LIMIT = 1_000_000
+#: A pool's seed and maximum: no meter on a table's wire comes near a thousand million.
+MAX_METER = 10**9
 
 
 class JackpotConfigError(LinkConfigError):
@@ -70,12 +73,15 @@ _POOL = {"seed", "rate", "maximum", "tables"}
 
 
 def _money(where: str, key: str, value: Any) -> Fraction:
+    shown = reprlib.repr(value)         # (a 5,000-digit value is named, not printed)
     try:
         a = parse_amount(value)
     except ValueError:
-        raise JackpotConfigError(f"[{where}] {key}: {value!r} is not an amount") from None
-    if a <= 0 or a.denominator not in (1, 2, 4, 5, 10, 20, 25, 50, 100):
-        raise JackpotConfigError(f"[{where}] {key}: {value!r} must be a positive amount in whole cents")
+        raise JackpotConfigError(f"[{where}] {key}: {shown} is not an amount") from None
+    # at most MAX_METER: a unit refuses a controller's meter above it (runtime.wire.wire_amount)
+    if a <= 0 or a.denominator not in (1, 2, 4, 5, 10, 20, 25, 50, 100) or a > MAX_METER:
+        raise JackpotConfigError(f"[{where}] {key}: {shown} must be a positive amount in whole cents, "
+                                 f"at most {MAX_METER}")
     return a
 
 

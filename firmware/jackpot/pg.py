@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from firmware.engine.strict import read_text
+
 from .store import StoreError, StoreUnavailable
 
 
@@ -41,6 +43,7 @@ except ImportError:             # the SQLite default needs no driver
 
 #: the advisory lock key of "the active jackpot controller" (one per link id: hashed in)
 LOCK_CLASS = 0x6A61636B         # "jack"
+MAX_PASSWORD_FILE = 4096        # a password alone in a file
 # seconds an active controller's lease lasts unrenewed (it renews every 0.5 s): then a
 # waiting controller ends its sessions and takes over. A stopped or hung process keeps its
 # TCP connections (its kernel answers keepalives; tcp_user_timeout needs unacknowledged
@@ -140,10 +143,12 @@ class PgTarget:
     def password(self) -> str | None:
         if self.password_file is None:
             return None
-        try:
-            text = self.password_file.read_text(encoding="utf-8")
+        try:                            # to its bound: /dev/zero has no size
+            text = read_text(self.password_file, MAX_PASSWORD_FILE, "a password file")
         except OSError as exc:
             raise StoreError(f"[store] password_file: {self.password_file}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise StoreError(f"[store] password_file: {self.password_file}: not UTF-8 text (byte {exc.start})") from None
         return text.rstrip("\r\n")
 
 

@@ -28,12 +28,13 @@ they are metered only.
 from __future__ import annotations
 
 import functools
+import reprlib
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any
 
-from firmware.engine.money import round_down_to_cent
+from firmware.engine.money import EXACT_TEXT, round_down_to_cent
 
 ZERO = Fraction(0)
 
@@ -117,9 +118,22 @@ class PoolState:
         return {k: (money(v) if isinstance(v, Fraction) else v) for k, v in asdict(self).items()}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "PoolState":
+    def from_json(cls, data: Any) -> "PoolState":
+        """A pool's state as stored (the controller's database); ValueError naming the field
+        a damaged or hostile database has wrong, never an endless number."""
         kinds = {k: type(v) for k, v in asdict(cls(ZERO)).items()}
-        fields: dict[str, Any] = {k: (Fraction(v) if kinds[k] is Fraction else kinds[k](v)) for k, v in data.items()}
+        if not isinstance(data, dict):
+            raise ValueError(f"a pool's state is {type(data).__name__}, not a table of its meters")
+        fields: dict[str, Any] = {}
+        for k, v in data.items():
+            kind = kinds.get(k)
+            if kind is Fraction and isinstance(v, str) and EXACT_TEXT.match(v):   # (never an exponent)
+                fields[k] = Fraction(v)
+            elif kind in (int, bool) and type(v) is kind:
+                fields[k] = v
+            else:
+                raise ValueError(f"a pool's state {reprlib.repr(k)}: {reprlib.repr(v)} is not "
+                                 f"{'a meter field' if kind is None else 'an amount' if kind is Fraction else kind.__name__}")
         return cls(**fields)
 
 

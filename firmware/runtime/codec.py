@@ -26,7 +26,7 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from firmware.engine.cards import ShoeComposition
-from firmware.engine.money import exact_text
+from firmware.engine.money import EXACT_TEXT, exact_text
 from firmware.engine.profile import Profile
 from firmware.engine.round import Round
 
@@ -118,8 +118,8 @@ def decode(data: Any, hint: Any, profile_of: ProfileOf, keep: int | None = None)
 
 def _decode_game(data: Any, hint: Any, profile_of: ProfileOf) -> Any:
     """An amount, the engine's round, a shoe or a profile, as :func:`encode` wrote them."""
-    if hint is Fraction:
-        if not isinstance(data, str):
+    if hint is Fraction:                # exact_text's form only: never "1e999999999" (endless)
+        if not isinstance(data, str) or not EXACT_TEXT.match(data):
             raise ValueError(f"an amount is kept as a string like '15/2', not {_short(data)}")
         return Fraction(data)
     if hint is Round:

@@ -7,6 +7,7 @@ assembles the unit's configuration from these and the other packages' sections.
 from __future__ import annotations
 
 import re
+import reprlib
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ PORTS = {"dealer": ("card_shoe", "console"), "seat": ("chip_reader", "lamps")}
 #: Ports a role may have fitted or not: the dealer console's lamps (issue #14.4)
 OPTIONAL_PORTS = {"dealer": ("lamps",), "seat": ()}
 MAX_CLOSE_WAIT = 600.0
+MAX_LIMIT = 10**9                           # a table's amounts (README; betbox settle's own bound)
 MAX_ROUNDS = 1_000_000
 STORAGE_LOW = 64 * 1024 * 1024
 STORAGE_RESERVE = 4 * 1024 * 1024
@@ -37,6 +39,14 @@ class UnitSection(Section):
 
     def __init__(self, data: Any, name: str, source: str, error: type[ValueError] = ConfigError) -> None:
         super().__init__(data, name, source, error)
+
+    def path(self, key: str) -> Path:
+        """A file or directory: never empty (that is the working directory, wherever the unit
+        was started) and without a NUL (no file has one: the start would fail on it)."""
+        value = self.get(key, str)
+        if not value or "\0" in value:
+            raise self.fail(key, f"{reprlib.repr(value)} is not a path")
+        return Path(value)
 
     def ident(self, key: str) -> str:
         value = self.get(key, str)
@@ -94,8 +104,9 @@ def read_dealer(game: UnitSection, limits_s: UnitSection) -> dict[str, Any]:
             a, b = (parse_amount(v) for v in pair)
         except (ValueError, TypeError):
             raise limits_s.fail(bet, f"expected [minimum, maximum], got {pair!r}") from None
-        if len(pair) != 2 or a < 0 or b <= 0 or a > b:
-            raise limits_s.fail(bet, f"{pair!r} is not a valid [minimum, maximum]")
+        if len(pair) != 2 or a < 0 or b <= 0 or a > b or b > MAX_LIMIT:
+            raise limits_s.fail(bet, f"{reprlib.repr(pair)} is not a valid [minimum, maximum] "
+                                     f"(0 <= minimum <= maximum, at most {MAX_LIMIT})")
         limits[bet] = (a, b)
     limits_s.finish()
     out["limits"] = limits
@@ -111,7 +122,7 @@ def read_seat(seat: UnitSection) -> dict[str, Any]:
     if "main" not in spots:
         raise seat.fail("spots", "a seat needs a 'main' spot")
     out["spots"] = tuple(spots)
-    out["chips"] = Path(seat.get("chips", str))
+    out["chips"] = seat.path("chips")
     out["confirm_cycles"] = seat.int_in("confirm_cycles", 1, 20, 2)
     out["release_cycles"] = seat.int_in("release_cycles", 1, 50, 3)
     seat.finish()

@@ -248,11 +248,9 @@ class Journal:
             self.unit_id, self.role = unit_id, role
             meta = dict(db.execute("SELECT key, value FROM meta"))
             row = db.execute("SELECT COALESCE(MAX(step), 0), COALESCE(MAX(seq), 0) FROM record").fetchone()
-            self.last_step = max(row[0], int(meta.get("base_step", 0)))
-            self.last_seq = max(row[1], int(meta.get("base_seq", 0)))
-            # the last round of the previous segment: its late records (seats' results) may
-            # still come here, but the rounds this file counts towards rotation start after it
-            self.after_round = int(meta.get("after_round", 0))
+            # after_round: the last round of the previous segment: its late records (seats'
+            # results) may still come here, but the rounds this file counts start after it
+            self.last_step, self.last_seq, self.after_round = _marks(row, meta)
             self.first_round: int | None = db.execute(
                 "SELECT MIN(round) FROM record WHERE round > ?", (self.after_round,)).fetchone()[0]
         except (sqlite3.DatabaseError, StorageError, ValueError) as exc:
@@ -689,6 +687,15 @@ def _records(db: sqlite3.Connection, round_no: int | None, source: Path | None =
         yield Record(dir_, kind, data, seq, rnd, id_, step, bool(delivered), utc, mono)
 
 
+def _marks(row: tuple[Any, Any], meta: Mapping[str, str]) -> tuple[int, int, int]:
+    """(last step, last seq, after_round) from the records' highest and the meta's bases;
+    ValueError for a damaged file: SQLite keeps any type in any column (a step may be a text)."""
+    if not all(type(n) is int for n in row):
+        raise ValueError(f"its highest step and sequence number are {row[0]!r:.40} and {row[1]!r:.40}")
+    return (max(row[0], int(meta.get("base_step", 0))), max(row[1], int(meta.get("base_seq", 0))),
+            int(meta.get("after_round", 0)))
+
+
 def _open_segment(path: Path) -> sqlite3.Connection:
     return _connect_readonly(path)
 
@@ -759,9 +766,11 @@ def open_readonly(path: str | Path) -> Journal:
         j._db.close()
         raise JournalError(f"{active}: its records cannot be read: {exc}") from None
     am = meta if active is not None else {}
-    j.last_step = max(row[0], int(am.get("base_step", 0)))
-    j.last_seq = max(row[1], int(am.get("base_seq", 0)))
-    j.after_round = int(am.get("after_round", 0))
+    try:
+        j.last_step, j.last_seq, j.after_round = _marks(row, am)
+    except ValueError as exc:
+        j._db.close()
+        raise JournalError(f"{source}: not a journal this firmware reads: {exc}") from None
     j.first_round = j._db.execute("SELECT MIN(round) FROM record WHERE round > ?", (j.after_round,)).fetchone()[0]
     j.writes = 0
     return j

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Sequence, TextIO
 
 from hal.sim.device import SimulatedDevice
 from hal.sim.rfid import RfidSimulator
-from hal.sim.script import check_script, parse_script, run_script
+from hal.sim.script import ScriptError, check_script, parse_script, run_script
 from hal.sim.shoe import ShoeSimulator
 from hal.sim.transport import PtyTransport, SerialTransport, Transport
+
+MAX_SCRIPT_BYTES = 1_000_000                # a device script is a few hundred lines
 
 
 def make_transport(port: str | None, baudrate: int) -> Transport:
@@ -27,10 +28,19 @@ def build(device: str, transport: Transport, *, spots: Sequence[str] = ("main",)
     raise ValueError(f"unknown simulated device {device!r} (shoe, rfid)")
 
 
+def read_script(path: str) -> str:
+    """The script's text, read to its bound: /dev/zero has no size, read whole it never ends."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read(MAX_SCRIPT_BYTES + 1)
+    if len(text) > MAX_SCRIPT_BYTES:
+        raise ScriptError(f"{path}: larger than {MAX_SCRIPT_BYTES} bytes: not a device script")
+    return text
+
+
 def serve(sim: SimulatedDevice, script: str | None, out: TextIO, *, stay: bool,
           stop: threading.Event | None = None) -> int:
     """Start ``sim``, run the script, then keep serving until ``stop`` (or Ctrl-C)."""
-    lines = parse_script(Path(script).read_text(encoding="utf-8"), script) if script else []
+    lines = parse_script(read_script(script), script) if script else []
     check_script(lines, sim.script_commands())  # fail before printing the port
     sim.start()
     print(f"{type(sim).__name__} on {sim.transport.path}", file=out, flush=True)

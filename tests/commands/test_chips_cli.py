@@ -88,3 +88,21 @@ def test_a_broken_registry_is_named_and_never_rewritten(tmp_path, capsys):
     assert path.read_text() == broken
     code, _, err = run(capsys, "chips", "list", "--file", str(tmp_path / "missing.csv"))
     assert code == 2 and "cannot read" in err and "missing.csv" in err
+
+
+def test_a_registry_behind_a_symlink_is_changed_where_it_is(tmp_path, capsys):
+    """/etc/betbox/chips.csv -> /data/chips.csv: the rename put a new regular file in place of
+    the link, and the file the link named (the one a seat may read) never got the chip."""
+    real = tmp_path / "data" / "chips.csv"
+    real.parent.mkdir()
+    shutil.copy(EXAMPLE, real)
+    link = tmp_path / "chips.csv"
+    link.symlink_to(real)
+    assert run(capsys, "chips", "enrol", "--file", str(link), "0aff01", "25")[0] == 0
+    assert run(capsys, "chips", "bar", "--file", str(link), "04A1B2C3D4E5F6")[0] == 0
+    assert link.is_symlink() and link.resolve() == real
+    registry = ChipRegistry.load(real)
+    assert registry.get("0AFF01").denomination == 25
+    assert registry.get("04A1B2C3D4E5F6").status is ChipStatus.BARRED
+    assert not [p.name for p in real.parent.iterdir() if p.name != "chips.csv"]    # no temporary left
+

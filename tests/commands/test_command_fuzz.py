@@ -5,6 +5,7 @@ message naming the input, never a traceback. A few run as real processes too."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from typing import Callable
 import pytest
 
 from firmware.cli import main
+from tests.tech.configs import seat_config
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGE = str(10**30)
@@ -41,6 +43,9 @@ def hostile(tmp: Path) -> dict[str, str]:
         "bad_utf8.json": b'{"profile": "\xff"}',
         "garbage.db": b"\x00\x01 not a database at all " * 100,
         "chips_field.csv": b"uid,denomination,status\n\"" + b"0" * 200_000 + b'",5,valid\n',
+        "chips_header.csv": b"uid," * 30_000 + b"\n",
+        "chips_uid.csv": b"uid,denomination,status\n" + b"A" * 100_000 + b",5,valid\n",
+        "chips_status.csv": b"uid,denomination,status\n0A01,5," + b"x" * 100_000 + b"\n",
     }
     out = {}
     for name, data in files.items():
@@ -59,6 +64,13 @@ def hostile(tmp: Path) -> dict[str, str]:
     db.commit()
     db.close()
     out["corrupt_state"] = str(tmp / "state")
+    # a copy whose record has a text where its sequence number belongs (SQLite keeps any type)
+    shutil.copytree(tmp / "state", tmp / "text_seq")
+    db = sqlite3.connect(tmp / "text_seq" / "table-1" / "dealer" / "journal.db")
+    db.execute("UPDATE record SET seq = 'x' WHERE id = 4")
+    db.commit()
+    db.close()
+    out["text_seq"] = str(tmp / "text_seq")
     (tmp / "dir_journal" / "journal.db").mkdir(parents=True)
     out["dir_journal"] = str(tmp / "dir_journal")
     return out
@@ -97,6 +109,8 @@ CASES: list[Case] = [
      lambda f: f["corrupt_state"]),
     ("journal show corrupt records", lambda f: ["journal", "show", f["corrupt_state"]], lambda f: f["corrupt_state"]),
     ("journal show db is a directory", lambda f: ["journal", "show", f["dir_journal"]], lambda f: f["dir_journal"]),
+    ("journal stats a text seq", lambda f: ["journal", "stats", f["text_seq"]], lambda f: f["text_seq"]),
+    ("journal show a text seq", lambda f: ["journal", "show", f["text_seq"]], lambda f: f["text_seq"]),
     ("journal stats db is a directory", lambda f: ["journal", "stats", f["dir_journal"]], lambda f: f["dir_journal"]),
     ("jackpot report db is a directory", lambda f: ["jackpot", "report", "--db", f["a_dir"]], lambda f: "a_dir"),
     ("jackpot report garbage db", lambda f: ["jackpot", "report", "--db", f["garbage.db"]], lambda f: "garbage.db"),
@@ -132,6 +146,12 @@ CASES: list[Case] = [
      lambda f: "garbage.db"),
     ("chips list field beyond csv's limit", lambda f: ["chips", "list", "--file", f["chips_field.csv"]],
      lambda f: "chips_field.csv"),
+    ("chips list a 120,000-character header", lambda f: ["chips", "list", "--file", f["chips_header.csv"]],
+     lambda f: "chips_header.csv line 1"),
+    ("chips list a 100,000-character UID", lambda f: ["chips", "list", "--file", f["chips_uid.csv"]],
+     lambda f: "chips_uid.csv line 2: not a tag UID"),
+    ("chips list a 100,000-character status", lambda f: ["chips", "list", "--file", f["chips_status.csv"]],
+     lambda f: "chips_status.csv line 2"),
     ("chips list invalid UTF-8", lambda f: ["chips", "list", "--file", f["bad_utf8.json"]], lambda f: "bad_utf8.json"),
     ("chips enrol 5000-digit denomination", lambda f: ["chips", "enrol", "--file", f["missing"], "0A01", "9" * 5000],
      lambda f: "denomination"),
@@ -187,3 +207,51 @@ def test_an_unexpected_fault_is_one_line_with_exit_code_3(tmp_path, capsys, monk
     code, err = run(capsys, ["settle", str(path)])
     assert code == 3 and "Traceback" not in err
     assert err.startswith(f"betbox settle: settle {path}: failed: KeyError") and len(err.splitlines()) == 1
+
+
+def _one_gib() -> None:
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+SPECIAL_FILE_CASES = [
+    ["run", "--config", "/dev/zero", "--check"],
+    ["diag", "--config", "/dev/zero"],
+    ["chips", "list", "--file", "/dev/zero"],
+    ["provision", "/dev/zero", "--check"],
+    ["strategy", "--profile", "/dev/zero"],
+    ["jackpot", "serve", "--broker", "mqtt://127.0.0.1:1", "--db", "{tmp}/j.db", "--pools", "/dev/zero"],
+    ["device", "shoe", "--script", "/dev/zero", "--exit"],
+    ["run", "--config", "{tmp}/seat.toml", "--check"],            # [seat] chips = "/dev/zero"
+    ["run", "--config", "{tmp}/dealer.toml", "--check"],          # [game] profile = "/dev/zero"
+]
+
+
+@pytest.mark.parametrize("argv", SPECIAL_FILE_CASES, ids=[" ".join(a[:2]) + f" {i}" for i, a in
+                                                          enumerate(SPECIAL_FILE_CASES)])
+def test_a_special_file_is_refused_by_its_size_not_read_for_ever(tmp_path, argv):
+    """/dev/zero has no size (st_size 0): a configuration, chip registry, provisioning file,
+    profile or pools file was read whole, gigabytes a few seconds until the memory ran out (on a
+    unit the OOM killer; here a 1 GiB cap). Each is read to its bound and refused, naming it."""
+    seat = seat_config(tmp_path)
+    seat.write_text(seat.read_text().replace(f'chips = "{tmp_path / "chips.csv"}"', 'chips = "/dev/zero"'))
+    (tmp_path / "dealer.toml").write_text(f"""
+[unit]
+role = "dealer"
+id = "dealer"
+table = "t"
+state_dir = "{tmp_path / 'state'}"
+[game]
+profile = "/dev/zero"
+[hardware.card_shoe]
+backend = "mock"
+[hardware.console]
+backend = "mock"
+""")
+    for config in ("seat.toml", "dealer.toml"):
+        assert '= "/dev/zero"' in (tmp_path / config).read_text()
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    proc = subprocess.run([sys.executable, "-m", "firmware", *argv], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, preexec_fn=_one_gib)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "/dev/zero" in proc.stderr and "larger than" in proc.stderr, proc.stderr

@@ -79,6 +79,44 @@ def test_a_bad_profile_names_what_is_wrong(mutate, message):
         parse_profile(data, "bad.toml")
 
 
+@pytest.mark.parametrize("section, key, value, message", [
+    ("rules", "blackjack_pays", "1e999999999:1", r"\[rules\] blackjack_pays: .*out of range"),
+    ("rules", "insurance_pays", "2:1e-999999999", r"\[rules\] insurance_pays: .*out of range"),
+    ("rules", "blackjack_pays", "1e999999999 to 1", r"\[rules\] blackjack_pays: .*out of range"),
+    ("progressive.pays", "suited_four_of_a_kind", "1e-999999999%",
+     r"\[progressive.pays\] suited_four_of_a_kind: .*out of range"),
+    ("side_bets.under_13", "max_of_initial_bet", float("inf"), r"\[side_bets.under_13\] max_of_initial_bet: inf"),
+    ("side_bets.under_13", "max_of_initial_bet", float("nan"), r"\[side_bets.under_13\] max_of_initial_bet: nan"),
+    ("side_bets.under_13", "max_of_initial_bet", 1e308, r"max_of_initial_bet: .*out of range"),
+])
+def test_odds_and_shares_are_bounded_and_named_like_amounts(section, key, value, message):
+    """A profile's odds ("3:2") and percentages ("100%") were made with Fraction(text), which
+    builds "1e999999999" exactly: a number of a billion digits (betbox edge, strategy, settle and
+    a dealer's start hung on the file); max_of_initial_bet = inf or nan ended in "Invalid literal
+    for Fraction", naming neither file nor key. They are read as amounts now (parse_amount)."""
+    profile = "rws-blackjack-switch" if section.startswith("progressive") else "rws-blackjack"
+    data = copy.deepcopy(raw(profile))
+    table = data
+    for part in section.split("."):
+        table = table[part]
+    table[key] = value
+    with pytest.raises(ProfileError, match=message) as err:
+        parse_profile(data, "bad.toml")
+    assert str(err.value).startswith("bad.toml: ") and len(str(err.value)) < 300
+
+
+def test_odds_are_read_as_they_were():
+    data = copy.deepcopy(raw("rws-blackjack"))
+    data["rules"]["blackjack_pays"], data["rules"]["insurance_pays"] = "6 to 5", 2.5
+    data["side_bets"]["under_13"]["max_of_initial_bet"] = 0.5
+    p = parse_profile(data, "house.toml")
+    assert (p.rules.blackjack_pays, p.rules.insurance_pays) == (Fraction(6, 5), Fraction(5, 2))
+    assert p.side_bets["under_13"].max_of_initial_bet == Fraction(1, 2)
+    data = copy.deepcopy(raw("rws-blackjack-switch"))
+    data["progressive"]["pays"]["suited_four_of_a_kind"] = "12.5%"
+    assert parse_profile(data, "house.toml").progressive.pays["suited_four_of_a_kind"].meter_share == Fraction(1, 8)
+
+
 def test_progressive_errors_name_the_key():
     data = copy.deepcopy(raw("rws-blackjack-switch"))
     data["progressive"]["pays"]["suited_four_of_a_kind"] = "150%"

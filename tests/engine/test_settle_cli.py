@@ -80,6 +80,47 @@ def test_bad_scripts_exit_non_zero_naming_what_and_where(tmp_path, capsys, scrip
     assert message in err, err
 
 
+W = {"1": {"main": 10}}
+
+
+@pytest.mark.parametrize("script", [
+    {"wagers": {}},
+    [],
+    {"profile": "rws-blackjack", "wagers": {}, "dealer": 1},
+    {"profile": "nope", "wagers": {}},
+    {"profile": "rws-blackjack", "wagers": []},
+    {"profile": "rws-blackjack", "wagers": {"1": []}},
+    {"profile": "rws-blackjack", "wagers": {"one": {"main": 10}}},
+    {"profile": "rws-blackjack", "wagers": {"1": {"main": "ten"}}},
+    {"profile": "rws-blackjack", "wagers": {"1": {"main": "1e999999999"}}},
+    {"profile": "rws-blackjack", "wagers": {"1": {"main": 10**12}}},
+    {"profile": "rws-blackjack", "decks": "six", "wagers": W},
+    {"profile": "rws-blackjack", "wagers": W, "shoe": ["TS", "XX"]},
+    {"profile": "rws-blackjack", "wagers": W, "decisions": {"1": "stand"}},
+    {"profile": "rws-blackjack", "wagers": W, "decisions": {"1": ["stnad"]}},
+    {"profile": "rws-blackjack", "wagers": W, "insurance": {"1": "lots"}},
+    {"profile": "rws-blackjack", "wagers": W, "walked_away": [15]},
+    {"profile": "rws-blackjack", "wagers": W, "limits": {"main": [10, "1e999"]}},
+], ids=lambda s: json.dumps(s)[:60])
+def test_a_malformed_script_is_bad_input(tmp_path, capsys, script):
+    """Exit 2 (README: bad input, naming it), not 1: 1 is a well-formed round the rules refuse.
+    Every script error was 1, a wager list where an object belongs as much as an illegal hit."""
+    code, out, err = run_cli(capsys, "settle", write(tmp_path, script))
+    assert code == 2 and out == "" and err.startswith("betbox settle: "), (code, err)
+
+
+@pytest.mark.parametrize("script", [
+    {"profile": "rws-blackjack", "wagers": {"1": {"lucky": 10}}},
+    {"profile": "rws-blackjack", "decks": 2, "wagers": {}},
+    {"profile": "rws-blackjack", "wagers": {"1": {"main": 10, "under_13": 20}}},
+    {"profile": "rws-blackjack", "wagers": W, "shoe": ["TS", "6H", "9D", "TC", "9C"], "decisions": {"1": ["stand", "hit"]}},
+    {"profile": "rws-blackjack", "wagers": W, "shoe": ["TS", "6H", "5D", "2C"], "decisions": {"1": ["hit"]}},
+], ids=lambda s: json.dumps(s)[:60])
+def test_a_round_the_rules_refuse_is_refused(tmp_path, capsys, script):
+    code, out, err = run_cli(capsys, "settle", write(tmp_path, script))
+    assert code == 1 and out == "", (code, err)
+
+
 def test_missing_file(capsys, tmp_path):
     code, _, err = run_cli(capsys, "settle", str(tmp_path / "nope.json"))
     assert code == 2 and "cannot read" in err

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -131,6 +132,17 @@ def test_store_configuration_is_read_strictly(store, error):
     with pytest.raises(JackpotConfigError, match=error) as exc:
         load_jackpot_config(_config(**store))
     assert "secret" not in str(exc.value)
+
+
+@pytest.mark.parametrize("content, error", [(None, "larger than"), (b"\xff\xfe\n", "not UTF-8 text")])
+def test_a_password_file_is_read_to_its_bound(tmp_path, content, error):
+    """[store] password_file = "/dev/zero" was read until memory ran out at connect; a file
+    that is not text ended in UnicodeDecodeError, naming neither file nor key."""
+    path = Path("/dev/zero") if content is None else tmp_path / "pg.pass"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(StoreError, match=rf"\[store\] password_file: {path}: .*{error}"):
+        PgTarget("postgresql://betbox@127.0.0.1/betbox", path).password()
 
 
 def test_store_configuration_resolves_the_password_file_and_keeps_sqlite_without_it(tmp_path):

@@ -59,6 +59,11 @@ def test_tls_configuration_needs_key_and_cert_together(tmp_path):
     ({"seed": "1000", "rate": "0.1"}, "maximum is missing"),
     ({"seed": "1000", "rate": "0.1", "maximum": "5000", "colour": "red"}, "'colour'"),
     ({"seed": "1000", "rate": "0.1", "maximum": "5000", "tables": "table-1"}, "tables"),
+    # a meter above 10**9 is one no unit takes from the controller (runtime.wire.wire_amount)
+    ({"seed": "1000", "rate": "0.1", "maximum": "1e100"}, "maximum: '1e100' must be a positive amount in whole cents, "
+                                                          "at most 1000000000"),
+    ({"seed": "2000000000", "rate": "0.1", "maximum": "3000000000"}, "seed: '2000000000'"),
+    ({"seed": "1000", "rate": "0.1", "maximum": "9" * 5000}, "maximum: '99999"),
 ])
 def test_jackpot_configuration_errors_name_the_key(pool, named):
     data = {"unit": {"role": "jackpot", "id": "main", "state_dir": "j"}, "link": {"broker": "mqtt://h:1"},
@@ -66,6 +71,7 @@ def test_jackpot_configuration_errors_name_the_key(pool, named):
     with pytest.raises(JackpotConfigError) as err:
         load_jackpot_config(data)
     assert named in str(err.value) and "jackpot.pools.main" in str(err.value)
+    assert len(str(err.value)) < 300              # a 5,000-digit value is named, not printed
 
 
 def test_a_rate_in_percent():

@@ -146,6 +146,9 @@ def test_an_unknown_checkpoint_format_is_a_clear_error(rotated):
     (lambda s: s["round"]["events"].append({"type": "card", "card": "ZZ"}), "'round'"),
     (lambda s: s["round"]["events"].insert(1, {"type": "card", "card": "AS"}), "'round'"),
     (lambda s: s.update(meter=0.5), "'meter': an amount is kept as a string"),
+    # Fraction("1e999999999") is exact: a number of a billion digits (the start hung on it)
+    (lambda s: s.update(meter="1e999999999"), "'meter': an amount is kept as a string like '15/2', not '1e999999999'"),
+    (lambda s: s.update(meter="lots"), "'meter': an amount is kept as a string like '15/2', not 'lots'"),
 ])
 def test_a_damaged_checkpoint_names_what_is_wrong(rotated, damage, expected):
     data = json.loads(stored_checkpoint(rotated, "dealer"))

@@ -43,6 +43,10 @@ def test_the_examples_are_valid(name):
     (lambda d: d["game"].update(decks=9), "[game] decks: 9 is out of range 4..8"),
     (lambda d: d["limits"].update(main=[500, 10]), "[limits] main"),
     (lambda d: d["limits"].update(top_3=[1, 2]), "[limits] top_3: not a bet"),
+    # a table's amounts are at most 10**9 (README; betbox settle refuses a script's limit above)
+    (lambda d: d["limits"].update(main=[10, 1e100]), "[limits] main: [10, 1e+100] is not a valid [minimum, maximum]"),
+    (lambda d: d["limits"].update(main=[10, "1e99"]), "[limits] main: [10, '1e99'] is not a valid"),
+    (lambda d: d["limits"].update(main=[10, 10**9 + 1]), "at most 1000000000"),
     (lambda d: d["unit"].update(role="croupier"), "[unit] role"),
     (lambda d: d["game"].update(profile="no-such"), "[game] profile"),
     (lambda d: d["journal"].update(synchronous="OFF"), "[journal] synchronous"),
@@ -119,6 +123,22 @@ def _toml(name: str, body: dict, prefix: str = "") -> str:
         if isinstance(v, dict):
             out += _toml(k, v, full + ".")
     return out
+
+
+@pytest.mark.parametrize("name, section, key, value", [
+    ("dealer.toml", "unit", "state_dir", ""),
+    ("dealer.toml", "unit", "state_dir", "/var/lib/betbox/\0dealer"),
+    ("seat.toml", "seat", "chips", "/etc/betbox/\0chips.csv"),
+    ("seat.toml", "seat", "chips", ""),
+])
+def test_an_empty_path_or_one_with_a_nul_is_no_path(name, section, key, value):
+    """state_dir = "" was the working directory, wherever the unit happened to be started (its
+    journal there, a start from elsewhere on an empty one); a NUL passed --check ("configuration
+    OK") and the start failed on "embedded null byte", naming no key."""
+    data = example(name)
+    data[section][key] = value
+    with pytest.raises(ConfigError, match=rf"\[{section}\] {key}: .* is not a path"):
+        parse_config(data, name)
 
 
 def test_a_bad_seat_configuration_names_section_and_key():

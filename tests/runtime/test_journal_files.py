@@ -154,6 +154,25 @@ def test_a_damaged_journal_is_refused_naming_the_file(tmp_path, damage):
         Journal(path, UNIT, ROLE)
 
 
+@pytest.mark.parametrize("sql", ["UPDATE record SET seq = 'x' WHERE seq = 2", "UPDATE record SET step = 'x' WHERE step = 1",
+                                 "INSERT OR REPLACE INTO meta VALUES ('base_seq', '1e5')"])
+def test_a_journal_whose_numbers_are_texts_is_refused_naming_the_file(tmp_path, sql):
+    """SQLite keeps any type in any column: a text where a step or sequence number belongs
+    ended betbox run as a fault in betbox (exit 3, TypeError comparing int and str)."""
+    path = tmp_path / JOURNAL_NAME
+    j = Journal(path, UNIT, ROLE)
+    play_rounds(j, 1, 2)
+    j.close()
+    db = sqlite3.connect(path)
+    db.execute(sql)
+    db.commit()
+    db.close()
+    with pytest.raises(JournalError, match=str(path)):
+        Journal(path, UNIT, ROLE)
+    with pytest.raises(JournalError, match=str(path)):
+        open_readonly(path)
+
+
 def test_journal_files_are_private(tmp_path):
     old = os.umask(0o022)
     try:

@@ -121,6 +121,17 @@ def test_a_key_that_is_no_pem_is_refused(tmp_path, pki, root, capsys):
     assert "[link.tls] key: not a valid PEM private key" in capsys.readouterr().err
 
 
+def test_a_key_encrypted_with_a_passphrase_is_refused_without_asking_for_it(tmp_path, pki, root, capsys):
+    """openssl pkey asked for the passphrase on the technician's terminal (typed, the encrypted
+    key was written and the unit refused it at start); without a terminal the message said
+    "not a valid PEM private key" of a valid one."""
+    from .pki import openssl
+    openssl("pkey", "-in", "seat.key", "-aes256", "-passout", "pass:secret", "-out", "enc.key", cwd=pki)
+    f = write(tmp_path, provisioning(pki, key="enc"))
+    assert main(["provision", str(f), "--root", str(root)]) == 2
+    assert "[link.tls] key: encrypted with a passphrase" in capsys.readouterr().err
+
+
 def test_a_file_name_where_pem_belongs_is_refused(tmp_path, pki, root, capsys):
     text = provisioning(pki)
     start = text.index("cert = '''")
