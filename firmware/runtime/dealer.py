@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from firmware.engine.cards import ShoeComposition, parse_card
 from firmware.engine.errors import RuleError
@@ -93,6 +94,13 @@ PIT_LASTING = frozenset({"shoe_door_opened"})
 MAX_UP_BYTES = 8 * 1024
 CATCHUPS_PER_ROUND = 16
 SEAT_BYTES_PER_ROUND = 256 * 1024
+#: A box's catch-up is re-sent at most RESENDS_PER_SECOND times a second, RESEND_BURST at
+#: once (a bucket on the monotonic clock): a seat's link reconnects at most once a second,
+#: and a flood of hellos would have the dealer publish a catch-up for each faster than the
+#: broker takes them (paho holds them in memory). A re-send changes nothing, so the clock
+#: may decide it: live only, never in a replay.
+RESEND_BURST = 8
+RESENDS_PER_SECOND = 2.0
 
 
 @dataclass(frozen=True)
@@ -246,6 +254,8 @@ class DealerUnit(Unit, DealerState):
         self.catchups_in_round: dict[int, int] = {}
         self.bytes_in_round: dict[int, int] = {}
         self.answered: dict[int, Answered] = {}
+        self.clock: Callable[[], float] = time.monotonic    # the re-sends' bucket (not state)
+        self._resends: dict[int, tuple[float, float]] = {}   # box -> (tokens, clock then)
         bus.subscribe(up_topic(table, "+"), self.post, unit_id)
         bus.subscribe(pit_command_topic(table), self.post, unit_id)
 
@@ -358,6 +368,9 @@ class DealerUnit(Unit, DealerState):
                                    f"past the {SEAT_BYTES_PER_ROUND} a box may: refused until the next round opens")
             return
         again = self._already_answered(m, box)
+        if again is not None and not self._may_resend(box):
+            raise InputRefused(f"hello: box {box}'s catch-up (seq {again.seq}) is re-sent at most "
+                               f"{RESENDS_PER_SECOND:g} times a second ({RESEND_BURST} at once): not again now")
         if again is not None:
             raise AlreadyAnswered(again, f"hello from box {box}: its catch-up (seq {again.seq}) is journalled")
         used, most = self.catchups_in_round.get(box, 0), CATCHUPS_PER_ROUND + len(self.round_stream)
@@ -379,6 +392,14 @@ class DealerUnit(Unit, DealerState):
                 or last.hello != _canon(m.body)):
             return None
         return last.catchup
+
+    def _may_resend(self, box: int) -> bool:
+        """Take a token from the box's bucket of re-sends (live only: nothing is changed)."""
+        now = self.clock()
+        tokens, then = self._resends.get(box, (float(RESEND_BURST), now))
+        tokens = min(float(RESEND_BURST), tokens + max(now - then, 0.0) * RESENDS_PER_SECOND)
+        self._resends[box] = (tokens - 1 if tokens >= 1 else tokens, now)
+        return tokens >= 1
 
     def _table_moment(self) -> tuple[Any, ...]:
         """What a catch-up is made of besides the hello: the stream (the rounds over end on
