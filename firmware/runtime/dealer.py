@@ -7,10 +7,12 @@ round id. What the engine refuses, it refuses, and says why (the engine's reason
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from firmware.engine.cards import ShoeComposition, parse_card
 from firmware.engine.errors import RuleError
@@ -38,7 +40,7 @@ from .journal import Journal
 from .phases import DealerPhase, SeatPhase
 from .software import software_input
 from .spots import insurance_hand, insurance_spot, seat_spots
-from .unit import BEHIND, Input, InputRefused, Recent, Unit, UnitState
+from .unit import BEHIND, AlreadyAnswered, Input, InputRefused, Recent, Unit, UnitState
 from .wire import (
     NEVER_HEARD,
     TABLE_LASTING,
@@ -81,6 +83,42 @@ PIT_CALLS = frozenset({
 #: The lasting table conditions that call the pit while they last (the shoe's door open:
 #: the cards may have been reached); a jam or a lost link is the technician's (seats say so).
 PIT_LASTING = frozenset({"shoe_door_opened"})
+#: What one seat's credentials can make the dealer journal (docs/runtime.md "What one seat
+#: can make the dealer write"). A seat's message is at most MAX_UP_BYTES of JSON (its
+#: largest, an alarm, is ~2.2 KB). A hello whose catch-up is journalled already (the box's
+#: last hello said again, the table and the box as that step left them) is answered by
+#: re-sending that catch-up; a box gets at most CATCHUPS_PER_ROUND new catch-ups a round and
+#: one more for each stream message of the round. Its other messages, with what the dealer
+#: sends because of them, are journalled up to SEAT_BYTES_PER_ROUND a round (a seat sends
+#: ~2 KB in a round). Beyond them a seat's messages are refused until the next round opens.
+MAX_UP_BYTES = 8 * 1024
+CATCHUPS_PER_ROUND = 16
+SEAT_BYTES_PER_ROUND = 256 * 1024
+#: A box's catch-up is re-sent at most RESENDS_PER_SECOND times a second, RESEND_BURST at
+#: once (a bucket on the monotonic clock): a seat's link reconnects at most once a second,
+#: and a flood of hellos would have the dealer publish a catch-up for each faster than the
+#: broker takes them (paho holds them in memory). A re-send changes nothing, so the clock
+#: may decide it: live only, never in a replay.
+RESEND_BURST = 8
+RESENDS_PER_SECOND = 2.0
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A box's last journalled hello and the catch-up that answered it: the hello's body
+    (canonical JSON) and seq, the table as the catch-up was made and the box's part of the
+    dealer's state after the step. Made by the step, live and in a replay (not checkpointed:
+    a restart from a checkpoint makes the next hello a step again)."""
+
+    hello: str
+    seq: int
+    catchup: Message
+    table: tuple[Any, ...]
+    seat: tuple[Any, ...]
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def keyed_card_input(body: Any) -> dict[str, str]:
@@ -210,6 +248,14 @@ class DealerUnit(Unit, DealerState):
         Round.new(profile, decks=self.decks, limits=self.limits, meter=meter)  # validates now
         self.shoe = ShoeComposition.of_decks(self.decks)
         self.finished: list[Round] = []                   # rounds over since the last take_finished()
+        # what each box's seat had journalled this round (its hellos; the bytes of its other
+        # messages and of the dealer's because of them) and its last hello answered: made by
+        # the steps, so a replay makes them again
+        self.catchups_in_round: dict[int, int] = {}
+        self.bytes_in_round: dict[int, int] = {}
+        self.answered: dict[int, Answered] = {}
+        self.clock: Callable[[], float] = time.monotonic    # the re-sends' bucket (not state)
+        self._resends: dict[int, tuple[float, float]] = {}   # box -> (tokens, clock then)
         bus.subscribe(up_topic(table, "+"), self.post, unit_id)
         bus.subscribe(pit_command_topic(table), self.post, unit_id)
 
@@ -307,6 +353,63 @@ class DealerUnit(Unit, DealerState):
         self._check_spots(m, box)
         if m.kind == "request":
             self._check_request(m.body, box)
+        self._check_flood(m, box)
+
+    def _check_flood(self, m: Message, box: int) -> None:
+        """Bound what one seat can make the dealer journal: a hello already answered is
+        answered again (:class:`AlreadyAnswered`); past the box's budget of the round, refused."""
+        size = len(json.dumps(m.body, separators=(",", ":")))
+        if size > MAX_UP_BYTES:
+            raise InputRefused(f"{m.kind}: {size} bytes, larger than the {MAX_UP_BYTES} a seat's message may be")
+        if m.kind != "hello":
+            used = self.bytes_in_round.get(box, 0)
+            if used >= SEAT_BYTES_PER_ROUND:
+                raise InputRefused(f"{m.kind}: box {box} has had {used} bytes journalled in round {self.round_no}, "
+                                   f"past the {SEAT_BYTES_PER_ROUND} a box may: refused until the next round opens")
+            return
+        again = self._already_answered(m, box)
+        if again is not None and not self._may_resend(box):
+            raise InputRefused(f"hello: box {box}'s catch-up (seq {again.seq}) is re-sent at most "
+                               f"{RESENDS_PER_SECOND:g} times a second ({RESEND_BURST} at once): not again now")
+        if again is not None:
+            raise AlreadyAnswered(again, f"hello from box {box}: its catch-up (seq {again.seq}) is journalled")
+        used, most = self.catchups_in_round.get(box, 0), CATCHUPS_PER_ROUND + len(self.round_stream)
+        if used >= most:
+            raise InputRefused(f"hello: box {box} has had {used} new catch-ups in round {self.round_no}, the most a "
+                               f"box gets ({CATCHUPS_PER_ROUND} and one for each stream message of the round): "
+                               "answered again when the table moves or the next round opens")
+
+    def _already_answered(self, m: Message, box: int) -> Message | None:
+        """The catch-up journalled for the box's last hello, if this hello says the same,
+        newer than all heard from the seat (or that hello again), and the table and the box
+        are as that step left them: a step would make the same catch-up (but for ``heard``:
+        the seq heard before that hello, lower than this hello's, which a seat takes the same
+        way) and change nothing else. A seat's hello seq below what was heard (a replaced or
+        restored seat) is always a step: it resets the seq, and ``heard`` tells it."""
+        last, heard = self.answered.get(box), self.seat_seq.get(m.sender, 0)
+        if (last is None or m.seq < heard or m.seq == heard != last.seq
+                or last.table != self._table_moment() or last.seat != self._seat_moment(box)
+                or last.hello != _canon(m.body)):
+            return None
+        return last.catchup
+
+    def _may_resend(self, box: int) -> bool:
+        """Take a token from the box's bucket of re-sends (live only: nothing is changed)."""
+        now = self.clock()
+        tokens, then = self._resends.get(box, (float(RESEND_BURST), now))
+        tokens = min(float(RESEND_BURST), tokens + max(now - then, 0.0) * RESENDS_PER_SECOND)
+        self._resends[box] = (tokens - 1 if tokens >= 1 else tokens, now)
+        return tokens >= 1
+
+    def _table_moment(self) -> tuple[Any, ...]:
+        """What a catch-up is made of besides the hello: the stream (the rounds over end on
+        it), the round and its phase, the conditions in force."""
+        return self.stream_seq, self.round_no, str(self.phase), _canon(self.table_faults)
+
+    def _seat_moment(self, box: int) -> tuple[Any, ...]:
+        """What a hello sets for its box: online, waited for, its offer, lock, additions."""
+        return (box in self.online, box in self.waiting, repr(sorted(self.offers.get(box, {}).items())),
+                repr(sorted(self.locks.get(box, {}).items())), repr(sorted(self.additions.get(box, {}).items())))
 
     def _check_spots(self, m: Message, box: int) -> None:
         """A seat adds chips only on a spot it has: any other name would be kept as one of
@@ -580,6 +683,7 @@ class DealerUnit(Unit, DealerState):
         self.phase = DealerPhase.OPEN
         self.round_stream = []
         self.offers, self.locks, self.additions, self.requests = {}, {}, {}, {}
+        self.catchups_in_round, self.bytes_in_round = {}, {}     # each box's budget starts again
         self._stream("round_open", {
             "profile": self.profile.name, "decks": self.decks, "limits": limits_to_json(self.limits),
             "meter": None if self.meter is None else to_json_number(self.meter),
@@ -749,25 +853,27 @@ class DealerUnit(Unit, DealerState):
             return False                         # a duplicate after a seat's re-send
         # a hello is always heard: a replaced seat starts its sequence again
         self.seat_seq[m.sender] = m.seq
-        body = m.body
-        box = int(body["box"])
-        same_round = body.get("round") == self.round_no
+        box = int(m.body["box"])
+        sent = len(self._outs)
         if m.kind == "hello":
-            self.online.add(box)
-            self._catch_up(box, int(body.get("last_stream_seq", 0)), body["round"], str(body.get("phase")),
-                           heard=last)
-            if same_round and body.get("bets") is not None:
-                if self.phase == DealerPhase.OPEN and body.get("phase") == SeatPhase.OPEN:
-                    self.offers[box] = bets_from_json(body["bets"])
-                elif self.phase == DealerPhase.CLOSING and body.get("phase") == SeatPhase.CLOSING:
-                    self.locks[box] = bets_from_json(body["bets"])
-                    self.waiting.discard(box)
-                    if not self.waiting:
-                        self._close()
-            if same_round and self.phase == DealerPhase.PLAY:
-                for spot, amount in (body.get("pending") or {}).items():
-                    self.additions.setdefault(box, {})[spot] = parse_amount(amount)
-        elif m.kind == "offer":
+            self.catchups_in_round[box] = self.catchups_in_round.get(box, 0) + 1   # (_check_flood)
+            self._on_hello(m, box, last)
+            return True
+        self._seat_said(m, box)
+        self._count_bytes(box, m, self._outs[sent:])
+        return True
+
+    def _count_bytes(self, box: int, m: Message, outs: list[Message]) -> None:
+        """The bytes a seat's message made the dealer journal: its own and the dealer's
+        messages because of it (a refusal repeats what was refused): the box's budget."""
+        journalled = len(m.to_json()) + sum(len(o.to_json()) for o in outs)
+        self.bytes_in_round[box] = self.bytes_in_round.get(box, 0) + journalled
+
+    def _seat_said(self, m: Message, box: int) -> None:
+        """A seat's message other than hello, taken in its round and phase."""
+        body = m.body
+        same_round = body.get("round") == self.round_no
+        if m.kind == "offer":
             if same_round and self.phase == DealerPhase.OPEN:
                 bets = bets_from_json(body["bets"])
                 self.offers[box] = bets
@@ -796,7 +902,26 @@ class DealerUnit(Unit, DealerState):
         elif m.kind == "alarm":
             self.alarms.append({k: v for k, v in body.items()})
             self._call_pit(body.get("alarm"))
-        return True
+
+    def _on_hello(self, m: Message, box: int, heard: int) -> None:
+        """A seat (re)started: its catch-up, and what it says the dealer may have lost."""
+        body, same_round = m.body, m.body.get("round") == self.round_no
+        self.online.add(box)
+        table = self._table_moment()
+        catchup = self._catch_up(box, int(body.get("last_stream_seq", 0)), body["round"], str(body.get("phase")),
+                                 heard=heard)
+        if same_round and body.get("bets") is not None:
+            if self.phase == DealerPhase.OPEN and body.get("phase") == SeatPhase.OPEN:
+                self.offers[box] = bets_from_json(body["bets"])
+            elif self.phase == DealerPhase.CLOSING and body.get("phase") == SeatPhase.CLOSING:
+                self.locks[box] = bets_from_json(body["bets"])
+                self.waiting.discard(box)
+                if not self.waiting:
+                    self._close()
+        if same_round and self.phase == DealerPhase.PLAY:
+            for spot, amount in (body.get("pending") or {}).items():
+                self.additions.setdefault(box, {})[spot] = parse_amount(amount)
+        self.answered[box] = Answered(_canon(body), m.seq, catchup, table, self._seat_moment(box))
 
     # -- the console's lamps -----------------------------------------------------------
 
@@ -838,7 +963,7 @@ class DealerUnit(Unit, DealerState):
                     (self.lamps.on if want.mode == "on" else self.lamps.off)(lamp)
 
     def _catch_up(self, box: int, last: int, seat_round: int = 0, seat_phase: str = "idle",
-                  heard: int = 0) -> None:
+                  heard: int = 0) -> Message:
         """A seat (re)started: send what it missed of the current round, or a snapshot;
         every round over since the seat's own round (``seat_round``, unless it saw that one
         end) in which its box played (``rounds``), and the rounds it may have played that
@@ -857,7 +982,7 @@ class DealerUnit(Unit, DealerState):
             missed = list(self.round_stream)
             snapshot = True
         rounds, unheld = self._rounds_missed(box, seat_round, seat_phase)
-        self.emit(down_topic(self.table, box), "catchup",
+        return self.emit(down_topic(self.table, box), "catchup",
                   {"box": box, "head": self.stream_seq, "snapshot": snapshot, "messages": missed,
                    "rounds": rounds, "unheld": unheld, "heard": heard,
                    "conditions": [self.table_faults[c] for c in sorted(self.table_faults)]})
@@ -891,6 +1016,10 @@ class DealerUnit(Unit, DealerState):
 
     def at_round_boundary(self) -> bool:
         return self.phase == DealerPhase.IDLE
+
+    def after_restore(self) -> None:
+        # made by the steps since the checkpoint (a replay makes them again)
+        self.catchups_in_round, self.bytes_in_round, self.answered = {}, {}, {}
 
     def after_recover(self) -> None:
         self.finished = []

@@ -71,6 +71,16 @@ class InputRefused(ValueError):
     """An input a unit does not take (malformed or forged): what is wrong with it."""
 
 
+class AlreadyAnswered(Exception):
+    """An input whose answer is a message the journal holds already (a seat's hello whose
+    catch-up is journalled, the table as it was): that message is re-sent, as after a
+    reconnect, and nothing is journalled or changed. Not a refusal: the sender is answered."""
+
+    def __init__(self, message: Message, why: str) -> None:
+        super().__init__(why)
+        self.message = message
+
+
 class ReplayDiverged(RuntimeError):
     """The journal says the unit emitted something its handlers would not emit now:
     a different firmware or a corrupted journal. The unit must not go on."""
@@ -269,6 +279,7 @@ class Unit(UnitState, ABC):
         self._evidence_tokens = float(EVIDENCE_PER_MINUTE)
         self._evidence_at = time.monotonic()
         self.evidence_skipped = 0           # rejections since the last journalled one
+        self.answered_again = 0             # inputs answered by re-sending a journalled message
         # configuration: port name -> kind (card_shoe, console, chip_reader), set by whoever
         # starts the ports (the ports whose link is lost are state: devices_down)
         self.device_kinds: dict[str, str] = {}
@@ -329,6 +340,9 @@ class Unit(UnitState, ABC):
         self._outs = []
         try:
             taken = self.check_input(kind, body)
+        except AlreadyAnswered as again:         # not a step: its answer is journalled already
+            self._answer_again(again)
+            return False
         except ValueError as exc:                # InputRefused, or a body the role cannot read
             self.reject(kind, body, str(exc))
             return False
@@ -379,6 +393,12 @@ class Unit(UnitState, ABC):
         self._notify()
         self.journal.checkpoint_due(waiting=not self.inbox.empty())   # the WAL folded in off the card's way
         return True
+
+    def _answer_again(self, again: AlreadyAnswered) -> None:
+        """Re-send a journalled message (as a restart re-sends the undelivered ones; its
+        receiver takes it as it took it before): a live answer that writes nothing."""
+        self.answered_again += 1
+        self.bus.publish(again.message)
 
     def _report(self) -> None:
         """Inside the step's transaction: the reports it makes (a full partition fails the

@@ -5,6 +5,8 @@ dealer refuses what a seat cannot mean, naming it, and the table plays on."""
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections.abc import Iterator
 
 import paho.mqtt.client as mqtt
@@ -175,6 +177,35 @@ def test_a_request_whose_action_is_not_text_is_refused_naming_it(hostile_table):
     assert dealer.rejected == 3
     assert problems(driver) == ["request: {'surrender': 1} is not a decision", "request: ['surrender'] is not a "
                                 "decision", "request: 7 is not a decision"]
+    finished = len(driver.rounds)
+    driver.play_round()
+    assert len(driver.rounds) == finished + 1
+
+
+def test_a_flood_of_hellos_is_answered_again_not_journalled_again(hostile_table):
+    """A hello was always a step: each answered with a new catch-up, both journalled, so
+    one seat's hellos filled the dealer's state partition (the table stops when it is
+    full). The same hello again, nothing new at the table, is answered by re-sending the
+    journalled catch-up; hellos asking for other catch-ups get a budget a round."""
+    driver, hostile = hostile_table
+    t, dealer = driver.table, driver.table.dealer
+    driver.play_round()
+
+    def journalled() -> int:
+        return sum(len(json.dumps(r.body)) for r in dealer.journal.records())
+    hello = {"round": 1, "last_stream_seq": 0, "phase": "play", "bets": None, "pending": {}}
+    hostile.send("hello", hello)
+    t.settle()
+    before, again = journalled(), dealer.answered_again
+    dealer.clock = itertools.count(0, 1.0).__next__     # one a second: every one re-sent
+    hostile.send("hello", hello, times=200)
+    t.settle()
+    assert dealer.answered_again - again == 200
+    assert journalled() - before < 200 * 64
+    for last in range(1, 200):              # each asking for another catch-up
+        hostile.send("hello", {**hello, "last_stream_seq": last % 7, "round": 1 + last % 3})
+    t.settle()
+    assert problems(driver)[-1].startswith("hello: box 3 has had ")
     finished = len(driver.rounds)
     driver.play_round()
     assert len(driver.rounds) == finished + 1
