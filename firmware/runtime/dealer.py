@@ -565,8 +565,9 @@ class DealerUnit(Unit, DealerState):
             self._refuse("the dealer unit's software is not verified: no bets (betbox verify)")
             return
         if self.behind is not None:
-            self._refuse(f"{self.unit_id} is behind its confirmed mark (seq {self.behind['outbox_seq']} < "
-                         f"{self.behind['confirmed']}): no bets until its newest state is restored")
+            n, m = sorted(self.behind.values())
+            self._refuse(f"{self.unit_id} is behind its confirmed mark (seq {n} < {m}): no bets until its "
+                         "newest state is restored")
             return
         if self.phase != DealerPhase.IDLE:
             self._refuse(f"round {self.round_no} is not over (bets {self.phase})")
@@ -753,20 +754,7 @@ class DealerUnit(Unit, DealerState):
         box = int(body["box"])
         same_round = body.get("round") == self.round_no
         if m.kind == "hello":
-            self.online.add(box)
-            self._catch_up(box, int(body.get("last_stream_seq", 0)), body["round"], str(body.get("phase")),
-                           heard=last)
-            if same_round and body.get("bets") is not None:
-                if self.phase == DealerPhase.OPEN and body.get("phase") == SeatPhase.OPEN:
-                    self.offers[box] = bets_from_json(body["bets"])
-                elif self.phase == DealerPhase.CLOSING and body.get("phase") == SeatPhase.CLOSING:
-                    self.locks[box] = bets_from_json(body["bets"])
-                    self.waiting.discard(box)
-                    if not self.waiting:
-                        self._close()
-            if same_round and self.phase == DealerPhase.PLAY:
-                for spot, amount in (body.get("pending") or {}).items():
-                    self.additions.setdefault(box, {})[spot] = parse_amount(amount)
+            self._on_hello(box, body, last, same_round)
         elif m.kind == "offer":
             if same_round and self.phase == DealerPhase.OPEN:
                 bets = bets_from_json(body["bets"])
@@ -797,6 +785,29 @@ class DealerUnit(Unit, DealerState):
             self.alarms.append({k: v for k, v in body.items()})
             self._call_pit(body.get("alarm"))
         return True
+
+    def _on_hello(self, box: int, body: Mapping[str, Any], last: int, same_round: bool) -> None:
+        """A seat (re)started or reconnected: catch it up and take what it says it holds
+        (``last``: the highest message seq heard from it before)."""
+        self.online.add(box)
+        seat_heard = int(body.get("last_stream_seq", 0))
+        if seat_heard > self.stream_seq and self.behind is None:
+            # the seat holds stream messages this dealer's journal does not: the dealer was
+            # restarted from an older copy of its state, and its seats drop what it numbers
+            # again as heard already (issue #11.5)
+            self.on_behind({"stream_seq": self.stream_seq, "seat_heard": seat_heard})
+        self._catch_up(box, seat_heard, body["round"], str(body.get("phase")), heard=last)
+        if same_round and body.get("bets") is not None:
+            if self.phase == DealerPhase.OPEN and body.get("phase") == SeatPhase.OPEN:
+                self.offers[box] = bets_from_json(body["bets"])
+            elif self.phase == DealerPhase.CLOSING and body.get("phase") == SeatPhase.CLOSING:
+                self.locks[box] = bets_from_json(body["bets"])
+                self.waiting.discard(box)
+                if not self.waiting:
+                    self._close()
+        if same_round and self.phase == DealerPhase.PLAY:
+            for spot, amount in (body.get("pending") or {}).items():
+                self.additions.setdefault(box, {})[spot] = parse_amount(amount)
 
     # -- the console's lamps -----------------------------------------------------------
 

@@ -203,17 +203,19 @@ def ck_json(value: Any) -> Any:
 BEHIND = "behind_confirmed"
 
 
-#: What a unit is behind: the controller's confirmed mark (its outbox's last seq, the mark)
-#: or, for a seat, what the dealer heard from it (its own last message seq, the dealer's).
-BEHIND_KEYS = ({"outbox_seq", "confirmed"}, {"unit_seq", "heard"})
+#: What a unit is behind: the controller's confirmed mark (its outbox's last seq, the mark);
+#: for a seat, what the dealer heard from it (its own last message seq, the dealer's); for
+#: the dealer, what a seat heard of its stream (its own last stream seq, the seat's).
+BEHIND_KEYS = ({"outbox_seq", "confirmed"}, {"unit_seq", "heard"}, {"stream_seq", "seat_heard"})
 
 
 def behind_from_json(value: Any) -> dict[str, int]:
-    """``{"outbox_seq": n, "confirmed": m}`` or ``{"unit_seq": n, "heard": m}``, 0 <= n < m."""
+    """``{"outbox_seq": n, "confirmed": m}``, ``{"unit_seq": n, "heard": m}`` or
+    ``{"stream_seq": n, "seat_heard": m}``, 0 <= n < m."""
     if not isinstance(value, dict) or set(value) not in BEHIND_KEYS:
-        raise ValueError(f"behind_confirmed is {{'outbox_seq': n, 'confirmed': m}} or {{'unit_seq': n, "
-                         f"'heard': m}}, not {_short(value)}")
-    (a, n), (b, m) = sorted(value.items(), key=lambda kv: kv[0] in ("confirmed", "heard"))
+        raise ValueError(f"behind_confirmed is {{'outbox_seq': n, 'confirmed': m}}, {{'unit_seq': n, "
+                         f"'heard': m}} or {{'stream_seq': n, 'seat_heard': m}}, not {_short(value)}")
+    (a, n), (b, m) = sorted(value.items(), key=lambda kv: kv[0] in ("confirmed", "heard", "seat_heard"))
     if not (_is_int(n) and _is_int(m) and 0 <= n < m < 2 ** 63):
         raise ValueError(f"behind_confirmed: {a} {_short(n)} must be a count below {b} {_short(m)}")
     return {a: n, b: m}
@@ -625,10 +627,14 @@ class Unit(UnitState, ABC):
             n, m = behind["outbox_seq"], behind["confirmed"]
             what = (f"its outbox numbered reports through seq {n}, the jackpot controller has confirmed "
                     f"through seq {m} (reports {n + 1}-{m} are not in this unit's state")
-        else:
+        elif "heard" in behind:
             n, m = behind["unit_seq"], behind["heard"]
             what = (f"its journal holds its messages through seq {n}, the dealer has heard seq {m} from "
                     f"it (messages {n + 1}-{m} are not in this unit's state")
+        else:
+            n, m = behind["stream_seq"], behind["seat_heard"]
+            what = (f"its journal holds its table stream through seq {n}, a seat has heard stream seq {m} "
+                    f"(stream messages {n + 1}-{m} are not in this unit's state")
         self.alarm(BEHIND, f"{self.unit_id} is behind its confirmed mark: {what}: it was restarted from an "
                    "older copy). Bets are refused here. Restore this unit's newest state directory "
                    "(journal.db, with its outbox; an outbox.db of older firmware too) and restart it; if there is none, a supervisor reconciles its "
