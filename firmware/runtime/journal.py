@@ -237,6 +237,7 @@ class Journal:
             meta = dict(db.execute("SELECT key, value FROM meta"))
             if meta:
                 check_open_mark(self.path, db, had_wal, "journal")
+                self._check_not_older(meta)
             if not meta:
                 self._tx([("INSERT INTO meta VALUES (?, ?)", ("unit", unit_id)),
                           ("INSERT INTO meta VALUES (?, ?)", ("role", role)),
@@ -267,6 +268,24 @@ class Journal:
             raise JournalError(f"{self.path}: cannot open the journal: {exc}") from None
         self._closer = weakref.finalize(self, _close_clean, db)
         self.writes = getattr(self, "writes", 0)
+
+    def _check_not_older(self, meta: Mapping[str, str]) -> None:
+        """Refuse an active file older than the unit's newest segment: each rotation starts
+        the active file after the segment it archived (``after_round``), so a segment ending
+        past that was archived from a later file: this one is an older copy (a restore, a
+        swapped card), and starting from it would silently take a state rounds behind."""
+        kept = segments(self.path)
+        if not kept:
+            return
+        newest = kept[-1]
+        found = SEGMENT.match(newest.name)
+        assert found is not None
+        after = int(meta.get("after_round", 0))
+        if int(found.group(2)) > after:
+            raise JournalError(
+                f"{self.path} is older than this unit's newest journal segment {newest.name}: it follows "
+                f"round {after}, the segment ends at round {found.group(2)}; the unit does not start from an "
+                f"older copy of its state; restore its newest {self.path.name} (with its -wal, if any)")
 
     def _record_start(self) -> None:
         """When the unit started on this file, and whether its clock could be trusted."""

@@ -86,6 +86,37 @@ def test_a_unit_whose_journal_is_missing_beside_its_segments_does_not_start(tmp_
     assert segments(tmp_path / JOURNAL_NAME) == [segment]
 
 
+@pytest.mark.parametrize("copied_after", [0, 3], ids=["never-rotated", "rotated-once"])
+def test_a_journal_older_than_its_newest_segment_is_refused(tmp_path, copied_after):
+    """An older copy of journal.db put back beside the segments its unit archived since
+    (a restore, a card swapped): the unit would start from a state rounds behind, silently
+    (and fail at its next rotation: that segment exists). The newest segment names it."""
+    j = Journal(tmp_path / JOURNAL_NAME, UNIT, ROLE)
+    if copied_after:
+        play_rounds(j, 1, copied_after)
+        j.rotate({"format": 2, "state": {}})
+    play_rounds(j, copied_after + 1, copied_after + 1)
+    j.close()
+    old = tmp_path / "old"
+    old.mkdir()
+    shutil.copy2(tmp_path / JOURNAL_NAME, old / JOURNAL_NAME)
+    j = Journal(tmp_path / JOURNAL_NAME, UNIT, ROLE)
+    play_rounds(j, copied_after + 2, copied_after + 3)
+    newest = j.rotate({"format": 2, "state": {}})
+    play_rounds(j, copied_after + 4, copied_after + 4)
+    j.close()
+    shutil.copy2(old / JOURNAL_NAME, tmp_path / JOURNAL_NAME)
+    with pytest.raises(JournalError, match=newest.name) as err:
+        Journal(tmp_path / JOURNAL_NAME, UNIT, ROLE)
+    assert "older" in str(err.value)
+    assert (old / JOURNAL_NAME).read_bytes() == (tmp_path / JOURNAL_NAME).read_bytes()   # nothing written
+    j = Journal(tmp_path / "fresh" / JOURNAL_NAME, UNIT, ROLE)   # a unit's own newest file starts
+    play_rounds(j, 1, 2)
+    j.rotate({"format": 2, "state": {}})
+    j.close()
+    Journal(tmp_path / "fresh" / JOURNAL_NAME, UNIT, ROLE).close()
+
+
 def test_recall_reads_a_journal_on_read_only_media(tmp_path, capsys):
     unit_dir = tmp_path / "dealer"
     j = Journal(unit_dir / JOURNAL_NAME, UNIT, ROLE)
