@@ -573,9 +573,15 @@ class Journal:
             raise
         # the old file folded into one (no WAL beside it), then renamed: a cut from here on
         # finds the complete new file (see _finish_rotation)
-        set_open_mark(self._db, "0")
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        self._db.execute("PRAGMA journal_mode=DELETE")   # a segment is one self-contained file
+        try:
+            self._fold_for_segment()
+        except sqlite3.OperationalError as exc:
+            # not rotated: the old file stays the active one; the new one gives its space back
+            for suffix in ("", "-journal"):
+                Path(str(new) + suffix).unlink(missing_ok=True)
+            if is_full(exc):            # the fold grows the old file by the pages its WAL holds
+                raise JournalFull(f"{full_error(self.path)}: the journal was not rotated") from None
+            raise
         self._closer.detach()
         self._db.close()
         fsync_dir(self.path.parent)
@@ -587,6 +593,22 @@ class Journal:
         self._open(self.unit_id, self.role)
         self._prune()
         return segment
+
+    def _fold_for_segment(self) -> None:
+        """The old active file made one self-contained file marked closed: its WAL folded in
+        first (a fold that fails, e.g. on a full partition, changes nothing), then the mark,
+        then out of WAL mode (which folds the mark in). A failure after the mark sets it back:
+        the unit goes on writing this file."""
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        set_open_mark(self._db, "0")
+        try:
+            self._db.execute("PRAGMA journal_mode=DELETE")   # a segment is one self-contained file
+        except sqlite3.OperationalError:
+            try:
+                set_open_mark(self._db, "1")
+            except sqlite3.Error:
+                pass            # (full): cleared until the next start sets it again
+            raise
 
     def _prune(self) -> None:
         if self.keep_segments is None:
