@@ -708,7 +708,7 @@ class Unit(UnitState, ABC):
                     steps += 1                  # evidence only: it never changed the state
                     continue
                 self._outs = []
-                self._take(self.read_input(ins[0].kind, dict(ins[0].body)))
+                self._replay(ins[0], records[0].step)
                 again = [m.to_dict() for m in self._outs]
                 if _canon(again) != _canon([r.body for r in outs]):
                     raise ReplayDiverged(f"{self.unit_id}: replaying step {records[0].step} "
@@ -725,6 +725,20 @@ class Unit(UnitState, ABC):
         self.after_recover()
         self.after_step()
         return steps
+
+    def _replay(self, record: Record, step: int | None) -> None:
+        """One journalled input taken again. One the unit cannot take (a record damaged on
+        the card, still JSON: SQLite keeps no checksum of what a page holds) refuses the
+        start naming the journal and the step, not as a fault in betbox."""
+        try:
+            self._take(self.read_input(record.kind, dict(record.body)))
+        except (ReplayDiverged, StorageError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever a damaged record makes a handler raise
+            raise ReplayDiverged(
+                f"{self.journal.path}: step {step} ({record.kind!s:.40}) cannot be replayed "
+                f"({type(exc).__name__}: {reprlib.repr(str(exc))}): the journal is damaged (or was written by "
+                "other firmware); the unit does not start from it") from None
 
     # -- for subclasses ----------------------------------------------------------------
 

@@ -255,3 +255,35 @@ def test_betbox_run_refuses_a_journal_it_cannot_start_from_naming_it(tmp_path, f
     assert "Traceback" not in done.stderr
     assert str(path) in done.stderr and done.stderr.startswith("betbox run: ")
     assert files(state) == before
+
+
+def test_betbox_run_refuses_a_journal_whose_record_was_damaged_naming_the_step(tmp_path):
+    """One bit flipped in a record's text on the card (SQLite keeps no checksum of a page's
+    content: quick_check cannot see it): still JSON, a key renamed. The replay cannot read
+    that step: a real ``betbox run`` refuses naming the file and the step (exit 2), never a
+    traceback."""
+    import sys
+    from pathlib import Path
+
+    from firmware.engine.profile import load_profile
+    from firmware.sim import chipset
+    from firmware.sim.driver import TableDriver
+    from firmware.sim.table import InProcessTable, TableSpec, seat_spots
+
+    spec = TableSpec("t1", load_profile("rws-blackjack"), seed=5, state_dir=tmp_path, boxes=1)
+    d = TableDriver(InProcessTable(spec, chipset.registry(1, len(seat_spots(spec.profile)))), spec.seed)
+    d.boot()
+    d.play_round()
+    d.table.close()
+    path = tmp_path / "dealer" / JOURNAL_NAME
+    db = sqlite3.connect(path)
+    step, body = db.execute("SELECT step, body FROM record WHERE kind = 'shoe' ORDER BY id LIMIT 1").fetchone()
+    db.close()
+    data = path.read_bytes()
+    at = data.index(body.encode()) + body.index('"signal"') + 2
+    path.write_bytes(data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:])      # "signal" -> "shgnal"
+    done = subprocess.run([sys.executable, "-m", "firmware", "run", "--config", str(dealer_config(tmp_path))],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith("betbox run: ") and str(path) in done.stderr and f"step {step} " in done.stderr
