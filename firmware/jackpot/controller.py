@@ -25,6 +25,7 @@ import logging
 import sqlite3
 import threading
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass, fields
 from fractions import Fraction
@@ -37,7 +38,8 @@ from . import pools as P
 from .claims import BOOKED_KINDS, STAGE, Claim, dealer_claims, seat_claim, stage_of_record
 from .config import MAX_HELD
 from .pools import PoolSpec, PoolState, cents, money, parse_money
-from .store import StoreUnavailable, connect, dialect, dumps, keep_rejected, pipeline, rejected_counts
+from .store import StoreUnavailable, dialect, dumps, keep_rejected, open_held, pipeline, rejected_counts
+from .store import close as close_store
 from .wire import Report, ReportRejected, parse_report
 from .writes import insert_rows, update_rows
 
@@ -90,7 +92,10 @@ class JackpotController:
         self.link_id = link_id
         self.hold_grace = hold_grace
         self.max_held = MAX_HELD if max_held is None else max_held
-        self.db: Any = connect(db_path) if isinstance(db_path, (str, Path)) else db_path
+        self.db: Any = open_held(db_path) if isinstance(db_path, (str, Path)) else db_path
+        # a file this controller opened is closed cleanly (the file says so: a later start
+        # knows its missing WAL is normal) also when the controller is dropped unclosed
+        self._closer = weakref.finalize(self, close_store, self.db) if isinstance(db_path, (str, Path)) else None
         self.dialect = dialect(self.db)
         # hot standby (PostgreSQL): the epoch this controller became active in (set by the
         # service, after PgDatabase.become_active and before anything is ingested); every
@@ -1050,7 +1055,10 @@ class JackpotController:
 
     def close(self) -> None:
         with self.lock:
-            self.db.close()
+            if self._closer is not None:
+                self._closer()
+            else:
+                close_store(self.db)
 
 
 def missing_ranges(db: sqlite3.Connection, unit: str, limit: int = 20) -> list[list[int]]:

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from firmware.runtime.storage import StorageError, check_open_mark, set_open_mark
+
 SCHEMA_VERSION = 1
 
 DDL = """
@@ -164,6 +166,35 @@ def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
         # a database from before the counts: count the rows it kept
         db.execute("INSERT INTO rejected_count SELECT reason, COUNT(*) FROM rejected GROUP BY reason")
     return db
+
+
+def open_held(path: str | Path) -> sqlite3.Connection:
+    """The controller's own file (:func:`connect`), held open: a controller killed leaves its
+    WAL beside the file, holding the newest books, so the file marked open with no WAL beside
+    it is an older state (the units deleted the reports it lacks: issue #11.5) and is refused.
+    The mark is set here and cleared by :func:`close`."""
+    path = Path(path)
+    had_wal = Path(str(path) + "-wal").exists()
+    db = connect(path)
+    try:
+        check_open_mark(path, db, had_wal, "jackpot database")
+        set_open_mark(db, "1")
+    except (sqlite3.DatabaseError, StorageError) as exc:
+        db.close()
+        raise StoreError(str(exc) if isinstance(exc, StorageError) else
+                         f"{path}: cannot open the jackpot database: {exc}") from None
+    return db
+
+
+def close(db: Any) -> None:
+    """Close the store; a SQLite file says it was closed cleanly (SQLite then folds its WAL in
+    and deletes it: a later start knows a missing WAL is normal)."""
+    if isinstance(db, sqlite3.Connection):
+        try:
+            set_open_mark(db, "0")
+        except sqlite3.Error:
+            pass        # (read-only, or a full partition): the WAL stays if SQLite cannot fold it in
+    db.close()
 
 
 def pipeline(db: Any) -> Any:

@@ -498,6 +498,12 @@ class MqttBus:
 
     def _take_confirmation(self, through: int) -> None:
         assert self.outbox is not None               # the sender runs only with an outbox
+        if through > self.outbox.last_seq and not self.outbox.numbered and self.outbox.start_after(through):
+            # a new outbox under a unit id the controller holds reports of (a unit started
+            # anew): its reports go after them, else each is refused as a seq reused
+            log.warning("%s: a new outbox; the controller holds this unit id's reports through %d: "
+                        "numbering from %d", self.unit_id, through, through + 1)
+            return
         if through > self.outbox.last_seq and self.outbox.numbered:
             # the controller holds seqs this outbox never numbered: the unit was restarted
             # from an older copy of its state (or, without the ACL, the mark is forged);

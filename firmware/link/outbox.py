@@ -448,6 +448,22 @@ class Outbox:
                 self._behind = dict(result)
             return result
 
+    def start_after(self, through: int) -> bool:
+        """A new outbox (it never numbered a report) told that the controller holds its unit
+        id's reports through ``through`` (a unit started anew under its id): number the next
+        report after it, or the controller refuses each one as a seq reused. Nothing is held
+        here below it, so nothing is behind. False: a report was numbered meanwhile."""
+        def start(db: sqlite3.Connection) -> bool:
+            if self._meta("next_seq") != 1 or self._meta("confirmed") != 0:
+                return False
+            db.execute(f"UPDATE {self._m} SET value = ? WHERE key = 'next_seq'", (str(through + 1),))
+            db.execute(f"UPDATE {self._m} SET value = ? WHERE key = 'confirmed'", (str(through),))
+            return True
+
+        with self._lock:                # durable: the numbers up to it must never be used here
+            done: bool = self._write(start)
+            return done
+
     def confirm_through(self, seq: int) -> int:
         """The controller holds every report up to ``seq``: delete them. Returns how many.
         (Not those of an outbox that was behind, up to where it was: see ``mark_behind``.)

@@ -668,8 +668,9 @@ class DealerUnit(Unit, DealerState):
             self._refuse("the dealer unit's software is not verified: no bets (betbox verify)")
             return
         if self.behind is not None:
-            self._refuse(f"{self.unit_id} is behind its confirmed mark (seq {self.behind['outbox_seq']} < "
-                         f"{self.behind['confirmed']}): no bets until its newest state is restored")
+            n, m = sorted(self.behind.values())
+            self._refuse(f"{self.unit_id} is behind its confirmed mark (seq {n} < {m}): no bets until its "
+                         "newest state is restored")
             return
         if self.phase != DealerPhase.IDLE:
             self._refuse(f"round {self.round_no} is not over (bets {self.phase})")
@@ -907,9 +908,14 @@ class DealerUnit(Unit, DealerState):
         """A seat (re)started: its catch-up, and what it says the dealer may have lost."""
         body, same_round = m.body, m.body.get("round") == self.round_no
         self.online.add(box)
+        seat_heard = int(body.get("last_stream_seq", 0))
+        if seat_heard > self.stream_seq and self.behind is None:
+            # the seat holds stream messages this dealer's journal does not: the dealer was
+            # restarted from an older copy of its state, and its seats drop what it numbers
+            # again as heard already (issue #11.5)
+            self.on_behind({"stream_seq": self.stream_seq, "seat_heard": seat_heard})
         table = self._table_moment()
-        catchup = self._catch_up(box, int(body.get("last_stream_seq", 0)), body["round"], str(body.get("phase")),
-                                 heard=heard)
+        catchup = self._catch_up(box, seat_heard, body["round"], str(body.get("phase")), heard=heard)
         if same_round and body.get("bets") is not None:
             if self.phase == DealerPhase.OPEN and body.get("phase") == SeatPhase.OPEN:
                 self.offers[box] = bets_from_json(body["bets"])

@@ -237,6 +237,7 @@ class Journal:
             meta = dict(db.execute("SELECT key, value FROM meta"))
             if meta:
                 check_open_mark(self.path, db, had_wal, "journal")
+                self._check_not_older(meta)
             if not meta:
                 self._tx([("INSERT INTO meta VALUES (?, ?)", ("unit", unit_id)),
                           ("INSERT INTO meta VALUES (?, ?)", ("role", role)),
@@ -265,6 +266,24 @@ class Journal:
             raise JournalError(f"{self.path}: cannot open the journal: {exc}") from None
         self._closer = weakref.finalize(self, _close_clean, db)
         self.writes = getattr(self, "writes", 0)
+
+    def _check_not_older(self, meta: Mapping[str, str]) -> None:
+        """Refuse an active file older than the unit's newest segment: each rotation starts
+        the active file after the segment it archived (``after_round``), so a segment ending
+        past that was archived from a later file: this one is an older copy (a restore, a
+        swapped card), and starting from it would silently take a state rounds behind."""
+        kept = segments(self.path)
+        if not kept:
+            return
+        newest = kept[-1]
+        found = SEGMENT.match(newest.name)
+        assert found is not None
+        after = int(meta.get("after_round", 0))
+        if int(found.group(2)) > after:
+            raise JournalError(
+                f"{self.path} is older than this unit's newest journal segment {newest.name}: it follows "
+                f"round {after}, the segment ends at round {found.group(2)}; the unit does not start from an "
+                f"older copy of its state; restore its newest {self.path.name} (with its -wal, if any)")
 
     def _record_start(self) -> None:
         """When the unit started on this file, and whether its clock could be trusted."""
@@ -552,9 +571,15 @@ class Journal:
             raise
         # the old file folded into one (no WAL beside it), then renamed: a cut from here on
         # finds the complete new file (see _finish_rotation)
-        set_open_mark(self._db, "0")
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        self._db.execute("PRAGMA journal_mode=DELETE")   # a segment is one self-contained file
+        try:
+            self._fold_for_segment()
+        except sqlite3.OperationalError as exc:
+            # not rotated: the old file stays the active one; the new one gives its space back
+            for suffix in ("", "-journal"):
+                Path(str(new) + suffix).unlink(missing_ok=True)
+            if is_full(exc):            # the fold grows the old file by the pages its WAL holds
+                raise JournalFull(f"{full_error(self.path)}: the journal was not rotated") from None
+            raise
         self._closer.detach()
         self._db.close()
         fsync_dir(self.path.parent)
@@ -566,6 +591,22 @@ class Journal:
         self._open(self.unit_id, self.role)
         self._prune()
         return segment
+
+    def _fold_for_segment(self) -> None:
+        """The old active file made one self-contained file marked closed: its WAL folded in
+        first (a fold that fails, e.g. on a full partition, changes nothing), then the mark,
+        then out of WAL mode (which folds the mark in). A failure after the mark sets it back:
+        the unit goes on writing this file."""
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        set_open_mark(self._db, "0")
+        try:
+            self._db.execute("PRAGMA journal_mode=DELETE")   # a segment is one self-contained file
+        except sqlite3.OperationalError:
+            try:
+                set_open_mark(self._db, "1")
+            except sqlite3.Error:
+                pass            # (full): cleared until the next start sets it again
+            raise
 
     def _prune(self) -> None:
         if self.keep_segments is None:

@@ -565,6 +565,11 @@ class SeatUnit(Unit, SeatState):
     def _on_stream(self, kind: str, body: Mapping[str, Any], value: Any) -> bool:
         seq = body["stream_seq"]
         if seq <= self.last_stream:
+            if kind == "dealer_boot":
+                # a dealer restarted behind what this seat heard (from an older copy of its
+                # state): the hello tells it so (a redelivered boot only asks a catch-up again)
+                self._hello()
+                return True
             return False
         if seq != self.last_stream + 1:
             if self.awaiting_catchup:

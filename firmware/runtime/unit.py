@@ -213,17 +213,19 @@ def ck_json(value: Any) -> Any:
 BEHIND = "behind_confirmed"
 
 
-#: What a unit is behind: the controller's confirmed mark (its outbox's last seq, the mark)
-#: or, for a seat, what the dealer heard from it (its own last message seq, the dealer's).
-BEHIND_KEYS = ({"outbox_seq", "confirmed"}, {"unit_seq", "heard"})
+#: What a unit is behind: the controller's confirmed mark (its outbox's last seq, the mark);
+#: for a seat, what the dealer heard from it (its own last message seq, the dealer's); for
+#: the dealer, what a seat heard of its stream (its own last stream seq, the seat's).
+BEHIND_KEYS = ({"outbox_seq", "confirmed"}, {"unit_seq", "heard"}, {"stream_seq", "seat_heard"})
 
 
 def behind_from_json(value: Any) -> dict[str, int]:
-    """``{"outbox_seq": n, "confirmed": m}`` or ``{"unit_seq": n, "heard": m}``, 0 <= n < m."""
+    """``{"outbox_seq": n, "confirmed": m}``, ``{"unit_seq": n, "heard": m}`` or
+    ``{"stream_seq": n, "seat_heard": m}``, 0 <= n < m."""
     if not isinstance(value, dict) or set(value) not in BEHIND_KEYS:
-        raise ValueError(f"behind_confirmed is {{'outbox_seq': n, 'confirmed': m}} or {{'unit_seq': n, "
-                         f"'heard': m}}, not {_short(value)}")
-    (a, n), (b, m) = sorted(value.items(), key=lambda kv: kv[0] in ("confirmed", "heard"))
+        raise ValueError(f"behind_confirmed is {{'outbox_seq': n, 'confirmed': m}}, {{'unit_seq': n, "
+                         f"'heard': m}} or {{'stream_seq': n, 'seat_heard': m}}, not {_short(value)}")
+    (a, n), (b, m) = sorted(value.items(), key=lambda kv: kv[0] in ("confirmed", "heard", "seat_heard"))
     if not (_is_int(n) and _is_int(m) and 0 <= n < m < 2 ** 63):
         raise ValueError(f"behind_confirmed: {a} {_short(n)} must be a count below {b} {_short(m)}")
     return {a: n, b: m}
@@ -645,10 +647,14 @@ class Unit(UnitState, ABC):
             n, m = behind["outbox_seq"], behind["confirmed"]
             what = (f"its outbox numbered reports through seq {n}, the jackpot controller has confirmed "
                     f"through seq {m} (reports {n + 1}-{m} are not in this unit's state")
-        else:
+        elif "heard" in behind:
             n, m = behind["unit_seq"], behind["heard"]
             what = (f"its journal holds its messages through seq {n}, the dealer has heard seq {m} from "
                     f"it (messages {n + 1}-{m} are not in this unit's state")
+        else:
+            n, m = behind["stream_seq"], behind["seat_heard"]
+            what = (f"its journal holds its table stream through seq {n}, a seat has heard stream seq {m} "
+                    f"(stream messages {n + 1}-{m} are not in this unit's state")
         self.alarm(BEHIND, f"{self.unit_id} is behind its confirmed mark: {what}: it was restarted from an "
                    "older copy). Bets are refused here. Restore this unit's newest state directory "
                    "(journal.db, with its outbox; an outbox.db of older firmware too) and restart it; if there is none, a supervisor reconciles its "
@@ -722,7 +728,7 @@ class Unit(UnitState, ABC):
                     steps += 1                  # evidence only: it never changed the state
                     continue
                 self._outs = []
-                self._take(self.read_input(ins[0].kind, dict(ins[0].body)))
+                self._replay(ins[0], records[0].step)
                 again = [m.to_dict() for m in self._outs]
                 if _canon(again) != _canon([r.body for r in outs]):
                     raise ReplayDiverged(f"{self.unit_id}: replaying step {records[0].step} "
@@ -739,6 +745,20 @@ class Unit(UnitState, ABC):
         self.after_recover()
         self.after_step()
         return steps
+
+    def _replay(self, record: Record, step: int | None) -> None:
+        """One journalled input taken again. One the unit cannot take (a record damaged on
+        the card, still JSON: SQLite keeps no checksum of what a page holds) refuses the
+        start naming the journal and the step, not as a fault in betbox."""
+        try:
+            self._take(self.read_input(record.kind, dict(record.body)))
+        except (ReplayDiverged, StorageError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever a damaged record makes a handler raise
+            raise ReplayDiverged(
+                f"{self.journal.path}: step {step} ({record.kind!s:.40}) cannot be replayed "
+                f"({type(exc).__name__}: {reprlib.repr(str(exc))}): the journal is damaged (or was written by "
+                "other firmware); the unit does not start from it") from None
 
     # -- for subclasses ----------------------------------------------------------------
 

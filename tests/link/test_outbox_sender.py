@@ -167,3 +167,40 @@ def test_a_table_messages_puback_does_not_wake_the_outbox_sender(tmp_path):
     finally:
         bus.close()
         b.stop()
+
+
+def test_a_unit_started_anew_numbers_its_reports_after_what_the_controller_holds_of_its_id(tmp_path):
+    """A unit given a new state directory (the pit's remedy for a state that cannot be
+    used) under the same unit id: the controller's retained mark says it holds that id's
+    reports through 5. The new outbox numbered from 1 again, and the controller refused
+    every one of them as a seq reused (money never booked; their marks deleting them once
+    repeated). It numbers after the mark instead, and is not behind: it has no older state."""
+    from firmware.jackpot.service import JackpotService
+    from firmware.link.config import load_link_config
+
+    from .helpers import controller
+
+    b = Broker(tmp_path / "mosquitto").start()
+    ctl = controller(tmp_path / "jackpot.db")
+    service = JackpotService(ctl, load_link_config({"broker": b.url}), tick=0.02).start()
+    unit = "table-1/seat-1"
+    try:
+        bus = connect_bus(b.url, unit, outbox_path=tmp_path / "old" / "outbox.db")
+        for rnd in range(1, 6):
+            bus.report("progressive_wager", {"amount": "5"}, key=f"{rnd}/progressive_wager", table="table-1",
+                       box=1, round=rnd)
+        wait_until(lambda: ctl.marks().get(unit) == 5, 30, "the first life's five reports confirmed")
+        bus.close()
+        bus = connect_bus(b.url, unit, outbox_path=tmp_path / "new" / "outbox.db")     # started anew
+        wait_until(lambda: bus.outbox.last_seq == 5, 30, "the new outbox numbering after the mark")
+        for rnd in range(6, 9):
+            bus.report("progressive_wager", {"amount": "7"}, key=f"{rnd}/progressive_wager", table="table-1",
+                       box=1, round=rnd)
+        wait_until(lambda: ctl.marks().get(unit) == 8, 30, "the new life's reports booked")
+        wait_until(lambda: bus.outbox.pending() == [], 30, "and confirmed")
+        assert ctl.counts["rejected"] == 0 and bus.outbox.behind is None
+        bus.close()
+    finally:
+        service.stop()
+        ctl.close()
+        b.stop()

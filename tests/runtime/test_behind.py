@@ -112,3 +112,55 @@ def test_a_seat_whose_journal_ends_below_what_the_dealer_heard_is_behind(tmp_pat
         assert t.restart_seat(2).behind is None
     finally:
         t.close()
+
+
+def restart_dealer(t: InProcessTable, restore: Path | None = None):
+    """Power the dealer off and on again (``restore``: its state directory replaced by that
+    copy first)."""
+    import shutil
+
+    old = t.dealer
+    t.bus.unsubscribe(old.unit_id)
+    old.journal.close()
+    if restore is not None:
+        shutil.rmtree(old.journal.path.parent)
+        shutil.copytree(restore, old.journal.path.parent)
+    t.dealer = t._make_dealer()
+    t.shoe.start(t.dealer.post)
+    t.console.start(t.dealer.post)
+    t.dealer.recover()
+    t.dealer.start()
+    t.settle()
+    return t.dealer
+
+
+def test_a_dealer_restored_from_an_older_copy_is_behind_what_its_seats_heard(tmp_path):
+    """A dealer restarted from an older copy of its journal numbers its stream again from
+    where the copy ends: its seats drop those messages as heard already (its dealer_boot
+    too), so it dealt rounds nobody took, silently. A seat's hello says the last stream
+    message it holds: past the dealer's own, the dealer is behind."""
+    import shutil
+
+    d = driver(tmp_path)
+    t = d.table
+    try:
+        d.play_round()
+        restart_dealer(t)
+        assert t.dealer.behind is None                   # restarted from its own journal
+        shutil.copytree(tmp_path / "dealer", tmp_path / "dealer.old")
+        for _ in range(2):
+            d.play_round()
+        heard = t.seats[1].last_stream
+        dealer = restart_dealer(t, tmp_path / "dealer.old")
+        assert dealer.stream_seq < heard
+        assert dealer.behind is not None and dealer.behind["seat_heard"] == heard
+        assert dealer.behind["stream_seq"] < heard
+        alarm = [a for a in dealer.alarms if a["alarm"] == "behind_confirmed"]
+        assert len(alarm) == 1 and "t/dealer" in alarm[0]["detail"] and "Restore" in alarm[0]["detail"]
+        n = dealer.round_no
+        t.console.press("open_bets")
+        t.settle()
+        assert dealer.round_no == n and "behind" in dealer.refusals[-1]["reason"]
+        assert restart_dealer(t).behind is not None      # journalled: it stays so
+    finally:
+        t.close()

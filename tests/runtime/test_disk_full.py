@@ -162,6 +162,32 @@ def test_a_step_or_report_that_does_not_fit_halts_the_unit_never_kills_it(small_
             subprocess.run(["umount", "-l", str(reports)], capture_output=True)
 
 
+def test_a_rotation_whose_old_file_cannot_be_folded_in_is_named_full_and_leaves_the_journal_whole(small_partition):
+    """The new active file fits, but folding the old one's WAL into its file (it grows by
+    the pages the WAL holds) does not: the rotation is not done, named as a full partition
+    (the unit halts; a bare OperationalError ended its dispatch loop), nothing is lost, and
+    the file is still marked open (it is)."""
+    path = small_partition / JOURNAL_NAME
+    j = Journal(path, "t/dealer", "dealer", rotate_rounds=3)
+    for rnd in (1, 2, 3):
+        for n in range(60):
+            j.write_step([Record("in", "console", {"button": "x" * 3000, "n": n}, round=rnd)])
+    steps = j.last_step
+    filler = fill_to(small_partition, 40 * KIB)
+    with pytest.raises(JournalFull, match=r"state partition full: \d+ bytes free"):
+        j.rotate({"format": 2, "state": {}})
+    assert not (small_partition / (JOURNAL_NAME + ".new")).exists()   # its space given back
+    assert dict(j._db.execute("SELECT key, value FROM meta"))["open"] == "1"
+    assert [r.step for r in j.records()][-1] == steps
+    filler.unlink()
+    j.write_step([Record("in", "console", {"button": "y"}, round=4)])
+    assert j.rotate({"format": 2, "state": {}}) is not None            # room again: it rotates
+    j.close()
+    again = Journal(path, "t/dealer", "dealer")
+    assert again.last_step == steps + 1 and again.checkpoint() == {"format": 2, "state": {}}
+    again.close()
+
+
 def test_the_thresholds_are_configured_and_checked(tmp_path):
     from firmware.config import ConfigError, load_config
 

@@ -86,6 +86,37 @@ def test_a_unit_whose_journal_is_missing_beside_its_segments_does_not_start(tmp_
     assert segments(tmp_path / JOURNAL_NAME) == [segment]
 
 
+@pytest.mark.parametrize("copied_after", [0, 3], ids=["never-rotated", "rotated-once"])
+def test_a_journal_older_than_its_newest_segment_is_refused(tmp_path, copied_after):
+    """An older copy of journal.db put back beside the segments its unit archived since
+    (a restore, a card swapped): the unit would start from a state rounds behind, silently
+    (and fail at its next rotation: that segment exists). The newest segment names it."""
+    j = Journal(tmp_path / JOURNAL_NAME, UNIT, ROLE)
+    if copied_after:
+        play_rounds(j, 1, copied_after)
+        j.rotate({"format": 2, "state": {}})
+    play_rounds(j, copied_after + 1, copied_after + 1)
+    j.close()
+    old = tmp_path / "old"
+    old.mkdir()
+    shutil.copy2(tmp_path / JOURNAL_NAME, old / JOURNAL_NAME)
+    j = Journal(tmp_path / JOURNAL_NAME, UNIT, ROLE)
+    play_rounds(j, copied_after + 2, copied_after + 3)
+    newest = j.rotate({"format": 2, "state": {}})
+    play_rounds(j, copied_after + 4, copied_after + 4)
+    j.close()
+    shutil.copy2(old / JOURNAL_NAME, tmp_path / JOURNAL_NAME)
+    with pytest.raises(JournalError, match=newest.name) as err:
+        Journal(tmp_path / JOURNAL_NAME, UNIT, ROLE)
+    assert "older" in str(err.value)
+    assert (old / JOURNAL_NAME).read_bytes() == (tmp_path / JOURNAL_NAME).read_bytes()   # nothing written
+    j = Journal(tmp_path / "fresh" / JOURNAL_NAME, UNIT, ROLE)   # a unit's own newest file starts
+    play_rounds(j, 1, 2)
+    j.rotate({"format": 2, "state": {}})
+    j.close()
+    Journal(tmp_path / "fresh" / JOURNAL_NAME, UNIT, ROLE).close()
+
+
 def test_recall_reads_a_journal_on_read_only_media(tmp_path, capsys):
     unit_dir = tmp_path / "dealer"
     j = Journal(unit_dir / JOURNAL_NAME, UNIT, ROLE)
@@ -243,3 +274,35 @@ def test_betbox_run_refuses_a_journal_it_cannot_start_from_naming_it(tmp_path, f
     assert "Traceback" not in done.stderr
     assert str(path) in done.stderr and done.stderr.startswith("betbox run: ")
     assert files(state) == before
+
+
+def test_betbox_run_refuses_a_journal_whose_record_was_damaged_naming_the_step(tmp_path):
+    """One bit flipped in a record's text on the card (SQLite keeps no checksum of a page's
+    content: quick_check cannot see it): still JSON, a key renamed. The replay cannot read
+    that step: a real ``betbox run`` refuses naming the file and the step (exit 2), never a
+    traceback."""
+    import sys
+    from pathlib import Path
+
+    from firmware.engine.profile import load_profile
+    from firmware.sim import chipset
+    from firmware.sim.driver import TableDriver
+    from firmware.sim.table import InProcessTable, TableSpec, seat_spots
+
+    spec = TableSpec("t1", load_profile("rws-blackjack"), seed=5, state_dir=tmp_path, boxes=1)
+    d = TableDriver(InProcessTable(spec, chipset.registry(1, len(seat_spots(spec.profile)))), spec.seed)
+    d.boot()
+    d.play_round()
+    d.table.close()
+    path = tmp_path / "dealer" / JOURNAL_NAME
+    db = sqlite3.connect(path)
+    step, body = db.execute("SELECT step, body FROM record WHERE kind = 'shoe' ORDER BY id LIMIT 1").fetchone()
+    db.close()
+    data = path.read_bytes()
+    at = data.index(body.encode()) + body.index('"signal"') + 2
+    path.write_bytes(data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:])      # "signal" -> "shgnal"
+    done = subprocess.run([sys.executable, "-m", "firmware", "run", "--config", str(dealer_config(tmp_path))],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith("betbox run: ") and str(path) in done.stderr and f"step {step} " in done.stderr
