@@ -29,6 +29,7 @@ def check_startable(config: UnitConfig, source: str) -> None:
     else:
         _sqlite_file(config.state_dir / JOURNAL_NAME, f"{source}: [unit] state_dir", "journal")
         _journal_not_lost(config.state_dir / JOURNAL_NAME, f"{source}: [unit] state_dir")
+        _journal_marks(config.state_dir / JOURNAL_NAME, f"{source}: [unit] state_dir")
     if config.link is not None and config.link.tls is not None:
         _tls(config.link.tls, source)
     if config.role == "seat":
@@ -86,6 +87,17 @@ def _journal_not_lost(path: Path, where: str) -> None:
         raise ConfigError(f"{where}: {path} is missing but this unit's journal segments are beside it "
                           f"({', '.join(p.name for p in kept)}): the unit does not start empty over its "
                           f"own record; restore {path.name} from a backup")
+
+
+def _journal_marks(path: Path, where: str) -> None:
+    """The start refuses a journal whose step or sequence number is not a number (SQLite
+    keeps any type in any column): so does the check, reading it as the start does."""
+    from firmware.runtime.journal import JournalError, check_marks
+
+    try:
+        check_marks(path)
+    except JournalError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _jackpot_db(db: Path, source: str) -> None:

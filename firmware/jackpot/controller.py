@@ -37,7 +37,7 @@ from firmware.wirejson import RateLimitedLog
 from . import pools as P
 from .claims import BOOKED_KINDS, STAGE, Claim, dealer_claims, seat_claim, stage_of_record
 from .config import MAX_HELD
-from .pools import PoolSpec, PoolState, cents, money, parse_money
+from .pools import DamagedRow, PoolSpec, PoolState, cents, money, stored_money
 from .store import StoreUnavailable, dialect, dumps, keep_rejected, open_held, pipeline, rejected_counts
 from .store import close as close_store
 from .wire import Report, ReportRejected, parse_report
@@ -171,6 +171,9 @@ class JackpotController:
         now = time.monotonic()
         for (unit,) in self.db.execute("SELECT unit FROM unit WHERE highest > contiguous"):
             self._holes[unit] = now
+        # the meter shows each pending hit's amount: a damaged one refuses the start, named
+        # (DamagedRow, a ValueError), as a damaged pool state does
+        self.meter()
 
     def _fence(self) -> None:
         if self.epoch is not None:
@@ -875,7 +878,17 @@ class JackpotController:
         return None if row is None else (json.loads(row[0]) if row[0] else {})
 
     def _book(self, c: Claim, seat_event: int) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
-        """Apply an agreed claim to its pool: (the effect, None) or (None, (reason, why not))."""
+        """Apply an agreed claim to its pool: (the effect, None) or (None, (reason, why not)).
+        A stored amount the controller never writes (a damaged or hostile database) books
+        nothing: the claim is disputed like any that cannot be booked, with an integrity
+        alarm naming the row and the field; the pool is left as it was (it is written only
+        at the end), and every amount is read before anything of the booking is written."""
+        try:
+            return self._book_claim(c, seat_event)
+        except DamagedRow as exc:
+            return None, ("damaged_row", f"{c.table}/seat-{c.box} round {c.round}: {exc}")
+
+    def _book_claim(self, c: Claim, seat_event: int) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
         spec = self.pool_for(c.table)
         if spec is None:
             return {"pool": None}, None
@@ -887,7 +900,7 @@ class JackpotController:
         if c.kind == "progressive_wager":
             if result is not None and result.get("void"):
                 return {"void_round": True}, None
-            s, into, over = P.contribute(spec, s, parse_money(c.value["amount"]))
+            s, into, over = P.contribute(spec, s, stored_money(c.value["amount"], _claim_row(c, "amount")))
             effect = {"into": money(into), "over": money(over)}
         elif c.kind == "progressive_hit":
             wager = self._booked(c, "progressive_wager")
@@ -896,15 +909,15 @@ class JackpotController:
             if result is not None and result.get("void"):
                 return {"void_round": True}, None
             if c.value["award"] is not None:
-                award = Fraction(c.value["award"])
+                award = stored_money(c.value["award"], _claim_row(c, "award"))
                 s = P.fixed_award(s, award)
                 self._hit(seat_event, c, spec, "fixed", award, None, "paid")
             else:
-                share = Fraction(c.value["meter_share"])
+                share = stored_money(c.value["meter_share"], _claim_row(c, "meter_share"))
                 if c.value["amount"] is None:
                     why = f"{unit} round {c.round}: a meter-share hit with no amount (the round opened without a meter)"
                     return None, ("no_meter", why)
-                locked = Fraction(c.value["amount"])
+                locked = stored_money(c.value["amount"], _claim_row(c, "amount"))
                 if locked > spec.maximum + spec.seed:
                     why = f"{unit} round {c.round}: {money(locked)} is more than the meter of pool {spec.name} can show"
                     return None, ("above_maximum", why)
@@ -919,36 +932,56 @@ class JackpotController:
                 else:
                     self._hit_pending(c, hit, locked, share)
         elif c.kind == "envy_bonus":
-            award = Fraction(c.value["award"])
+            award = stored_money(c.value["award"], _claim_row(c, "award"))
             s = P.envy_bonus(s, award)
             self._hit(seat_event, c, spec, "envy", award, None, "paid", category=f"envy_from_box_{c.key}")
         elif c.kind == "round_result":
-            void = c.value["void"]
-            effect = {"void": void}
-            rows = self._pending_hits(c)
-            for hit, locked, share in rows:
-                if void:
-                    # the round never counted: the hit is released, not paid (see pools.py)
-                    other = self.db.execute("SELECT 1 FROM hit WHERE pool = ? AND kind = 'meter' AND state = "
-                                            "'pending' AND share = '1' AND id != ?", (spec.name, hit)).fetchone()
-                    s = P.release_hit(spec, s, Fraction(locked), Fraction(share) == 1, other is not None)
-                    self.db.execute("UPDATE hit SET state = 'released', confirmed_by = ? WHERE id = ?",
-                                    (f"void round {c.round}", hit))
-                    log.warning("hit %d: %s box %d round %s released (the round was voided); %s back in the pool",
-                                hit, c.table, c.box, c.round, locked)
-                else:
-                    s = P.confirm_hit(spec, s)
-                    self.db.execute("UPDATE hit SET state = 'confirmed', confirmed_by = ? WHERE id = ?",
-                                    (f"round_result of round {c.round}", hit))
-            wager = self._booked(c, "progressive_wager")
-            if void and wager is not None and "into" in wager:
-                amount_ = self._claims(Claim(c.table, c.round, c.box, "progressive_wager", "", {}))["seat"][2]["amount"]
-                s = P.void_wager(s, Fraction(amount_), Fraction(wager["into"]), Fraction(wager["over"]))
-                effect["voided_wager"] = amount_
-            if rows:
-                effect["released" if void else "confirmed"] = [h for h, _, _ in rows]
+            s, effect = self._book_result(c, spec, s)
         self.states[spec.name] = s
         return effect, None
+
+    def _book_result(self, c: Claim, spec: PoolSpec, s: PoolState) -> tuple[PoolState, dict[str, Any]]:
+        """A round's result: its pending meter hits confirmed, or released and its wager
+        taken back when the round was void."""
+        void = c.value["void"]
+        effect: dict[str, Any] = {"void": void}
+        # every stored amount read first: a damaged one raises before any hit is changed
+        rows = [(hit, stored_money(locked, f"hit row {hit}: amount"), stored_money(share, f"hit row {hit}: share"))
+                for hit, locked, share in self._pending_hits(c)]
+        voided = self._voided_wager(c) if void else None
+        for hit, locked, share in rows:
+            if void:
+                # the round never counted: the hit is released, not paid (see pools.py)
+                other = self.db.execute("SELECT 1 FROM hit WHERE pool = ? AND kind = 'meter' AND state = "
+                                        "'pending' AND share = '1' AND id != ?", (spec.name, hit)).fetchone()
+                s = P.release_hit(spec, s, locked, share == 1, other is not None)
+                self.db.execute("UPDATE hit SET state = 'released', confirmed_by = ? WHERE id = ?",
+                                (f"void round {c.round}", hit))
+                log.warning("hit %d: %s box %d round %s released (the round was voided); %s back in the pool",
+                            hit, c.table, c.box, c.round, money(locked))
+            else:
+                s = P.confirm_hit(spec, s)
+                self.db.execute("UPDATE hit SET state = 'confirmed', confirmed_by = ? WHERE id = ?",
+                                (f"round_result of round {c.round}", hit))
+        if voided is not None:
+            text, amount_, into, over = voided
+            s = P.void_wager(s, amount_, into, over)
+            effect["voided_wager"] = text
+        if rows:
+            effect["released" if void else "confirmed"] = [h for h, _, _ in rows]
+        return s, effect
+
+    def _voided_wager(self, c: Claim) -> tuple[str, Fraction, Fraction, Fraction] | None:
+        """A void round's booked wager, to take back: (its text, amount, into, over); None
+        when none was booked into the pool."""
+        wager = self._booked(c, "progressive_wager")
+        if wager is None or "into" not in wager:
+            return None
+        claim = Claim(c.table, c.round, c.box, "progressive_wager", "", {})
+        text = self._claims(claim)["seat"][2]["amount"]
+        booking = f"booking row ({c.table} round {c.round} box {c.box} progressive_wager)"
+        return (text, stored_money(text, _claim_row(claim, "amount")),
+                stored_money(wager["into"], f"{booking}: into"), stored_money(wager["over"], f"{booking}: over"))
 
     def _in_batch(self, c: Claim) -> bool:
         return self._batch_claims is not None and (c.table, c.round) in self._batch_rounds
@@ -1037,7 +1070,8 @@ class JackpotController:
         with self.lock:
             out = {}
             for name, spec in self.specs.items():
-                pending = [{"hit": h, "table": t, "box": b, "amount": cents(Fraction(a))} for h, t, b, a in
+                pending = [{"hit": h, "table": t, "box": b, "amount": cents(stored_money(a, f"hit row {h}: amount"))}
+                           for h, t, b, a in
                            self.db.execute("SELECT id, table_id, box, amount FROM hit WHERE pool = ? AND "
                                            "kind = 'meter' AND state = 'pending' ORDER BY id", (name,))]
                 out[name] = {**P.meter_view(spec, self.states[name], pending), "tables": list(spec.tables)}
@@ -1059,6 +1093,17 @@ class JackpotController:
                 self._closer()
             else:
                 close_store(self.db)
+
+
+def _claim_row(c: Claim, field: str) -> str:
+    """Where a claim's stored amount is, for the message naming a damaged one."""
+    return f"claim row ({c.table} round {c.round} box {c.box} {c.kind}{' ' + c.key if c.key else ''}): {field}"
+
+
+def _as_stored(text: Any, where: str) -> Any:
+    """A stored amount's text, once it reads as an amount (:func:`stored_money`)."""
+    stored_money(text, where)
+    return text
 
 
 def missing_ranges(db: sqlite3.Connection, unit: str, limit: int = 20) -> list[list[int]]:
@@ -1091,8 +1136,10 @@ def report(db: sqlite3.Connection) -> dict[str, Any]:
                        "released": s.released, "shortfall": money(s.shortfall)},
             "exact": {"amount": money(s.amount), "overflow": money(s.overflow)},
         }
+    # each amount as stored, read strictly: a damaged row is bad input naming it (DamagedRow)
     hits = [{"hit": h, "unit": u, "table": t, "box": b, "round": r, "pool": p, "kind": k, "category": c,
-             "share": sh, "amount": a, "state": st, "confirmed_by": cb}
+             "share": sh if sh is None else _as_stored(sh, f"hit row {h}: share"),
+             "amount": _as_stored(a, f"hit row {h}: amount"), "state": st, "confirmed_by": cb}
             for h, u, t, b, r, p, k, c, sh, a, st, cb in db.execute(
                 "SELECT id, unit, table_id, box, round, pool, kind, category, share, amount, state, confirmed_by "
                 "FROM hit ORDER BY id DESC LIMIT ?", (LAST_HITS,))]

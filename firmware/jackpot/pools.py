@@ -70,8 +70,27 @@ def _money_decimal(value: Fraction) -> str:
 @functools.lru_cache(maxsize=4096)
 def parse_money(text: str) -> Fraction:
     """A wire amount's Fraction; remembered (bets repeat the same few amounts; a Fraction
-    is immutable, so one may be shared)."""
+    is immutable, so one may be shared). Only :data:`EXACT_TEXT`'s forms (what :func:`money`
+    writes): ``Fraction("1e999999999")`` would build a number of a billion digits."""
+    if not EXACT_TEXT.match(text):
+        raise ValueError(f"{reprlib.repr(text)} is not an amount")
     return Fraction(text)
+
+
+class DamagedRow(ValueError):
+    """An amount read back from the controller's database is not one it writes (a damaged or
+    hostile file): the message names the row and the field."""
+
+
+def stored_money(value: Any, where: str) -> Fraction:
+    """An amount the controller stored (a claim's value, a booking's effect, a hit row), read
+    strictly; DamagedRow naming ``where`` and the value, never an endless number."""
+    if isinstance(value, str):
+        try:
+            return parse_money(value)
+        except (ValueError, ZeroDivisionError):
+            pass
+    raise DamagedRow(f"{where}: {reprlib.repr(value)} is not an amount")
 
 
 def cents(value: Fraction) -> str:

@@ -737,6 +737,27 @@ def _marks(row: tuple[Any, Any], meta: Mapping[str, str]) -> tuple[int, int, int
             int(meta.get("after_round", 0)))
 
 
+def check_marks(path: str | Path) -> None:
+    """What a start reads of an existing journal's marks (:func:`_marks`), read only, for
+    ``betbox run --check``: JournalError naming the file, as the start says it. The file the
+    start opens (``journal.db``, or a rotation's new file it would finish); none, or one with
+    no records table yet (the start makes its tables), passes."""
+    path = Path(path)
+    new = path.with_name(path.name + NEW_SUFFIX)
+    source = path if path.exists() else new if new.exists() else None
+    if source is None:
+        return
+    db = _connect_readonly(source)
+    try:
+        if _has_table(db, "record"):
+            meta = dict(db.execute("SELECT key, value FROM meta")) if _has_table(db, "meta") else {}
+            _marks(db.execute("SELECT COALESCE(MAX(step), 0), COALESCE(MAX(seq), 0) FROM record").fetchone(), meta)
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        raise JournalError(f"{source}: cannot open the journal: {exc}") from None
+    finally:
+        db.close()
+
+
 def _open_segment(path: Path) -> sqlite3.Connection:
     return _connect_readonly(path)
 

@@ -204,6 +204,46 @@ def test_a_journal_whose_numbers_are_texts_is_refused_naming_the_file(tmp_path, 
         open_readonly(path)
 
 
+@pytest.mark.parametrize("sql", ["UPDATE record SET seq = 'x' WHERE seq = 2", "UPDATE record SET step = 'x' WHERE step = 1",
+                                 "INSERT OR REPLACE INTO meta VALUES ('base_seq', '1e5')", None])
+def test_run_check_refuses_the_journal_the_start_refuses_naming_it(tmp_path, capsys, sql):
+    """``betbox run --check`` (systemd's ExecStartPre, a technician's check) said
+    "configuration OK" over a journal whose step or sequence number is a text, and the start
+    then refused it: the check reads the journal's marks as the start does, writing nothing."""
+    from firmware.cli import main
+
+    config = dealer_config(tmp_path)
+    path = tmp_path / "dealer" / JOURNAL_NAME
+    j = Journal(path, UNIT, ROLE)
+    play_rounds(j, 1, 2)
+    j.close()
+    if sql is not None:
+        db = sqlite3.connect(path)
+        db.execute(sql)
+        db.commit()
+        db.close()
+    before = path.read_bytes()
+    code = main(["run", "--config", str(config), "--check"])
+    out, err = capsys.readouterr()
+    assert path.read_bytes() == before                                # --check never writes
+    if sql is None:
+        assert code == 0 and "configuration OK" in out, err
+        return
+    assert code == 2 and err.startswith("betbox run: ") and str(path) in err and "Traceback" not in err, err
+    with pytest.raises(JournalError, match=str(path)):                # what the start says
+        Journal(path, UNIT, ROLE)
+
+
+def test_run_check_passes_a_journal_the_start_makes_new(tmp_path, capsys):
+    """An empty file (or none) is a journal the start makes its tables in: not refused."""
+    from firmware.cli import main
+
+    config = dealer_config(tmp_path)
+    (tmp_path / "dealer").mkdir()
+    sqlite3.connect(tmp_path / "dealer" / JOURNAL_NAME).close()
+    assert main(["run", "--config", str(config), "--check"]) == 0, capsys.readouterr().err
+
+
 def test_journal_files_are_private(tmp_path):
     old = os.umask(0o022)
     try:
