@@ -15,7 +15,7 @@ from typing import Callable
 import pytest
 
 from firmware.cli import main
-from tests.tech.configs import seat_config
+from tests.tech.configs import dealer_config, seat_config
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGE = str(10**30)
@@ -235,19 +235,7 @@ def test_a_special_file_is_refused_by_its_size_not_read_for_ever(tmp_path, argv)
     unit the OOM killer; here a 1 GiB cap). Each is read to its bound and refused, naming it."""
     seat = seat_config(tmp_path)
     seat.write_text(seat.read_text().replace(f'chips = "{tmp_path / "chips.csv"}"', 'chips = "/dev/zero"'))
-    (tmp_path / "dealer.toml").write_text(f"""
-[unit]
-role = "dealer"
-id = "dealer"
-table = "t"
-state_dir = "{tmp_path / 'state'}"
-[game]
-profile = "/dev/zero"
-[hardware.card_shoe]
-backend = "mock"
-[hardware.console]
-backend = "mock"
-""")
+    dealer_config(tmp_path, profile="/dev/zero")
     for config in ("seat.toml", "dealer.toml"):
         assert '= "/dev/zero"' in (tmp_path / config).read_text()
     argv = [a.format(tmp=tmp_path) for a in argv]

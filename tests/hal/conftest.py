@@ -12,7 +12,10 @@ from typing import Any, Iterator
 
 import pytest
 
+from hal import open_backend
 from hal.events import HalEvent
+from hal.sim.shoe import ShoeSimulator
+from hal.sim.transport import PtyTransport
 
 TIMEOUT = 10.0  # generous: pty I/O on a loaded CI machine
 
@@ -64,3 +67,23 @@ def mock_factory() -> Iterator[Any]:
     factory = MockFactory()
     yield factory
     factory.reset()
+
+
+@pytest.fixture
+def quiet_shoe() -> Iterator[ShoeSimulator]:
+    """hal/sim's shoe on a pseudo-terminal that sends a heartbeat only when a test does."""
+    sim = ShoeSimulator(PtyTransport(), heartbeat=None, seed=7).start()
+    yield sim
+    sim.close()
+
+
+@pytest.fixture
+def shoe_port(quiet_shoe: ShoeSimulator, events: Events) -> Iterator[Any]:
+    """The serial card-shoe port on :func:`quiet_shoe`, started into ``events``, the host seen."""
+    shoe = open_backend("card_shoe", "serial", {"port": quiet_shoe.transport.path})
+    shoe.start(events.put)
+    try:
+        assert quiet_shoe.wait_for_host()
+        yield shoe
+    finally:
+        shoe.close()

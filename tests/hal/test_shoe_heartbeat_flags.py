@@ -8,38 +8,28 @@ frame (numbered, never sent) and sends its heartbeats when told."""
 
 from __future__ import annotations
 
-from hal import open_backend
 from hal.events import ShoeSignalKind
 from hal.protocol import shoe as proto
 from hal.protocol.common import HEARTBEAT
-from hal.sim.shoe import ShoeSimulator
-from hal.sim.transport import PtyTransport
 from tests.hal.conftest import Events
 from tests.hal.test_shoe_duplicates import cards_until
 
 
-def test_a_lost_door_opened_or_jam_is_raised_by_the_next_heartbeat(events: Events) -> None:
-    sim = ShoeSimulator(PtyTransport(), heartbeat=None, seed=7).start()
-    shoe = open_backend("card_shoe", "serial", {"port": sim.transport.path})
-    shoe.start(events.put)
-    try:
-        assert sim.wait_for_host()
-        sim.shuffle()
-        sim.drop(1)
-        sim.door("open")                     # its DOOR_OPENED frame is lost
-        sim.send(HEARTBEAT, sim.heartbeat_payload())
-        sim.send(HEARTBEAT, sim.heartbeat_payload())    # told once, not at every heartbeat
-        sim.drop(1)
-        sim.jam()                            # its JAM frame is lost
-        sim.send(HEARTBEAT, sim.heartbeat_payload())
-        sim.unjam()
-        sim.door("close")
-        sim.send(HEARTBEAT, sim.heartbeat_payload())
-        sim.deal("2H")
-        seen = cards_until(events, "2H")
-    finally:
-        shoe.close()
-        sim.close()
+def test_a_lost_door_opened_or_jam_is_raised_by_the_next_heartbeat(quiet_shoe, shoe_port, events: Events) -> None:
+    sim, shoe = quiet_shoe, shoe_port
+    sim.shuffle()
+    sim.drop(1)
+    sim.door("open")                     # its DOOR_OPENED frame is lost
+    sim.send(HEARTBEAT, sim.heartbeat_payload())
+    sim.send(HEARTBEAT, sim.heartbeat_payload())    # told once, not at every heartbeat
+    sim.drop(1)
+    sim.jam()                            # its JAM frame is lost
+    sim.send(HEARTBEAT, sim.heartbeat_payload())
+    sim.unjam()
+    sim.door("close")
+    sim.send(HEARTBEAT, sim.heartbeat_payload())
+    sim.deal("2H")
+    seen = cards_until(events, "2H")
     kinds = [k for k, _, _ in seen if k != ShoeSignalKind.SHUFFLED]
     assert kinds == [ShoeSignalKind.DOOR_OPENED, ShoeSignalKind.JAM, ShoeSignalKind.JAM_CLEARED,
                      ShoeSignalKind.DOOR_CLOSED, "card"]

@@ -10,11 +10,9 @@ replays them byte for byte (same SEQ)."""
 
 from __future__ import annotations
 
-from hal import open_backend
 from hal.events import ShoeSignalKind
 from hal.protocol import shoe as proto
 from hal.sim.shoe import ShoeSimulator
-from hal.sim.transport import PtyTransport
 from tests.hal.conftest import Events
 from tests.hal.test_shoe_duplicates import cards_until
 
@@ -26,28 +24,21 @@ def last_event_frame(sim: ShoeSimulator, kind: ShoeSignalKind) -> bytes:
     return [f for t, f in sim.sent if t == proto.EVENT and f[6] == code][-1]
 
 
-def test_a_replayed_door_closed_does_not_close_an_open_door(events: Events) -> None:
-    sim = ShoeSimulator(PtyTransport(), heartbeat=None, seed=7).start()
-    shoe = open_backend("card_shoe", "serial", {"port": sim.transport.path})
-    shoe.start(events.put)
-    try:
-        assert sim.wait_for_host()
-        sim.shuffle()
-        sim.door("open")
-        sim.door("close")                    # at count 0
-        old_close = last_event_frame(sim, CLOSED)
-        sim.deal("2H", "3H")
-        sim.door("open")                     # at count 2: the door stays open
-        sim.transport.write(old_close)       # replayed: count 0, an old SEQ
-        sim.send(proto.EVENT, proto.Event(CLOSED, 1).payload())   # count 1 under a fresh SEQ
-        sim.door("close")
-        sim.door("open")                     # at count 2 again, no card since the close
-        sim.transport.write(last_event_frame(sim, CLOSED))   # same count, an old SEQ
-        sim.deal("4H")
-        seen = cards_until(events, "4H")
-    finally:
-        shoe.close()
-        sim.close()
+def test_a_replayed_door_closed_does_not_close_an_open_door(quiet_shoe, shoe_port, events: Events) -> None:
+    sim, shoe = quiet_shoe, shoe_port
+    sim.shuffle()
+    sim.door("open")
+    sim.door("close")                    # at count 0
+    old_close = last_event_frame(sim, CLOSED)
+    sim.deal("2H", "3H")
+    sim.door("open")                     # at count 2: the door stays open
+    sim.transport.write(old_close)       # replayed: count 0, an old SEQ
+    sim.send(proto.EVENT, proto.Event(CLOSED, 1).payload())   # count 1 under a fresh SEQ
+    sim.door("close")
+    sim.door("open")                     # at count 2 again, no card since the close
+    sim.transport.write(last_event_frame(sim, CLOSED))   # same count, an old SEQ
+    sim.deal("4H")
+    seen = cards_until(events, "4H")
     doors = [k for k, _, _ in seen if k in (OPENED, CLOSED)]
     assert doors == [OPENED, CLOSED, OPENED, CLOSED, OPENED]
     assert shoe.stats["stale_counters"] == 3

@@ -12,12 +12,9 @@ the test replays them byte for byte (same SEQ)."""
 
 from __future__ import annotations
 
-from hal import open_backend
 from hal.events import CardDrawn, ShoeSignal, ShoeSignalKind
 from hal.protocol import shoe as proto
 from hal.protocol.common import HEARTBEAT
-from hal.sim.shoe import ShoeSimulator
-from hal.sim.transport import PtyTransport
 from tests.hal.conftest import Events
 
 
@@ -34,28 +31,21 @@ def until_cut_card(events: Events) -> list[tuple[str, str, int | None]]:
             seen.append((str(event.kind), event.card or "", event.counter))
 
 
-def test_frames_of_the_shoe_before_the_shuffle_are_not_taken(events: Events) -> None:
-    sim = ShoeSimulator(PtyTransport(), heartbeat=None, seed=7).start()
-    shoe = open_backend("card_shoe", "serial", {"port": sim.transport.path})
-    shoe.start(events.put)
-    try:
-        assert sim.wait_for_host()
-        sim.shuffle()
-        sim.deal("2H", "3H", "4H")
-        sim.send(HEARTBEAT, sim.heartbeat_payload())             # count 3
-        old_card = [f for t, f in sim.sent if t == proto.CARD][-2]      # 3H, count 2
-        old_beat = [f for t, f in sim.sent if t == HEARTBEAT][-1]
-        sim.shuffle()                                            # a new shoe
-        sim.deal("5S")                                           # count 1
-        sim.transport.write(old_card)                            # 3H, count 2, again
-        sim.deal("6S")                                           # count 2
-        sim.transport.write(old_beat)                            # count 3 again
-        sim.deal("7S")                                           # count 3
-        sim.cut_card()
-        seen = until_cut_card(events)
-    finally:
-        shoe.close()
-        sim.close()
+def test_frames_of_the_shoe_before_the_shuffle_are_not_taken(quiet_shoe, shoe_port, events: Events) -> None:
+    sim, shoe = quiet_shoe, shoe_port
+    sim.shuffle()
+    sim.deal("2H", "3H", "4H")
+    sim.send(HEARTBEAT, sim.heartbeat_payload())             # count 3
+    old_card = [f for t, f in sim.sent if t == proto.CARD][-2]      # 3H, count 2
+    old_beat = [f for t, f in sim.sent if t == HEARTBEAT][-1]
+    sim.shuffle()                                            # a new shoe
+    sim.deal("5S")                                           # count 1
+    sim.transport.write(old_card)                            # 3H, count 2, again
+    sim.deal("6S")                                           # count 2
+    sim.transport.write(old_beat)                            # count 3 again
+    sim.deal("7S")                                           # count 3
+    sim.cut_card()
+    seen = until_cut_card(events)
     dealt = [(c, n) for k, c, n in seen if k == "card"]
     assert dealt == [("2H", 1), ("3H", 2), ("4H", 3), ("5S", 1), ("6S", 2), ("7S", 3)]
     assert [(c, n) for k, c, n in seen if k == ShoeSignalKind.DUPLICATE_CARD] == [("3H", 2)]

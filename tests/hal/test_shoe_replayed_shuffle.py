@@ -8,40 +8,23 @@ and replays them byte for byte (same SEQ)."""
 
 from __future__ import annotations
 
-import pytest
-
-from hal import open_backend
 from hal.events import ShoeSignalKind
 from hal.protocol import shoe as proto
 from hal.protocol.common import HEARTBEAT
 from hal.protocol.framing import Sequencer
-from hal.sim.shoe import ShoeSimulator
-from hal.sim.transport import PtyTransport
 from tests.hal.conftest import Events
 from tests.hal.test_shoe_duplicates import cards_until
 
 
-@pytest.fixture
-def shoe_sim():
-    sim = ShoeSimulator(PtyTransport(), heartbeat=None, seed=7).start()
-    yield sim
-    sim.close()
-
-
-def test_a_replayed_shuffle_does_not_let_old_cards_be_dealt_again(shoe_sim, events: Events) -> None:
-    shoe = open_backend("card_shoe", "serial", {"port": shoe_sim.transport.path})
-    shoe.start(events.put)
-    try:
-        assert shoe_sim.wait_for_host()
-        shoe_sim.shuffle()
-        shoe_sim.deal("2H", "3H", "4H")
-        shuffled = [f for t, f in shoe_sim.sent if t == proto.EVENT][-1]
-        shoe_sim.replay(proto.EVENT, 1)     # the SHUFFLED frame again, byte for byte
-        shoe_sim.replay_cards(3)            # then 2H 3H 4H again (counts 1-3)
-        shoe_sim.deal("5H")
-        seen = cards_until(events, "5H")
-    finally:
-        shoe.close()
+def test_a_replayed_shuffle_does_not_let_old_cards_be_dealt_again(quiet_shoe, shoe_port, events: Events) -> None:
+    shoe_sim, shoe = quiet_shoe, shoe_port
+    shoe_sim.shuffle()
+    shoe_sim.deal("2H", "3H", "4H")
+    shuffled = [f for t, f in shoe_sim.sent if t == proto.EVENT][-1]
+    shoe_sim.replay(proto.EVENT, 1)     # the SHUFFLED frame again, byte for byte
+    shoe_sim.replay_cards(3)            # then 2H 3H 4H again (counts 1-3)
+    shoe_sim.deal("5H")
+    seen = cards_until(events, "5H")
     assert shuffled[6] == 0x01              # (EVENT code SHUFFLED: the frame replayed is the shuffle)
     dealt = [(c, n) for k, c, n in seen if k == "card"]
     assert dealt == [("2H", 1), ("3H", 2), ("4H", 3), ("5H", 4)]
@@ -51,21 +34,16 @@ def test_a_replayed_shuffle_does_not_let_old_cards_be_dealt_again(shoe_sim, even
     assert shoe.stats["replayed_shuffles"] == 1
 
 
-def test_a_shuffle_after_the_shoes_hello_is_taken(shoe_sim, events: Events) -> None:
+def test_a_shuffle_after_the_shoes_hello_is_taken(quiet_shoe, shoe_port, events: Events) -> None:
     """A shoe that restarted (its HELLO) numbers its frames anew: its SHUFFLED is taken."""
-    shoe = open_backend("card_shoe", "serial", {"port": shoe_sim.transport.path})
-    shoe.start(events.put)
-    try:
-        assert shoe_sim.wait_for_host()
-        shoe_sim.shuffle()
-        shoe_sim.deal("2H", "3H")
-        shoe_sim.sequencer = Sequencer()     # the shoe restarts: its numbering from 0
-        shoe_sim.hello()
-        shoe_sim.shuffle()
-        shoe_sim.deal("6S")
-        seen = cards_until(events, "6S")
-    finally:
-        shoe.close()
+    shoe_sim, shoe = quiet_shoe, shoe_port
+    shoe_sim.shuffle()
+    shoe_sim.deal("2H", "3H")
+    shoe_sim.sequencer = Sequencer()     # the shoe restarts: its numbering from 0
+    shoe_sim.hello()
+    shoe_sim.shuffle()
+    shoe_sim.deal("6S")
+    seen = cards_until(events, "6S")
     assert [(c, n) for k, c, n in seen if k == "card"] == [("2H", 1), ("3H", 2), ("6S", 1)]
     assert [k for k, _, _ in seen].count(ShoeSignalKind.SHUFFLED) == 2
     assert shoe.stats["replayed_shuffles"] == 0
@@ -88,46 +66,36 @@ def test_the_dealer_alarms_a_replayed_shuffle_and_keeps_its_count(tmp_path) -> N
 
 
 def test_a_replayed_frame_before_the_shuffle_does_not_let_the_replayed_shuffle_through(
-        shoe_sim, events: Events) -> None:
+        quiet_shoe, shoe_port, events: Events) -> None:
     """The SEQ check follows a frame behind it (a device restarted without a HELLO goes on),
     so a replay of the frames from just before the shuffle, in order, moved the check back:
     the replayed SHUFFLED then looked new (4 frames old, not 128), the count restarted and
     the old cards were dealt a second time. A SHUFFLED is judged against the newest frame."""
-    shoe = open_backend("card_shoe", "serial", {"port": shoe_sim.transport.path})
-    shoe.start(events.put)
-    try:
-        assert shoe_sim.wait_for_host()
-        shoe_sim.send(HEARTBEAT, shoe_sim.heartbeat_payload())
-        shoe_sim.shuffle()
-        shoe_sim.deal("2H", "3H", "4H")
-        shoe_sim.replay(HEARTBEAT, 1)       # the frames from the heartbeat on, byte for byte
-        shoe_sim.replay(proto.EVENT, 1)     # the SHUFFLED
-        shoe_sim.replay_cards(3)            # 2H 3H 4H (counts 1-3)
-        shoe_sim.deal("5H")
-        seen = cards_until(events, "5H")
-    finally:
-        shoe.close()
+    shoe_sim, shoe = quiet_shoe, shoe_port
+    shoe_sim.send(HEARTBEAT, shoe_sim.heartbeat_payload())
+    shoe_sim.shuffle()
+    shoe_sim.deal("2H", "3H", "4H")
+    shoe_sim.replay(HEARTBEAT, 1)       # the frames from the heartbeat on, byte for byte
+    shoe_sim.replay(proto.EVENT, 1)     # the SHUFFLED
+    shoe_sim.replay_cards(3)            # 2H 3H 4H (counts 1-3)
+    shoe_sim.deal("5H")
+    seen = cards_until(events, "5H")
     assert [(c, n) for k, c, n in seen if k == "card"] == [("2H", 1), ("3H", 2), ("4H", 3), ("5H", 4)]
     kinds = [k for k, _, _ in seen]
     assert kinds.count(ShoeSignalKind.SHUFFLED) == 1 and kinds.count(ShoeSignalKind.REPLAYED_SHUFFLE) == 1
     assert shoe.stats["replayed_shuffles"] == 1
 
 
-def test_a_replayed_frame_is_not_counted_as_frames_lost(shoe_sim, events: Events) -> None:
+def test_a_replayed_frame_is_not_counted_as_frames_lost(quiet_shoe, shoe_port, events: Events) -> None:
     """The SEQ check follows a replayed frame back; the shoe's next frame then looked as if
     the frames between had been lost (``lost_frames`` 2 for a line that lost none): the
     service menu sent the technician after line noise instead of a replay. Frames are lost
     only beyond the newest number heard."""
-    shoe = open_backend("card_shoe", "serial", {"port": shoe_sim.transport.path})
-    shoe.start(events.put)
-    try:
-        assert shoe_sim.wait_for_host()
-        shoe_sim.shuffle()
-        shoe_sim.deal("2H", "3H", "4H", "5H")
-        shoe_sim.transport.write([f for t, f in shoe_sim.sent if t == proto.CARD][-3])   # 3H again
-        shoe_sim.deal("6H")
-        seen = cards_until(events, "6H")
-    finally:
-        shoe.close()
+    shoe_sim, shoe = quiet_shoe, shoe_port
+    shoe_sim.shuffle()
+    shoe_sim.deal("2H", "3H", "4H", "5H")
+    shoe_sim.transport.write([f for t, f in shoe_sim.sent if t == proto.CARD][-3])   # 3H again
+    shoe_sim.deal("6H")
+    seen = cards_until(events, "6H")
     assert ("duplicate_card", "3H", 2) in seen
     assert shoe.stats["lost_frames"] == 0 and shoe.stats["out_of_order_frames"] == 1

@@ -41,6 +41,27 @@ lamps = ["progressive", "bets_locked"]
     return config
 
 
+def dealer_config(tmp_path: Path, shoe: str = MOCK, profile: str = "rws-blackjack") -> Path:
+    """``dealer.toml`` in ``tmp_path``: ``shoe`` is the card shoe's backend lines, ``profile``
+    the game's profile (a name or a path); a mock console."""
+    (tmp_path / "state").mkdir(exist_ok=True)
+    config = tmp_path / "dealer.toml"
+    config.write_text(f"""
+[unit]
+role = "dealer"
+id = "dealer"
+table = "t"
+state_dir = "{tmp_path / 'state'}"
+[game]
+profile = "{profile}"
+[hardware.card_shoe]
+{shoe}
+[hardware.console]
+backend = "mock"
+""")
+    return config
+
+
 def verify_section(tree: Path, keyring: Path | None = None, at_start: bool = True) -> str:
     keyring_line = f'keyring = "{keyring}"\n' if keyring else ""
     return f'[verify]\n{"at_start = true" if at_start else ""}\ntree = "{tree}"\n{keyring_line}'

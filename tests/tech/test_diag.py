@@ -30,25 +30,6 @@ def seat_config(tmp_path: Path, reader: str, link: str = "") -> Path:
     return configs.seat_config(tmp_path, reader=reader, link=link, spots=("main", "insurance"))
 
 
-def dealer_config(tmp_path: Path, shoe: str) -> Path:
-    (tmp_path / "state").mkdir(exist_ok=True)
-    config = tmp_path / "dealer.toml"
-    config.write_text(f"""
-[unit]
-role = "dealer"
-id = "dealer"
-table = "t"
-state_dir = "{tmp_path / 'state'}"
-[game]
-profile = "rws-blackjack"
-[hardware.card_shoe]
-{shoe}
-[hardware.console]
-backend = "mock"
-""")
-    return config
-
-
 def diag(config: Path, capsys, *extra: str) -> tuple[int, dict]:
     code = main(["diag", "--config", str(config), "--json", "--wait", "2", *extra])
     return code, json.loads(capsys.readouterr().out)
@@ -128,7 +109,7 @@ def test_a_reader_that_never_answers_is_a_failed_port_in_plain_text(tmp_path, ca
 
 
 def test_a_missing_serial_device_is_named(tmp_path, capsys):
-    config = dealer_config(tmp_path, 'backend = "serial"\nport = "/dev/ttyBETBOX-none"')
+    config = configs.dealer_config(tmp_path, 'backend = "serial"\nport = "/dev/ttyBETBOX-none"')
     code, report = diag(config, capsys)
     checks = by_name(report)
     assert code == 1
@@ -139,7 +120,7 @@ def test_a_missing_serial_device_is_named(tmp_path, capsys):
 def test_a_dealer_with_its_shoe_answering(tmp_path, capsys):
     sim = ShoeSimulator(PtyTransport(), heartbeat=0.2).start()
     try:
-        config = dealer_config(tmp_path, f'backend = "serial"\nport = "{sim.transport.path}"')
+        config = configs.dealer_config(tmp_path, f'backend = "serial"\nport = "{sim.transport.path}"')
         code, report = diag(config, capsys)
     finally:
         sim.close()
@@ -216,7 +197,7 @@ def test_gpio_lamps_and_a_stuck_console_button_under_gpiozeros_mock_factory(tmp_
     code, report = diag(tmp_path / "seat.toml", capsys)
     assert by_name(report)["lamps lamp test"] == ("ok", "on and off in turn: progressive, bets_locked")
     assert [s.state for s in factory.pin(17).states] == [False, True, False]      # the lamp went on, then off
-    dealer = dealer_config(tmp_path, 'backend = "mock"').read_text().replace(
+    dealer = configs.dealer_config(tmp_path, 'backend = "mock"').read_text().replace(
         '[hardware.console]\nbackend = "mock"',
         '[hardware.console]\nbackend = "gpio"\nbuttons = { open_bets = 5, no_more_bets = 6 }')
     (tmp_path / "dealer.toml").write_text(dealer)
