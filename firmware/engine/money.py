@@ -29,7 +29,6 @@ def parse_amount(value: Any) -> Fraction:
     """An amount of money from JSON/TOML; raises ValueError naming what is wrong."""
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not an amount")
-    shown = reprlib.repr(value)         # (a text of megabytes is named, not printed whole)
     if isinstance(value, int):
         return whole_amount(value)
     if isinstance(value, Fraction):
@@ -38,14 +37,16 @@ def parse_amount(value: Any) -> Fraction:
         try:
             d = Decimal(str(value).strip())
         except InvalidOperation:
-            raise ValueError(f"{shown} is not an amount") from None
+            raise ValueError(f"{reprlib.repr(value)} is not an amount") from None
         if not d.is_finite():
-            raise ValueError(f"{shown} is not an amount")
+            raise ValueError(f"{reprlib.repr(value)} is not an amount")
         exponent = d.as_tuple().exponent
         if d.adjusted() > MAX_EXPONENT or (isinstance(exponent, int) and exponent < -MAX_EXPONENT):
-            raise ValueError(f"{shown} is out of range (at most {MAX_EXPONENT} digits either side of the point)")
+            raise ValueError(f"{reprlib.repr(value)} is out of range (at most {MAX_EXPONENT} digits "
+                             "either side of the point)")
         return Fraction(d)
-    raise ValueError(f"{shown} is not an amount")
+    # (reprlib: a text of megabytes is named, not printed whole; made only for a refusal)
+    raise ValueError(f"{reprlib.repr(value)} is not an amount")
 
 
 #: Fractions of whole numbers, shared: a Fraction is immutable, and making one is Python
