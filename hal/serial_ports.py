@@ -146,9 +146,7 @@ class SerialCardShoe(CardShoe):
             # an old frame with a count ahead of ours: from before the last shuffle (the count
             # restarted since), it would deal a card that is not out now and refuse real ones
             if isinstance(message, shoe.Card):
-                self.tracker.duplicates += 1
-                return [ShoeSignal(device=self.name, kind=ShoeSignalKind.DUPLICATE_CARD,
-                                   counter=message.counter, card=message.rank + message.suit)]
+                return self.tracker.duplicate(message)
             self.tracker.stale += 1
             return []
         return None

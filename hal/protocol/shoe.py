@@ -128,9 +128,7 @@ class ShoeTracker:
         out: list[HalEvent] = []
         if isinstance(message, Card):
             if self.counter is not None and message.counter <= self.counter:
-                self.duplicates += 1
-                return [ShoeSignal(device=self.device, kind=ShoeSignalKind.DUPLICATE_CARD,
-                                   counter=message.counter, card=message.rank + message.suit)]
+                return self.duplicate(message)
             out += self._gap(message.counter - 1)
             self.counter = message.counter
             out.append(CardDrawn(device=self.device, rank=message.rank, suit=message.suit,
@@ -159,6 +157,13 @@ class ShoeTracker:
             if not stale:
                 out += self._shown(message)
         return out
+
+    def duplicate(self, card: Card) -> list[HalEvent]:
+        """A CARD frame that must not be dealt (its count not ahead of ours, or replayed from
+        before the last shuffle): counted and reported, never a :class:`CardDrawn`."""
+        self.duplicates += 1
+        return [ShoeSignal(device=self.device, kind=ShoeSignalKind.DUPLICATE_CARD,
+                           counter=card.counter, card=card.rank + card.suit)]
 
     def _shown(self, heartbeat: Heartbeat) -> list[HalEvent]:
         """A jam or open door the heartbeat shows that no event told of (its frame was lost)."""
