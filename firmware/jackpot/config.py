@@ -40,6 +40,7 @@ from firmware.engine.money import parse_amount
 from firmware.engine.strict import Section
 from firmware.link import topics
 from firmware.link.config import LinkConfig, LinkConfigError
+from firmware.runtime.wire import MAX_WIRE_AMOUNT
 
 from .pools import PoolSpec
 
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
 MAX_HELD = 2000             # claims of one unit that may wait for their counterpart at once
 #: The highest ``[jackpot] max_held`` taken.
 MAX_HELD_LIMIT = 1_000_000
-#: A pool's seed and maximum: no meter on a table's wire comes near a thousand million.
-MAX_METER = 10**9
 
 
 class JackpotConfigError(LinkConfigError):
@@ -78,10 +77,10 @@ def _money(where: str, key: str, value: Any) -> Fraction:
         a = parse_amount(value)
     except ValueError:
         raise JackpotConfigError(f"[{where}] {key}: {shown} is not an amount") from None
-    # at most MAX_METER: a unit refuses a controller's meter above it (runtime.wire.wire_amount)
-    if a <= 0 or a.denominator not in (1, 2, 4, 5, 10, 20, 25, 50, 100) or a > MAX_METER:
+    # at most MAX_WIRE_AMOUNT: a unit refuses a controller's meter above it (wire_amount)
+    if a <= 0 or a.denominator not in (1, 2, 4, 5, 10, 20, 25, 50, 100) or a > MAX_WIRE_AMOUNT:
         raise JackpotConfigError(f"[{where}] {key}: {shown} must be a positive amount in whole cents, "
-                                 f"at most {MAX_METER}")
+                                 f"at most {MAX_WIRE_AMOUNT}")
     return a
 
 

@@ -17,6 +17,7 @@ from firmware.engine.profile import ProfileError, load_profile
 from firmware.engine.strict import Section
 
 from .dealer import CLOSE_WAIT, DEALER_LAMPS
+from .wire import MAX_WIRE_AMOUNT  # a table's amounts (README; betbox settle's own bound)
 
 ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 MAX_BOX = 14                                # a table's boxes: [seat] box 1..14
@@ -24,7 +25,6 @@ PORTS = {"dealer": ("card_shoe", "console"), "seat": ("chip_reader", "lamps")}
 #: Ports a role may have fitted or not: the dealer console's lamps (issue #14.4)
 OPTIONAL_PORTS = {"dealer": ("lamps",), "seat": ()}
 MAX_CLOSE_WAIT = 600.0
-MAX_LIMIT = 10**9                           # a table's amounts (README; betbox settle's own bound)
 MAX_ROUNDS = 1_000_000
 STORAGE_LOW = 64 * 1024 * 1024
 STORAGE_RESERVE = 4 * 1024 * 1024
@@ -104,9 +104,9 @@ def read_dealer(game: UnitSection, limits_s: UnitSection) -> dict[str, Any]:
             a, b = (parse_amount(v) for v in pair)
         except (ValueError, TypeError):
             raise limits_s.fail(bet, f"expected [minimum, maximum], got {pair!r}") from None
-        if len(pair) != 2 or a < 0 or b <= 0 or a > b or b > MAX_LIMIT:
+        if len(pair) != 2 or a < 0 or b <= 0 or a > b or b > MAX_WIRE_AMOUNT:
             raise limits_s.fail(bet, f"{reprlib.repr(pair)} is not a valid [minimum, maximum] "
-                                     f"(0 <= minimum <= maximum, at most {MAX_LIMIT})")
+                                     f"(0 <= minimum <= maximum, at most {MAX_WIRE_AMOUNT})")
         limits[bet] = (a, b)
     limits_s.finish()
     out["limits"] = limits
