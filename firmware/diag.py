@@ -11,6 +11,7 @@ the unit's service is stopped first (a serial port is opened exclusively).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -385,14 +386,29 @@ def check_outbox(config: UnitConfig) -> Check:
             if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outbox'").fetchone() is None:
                 return Check("outbox", OK, "empty (no outbox yet)")
             total, acked = db.execute("SELECT COUNT(*), COALESCE(SUM(acked), 0) FROM outbox").fetchone()
+            kept, lost = _kept_and_lost(db, "meta" if path == old else "outbox_meta")
         finally:
             db.close()
     except sqlite3.DatabaseError as exc:
         return Check("outbox", FAIL, f"{path}: {exc}")
     waiting = total - acked
-    status = OK if waiting == 0 else WARN
-    return Check("outbox", status, f"{waiting} report(s) not yet at the broker, {acked} awaiting the "
-                                   "controller's confirmation")
+    status = OK if waiting == 0 and lost is None else WARN
+    detail = (f"{waiting} report(s) not yet at the broker, {acked} awaiting the controller's confirmation, "
+              f"{kept} confirmed kept to send again should the controller go back")
+    if lost is not None:
+        detail += (f"; the controller went back to seq {lost['controller']} and does not hold reports "
+                   f"{lost['first']}-{lost['last']}, no longer kept here: a supervisor reconciles them "
+                   "from this unit's journal")
+    return Check("outbox", status, detail)
+
+
+def _kept_and_lost(db: sqlite3.Connection, meta: str) -> tuple[int, dict[str, int] | None]:
+    """The confirmed reports kept, and the reports a controller that went back lost (if any)."""
+    if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kept'").fetchone() is None:
+        return 0, None                     # an outbox of firmware before: nothing kept
+    kept: int = db.execute("SELECT COUNT(*) FROM kept").fetchone()[0]
+    row = db.execute(f"SELECT value FROM {meta} WHERE key = 'went_back'").fetchone()
+    return kept, None if row is None else json.loads(row[0])
 
 
 def check_software(config: UnitConfig) -> Iterator[Check]:

@@ -183,7 +183,7 @@ class Link:
         """After the unit recovered: report what its state holds, then follow the controller."""
         from firmware.link.presence import ControllerWatch, takes_controller_input
         from firmware.link.reporter import DealerReporter, SeatReporter
-        from firmware.runtime.unit import BEHIND
+        from firmware.runtime.unit import BEHIND, LOST
 
         if self.config.role in ("seat", "dealer"):
             reporter = (SeatReporter if self.config.role == "seat" else DealerReporter)(unit, self.bus)
@@ -191,6 +191,8 @@ class Link:
             reporter.sync()
             # a unit restarted from an older copy of its state refuses bets (issue #11.5)
             self.bus.add_behind_listener(lambda behind: unit.post((BEHIND, behind)))
+            # reports a controller restored from an older copy lost, no longer kept to resend
+            self.bus.add_lost_listener(lambda lost: unit.post((LOST, lost)))
             self._follow_broker(unit)
         from firmware.link.challenge import answer_challenges
         answer_challenges(self.bus, self.config.verify.tree)     # a verifier's seeded check (docs/technician.md)

@@ -54,6 +54,10 @@ MAX_TABLE_MIDS = 4096
 # took wait for it, the controller is online and the floor reachable: they were lost on
 # the way (a table broker's bounded bridge queue drops, docs/floor.md), so send them again
 STALLED_RESEND = 60.0
+# The controller's confirmed mark went back below reports this unit no longer keeps: this
+# long for its own mark to come (after a broker's restart the broker's older retained mark
+# comes first) before the reports are alarmed as lost to it
+LOST_GRACE = 60.0
 
 
 class LinkError(RuntimeError):
@@ -125,6 +129,7 @@ class MqttBus:
         self.manual_ack = manual_ack
         self._listeners: list[LinkListener] = []
         self._behind_listeners: list[Callable[[dict[str, int]], None]] = []
+        self._lost_listeners: list[Callable[[dict[str, int]], None]] = []
         self._lock = threading.RLock()
         self._connected = threading.Event()
         # set when the broker has acknowledged every subscription of this connection: before
@@ -149,6 +154,9 @@ class MqttBus:
         self._handed_through = 0                 # highest report seq handed to paho (this process)
         self.resend_stalled = STALLED_RESEND     # seconds; see STALLED_RESEND
         self.stalled_resends = 0
+        self.controller_went_back = 0            # its confirmed mark went below this unit's
+        self.lost_grace = LOST_GRACE             # seconds; see LOST_GRACE
+        self._lost_due: float | None = None      # when reports a controller lost are alarmed
         self._controller_online = False          # its last status on this link said online
         # the table broker's bridge to the floor (mosquitto's notification); True until it
         # says otherwise: a unit on the controller's own broker never hears of a bridge
@@ -206,6 +214,8 @@ class MqttBus:
         self._client.connect_async(self.config.host, self.config.port, keepalive=self.config.keepalive)
         self._client.loop_start()
         if self.outbox is not None:
+            if self.outbox.went_back is not None:        # recorded before a restart: alarmed again
+                self._lost_due = time.monotonic() + self.lost_grace
             self._sender = threading.Thread(target=self._send_loop, name=f"outbox:{self.unit_id}",
                                             daemon=True)
             self._sender.start()
@@ -479,7 +489,7 @@ class MqttBus:
             self.bad_marks += 1
             self._drop("refused a confirmation mark %.100r: %s", payload[:100], exc)
             return
-        if self.outbox is None or through == 0:
+        if self.outbox is None:
             return
         if self._sender is None:                      # no sender started (tests): taken here
             self._take_confirmation(through)
@@ -516,6 +526,9 @@ class MqttBus:
                 for listener in list(self._behind_listeners):
                     listener(dict(behind))
             return
+        if through < self.outbox.confirmed:
+            self._went_back(through)
+            return
         # Never further than what this outbox has actually sent: the broker acknowledged it
         # (persisted) or this process handed it to paho. A forged mark or one a controller
         # kept from a previous life of this unit id must not delete a report the controller
@@ -527,6 +540,50 @@ class MqttBus:
                        "only through %d", through, sent, sent)
         if self.outbox.confirm_through(min(through, sent)):
             self._progress_at = time.monotonic()
+
+    def _went_back(self, through: int) -> None:
+        """The controller confirms less than it had: what this unit keeps of the difference
+        goes again (the controller drops what it still holds); what is no longer kept waits
+        :attr:`lost_grace` for the controller's own mark (an older retained mark after a
+        broker's restart is followed by the controller's), then is alarmed."""
+        assert self.outbox is not None
+        went = self.outbox.reopen_after(through)
+        if went is None:
+            return
+        self.controller_went_back += 1
+        with self._lock:
+            self._gen += 1
+            self._sent_through = min(self._sent_through, through)
+            self._progress_at = time.monotonic()
+        if went.lost is not None:
+            self._lost_due = time.monotonic() + self.lost_grace
+        log.warning("%s: the jackpot controller's confirmed mark went back from %d to %d (it, or the broker's "
+                    "retained mark, came back from an older copy): %d kept report(s) sent again%s", self.unit_id,
+                    went.confirmed, through, went.resent,
+                    "" if went.lost is None else f"; reports {went.lost[0]}-{went.lost[1]} are no longer kept here")
+        self._wake.set()
+
+    def _alarm_lost(self) -> None:
+        """Sender thread: the lost range recorded, still not covered by the controller's mark
+        after the grace, goes to the listeners (once a start; a restart alarms it again)."""
+        assert self.outbox is not None
+        if self._lost_due is None or time.monotonic() < self._lost_due or not self._connected.is_set():
+            return
+        self._lost_due = None
+        lost = self.outbox.went_back
+        if lost is None:
+            return                        # a mark covered it meanwhile
+        log.error("%s: the jackpot controller went back to seq %d and does not hold reports %d-%d, which this "
+                  "unit no longer keeps (it had confirmed through %d): reconcile them from this unit's journal",
+                  self.unit_id, lost["controller"], lost["first"], lost["last"], lost["confirmed"])
+        for listener in list(self._lost_listeners):
+            listener(dict(lost))
+
+    def add_lost_listener(self, listener: Callable[[dict[str, int]], None]) -> None:
+        """``listener({"controller", "confirmed", "first", "last"})`` when the controller's mark
+        went back and stayed, for :attr:`lost_grace` seconds, below reports this unit no longer
+        keeps; on the outbox's sender thread."""
+        self._lost_listeners.append(listener)
 
     def add_behind_listener(self, listener: Callable[[dict[str, int]], None]) -> None:
         """``listener({"outbox_seq": n, "confirmed": m})`` when this unit's outbox is found
@@ -655,6 +712,7 @@ class MqttBus:
         woken = self._wake.wait(0.5)
         self._wake.clear()
         self._take_confirmations()
+        self._alarm_lost()
         with self._lock:
             inflight, self._handed = inflight + self._handed, []
         if inflight:

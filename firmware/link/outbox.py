@@ -57,6 +57,10 @@ SCHEMA = 1
 #: A running-numbered key (``alarm/17``: a name, a slash, a number) is kept as one mark per
 #: name instead, the highest confirmed: its reporter goes through the numbers in order.
 KEEP_KEYS = 2000
+#: Confirmed reports kept whole (the newest ``KEEP_CONFIRMED``, about a day of a busy seat's
+#: reports): a jackpot controller restored from an older copy of its database confirms only
+#: through an older seq, and the unit sends it again what it lost (:meth:`Outbox.reopen_after`).
+KEEP_CONFIRMED = 5000
 NUMBERED_KEY = re.compile(r"^([a-z_]+)/(\d+)\Z")
 
 #: The outbox's meta table in a file of its own; in a journal's file (whose ``meta`` is the
@@ -80,6 +84,11 @@ CREATE TABLE IF NOT EXISTS outbox (
 -- keys of reports confirmed and deleted (reported: never again), pruned to KEEP_KEYS
 CREATE TABLE IF NOT EXISTS reported (key TEXT PRIMARY KEY, seq INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS reported_seq ON reported(seq);
+-- reports confirmed and deleted from the outbox, kept whole (the newest KEEP_CONFIRMED) for a
+-- controller that goes back to an older copy of itself; their keys are in reported
+CREATE TABLE IF NOT EXISTS kept (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL, key TEXT, topic TEXT NOT NULL, payload TEXT NOT NULL
+);
 """
 
 
@@ -100,15 +109,27 @@ class Pending:
     acked: bool
 
 
+@dataclass(frozen=True)
+class WentBack:
+    """The controller's confirmed mark went back from ``confirmed`` to ``through``: the
+    kept reports after it (``resent`` of them) are in the outbox again; ``lost``, the seqs
+    (first, last) after ``through`` no longer kept here, if any."""
+    through: int
+    confirmed: int
+    resent: int
+    lost: tuple[int, int] | None
+
+
 class Outbox:
     def __init__(self, path: str | Path, unit_id: str, keep_keys: int = KEEP_KEYS, *,
-                 journal: Journal | None = None) -> None:
+                 journal: Journal | None = None, keep_confirmed: int = KEEP_CONFIRMED) -> None:
         """An outbox in a file of its own at ``path``; or, with ``journal``, in the journal's
         file (``path``: this unit's outbox file of firmware before, moved in if it is there)."""
         self.path = Path(path) if journal is None else journal.path
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self.keep_keys = keep_keys
+        self.keep_confirmed = keep_confirmed
         self.unit_id = unit_id
         self.journal = journal
         self._m = META if journal is None else JOURNAL_META
@@ -213,6 +234,7 @@ class Outbox:
             try:
                 rows = source._db.execute("SELECT seq, id, key, topic, payload, acked FROM outbox").fetchall()
                 keys = source._db.execute("SELECT key, seq FROM reported").fetchall()
+                kept = source._db.execute("SELECT seq, id, key, topic, payload FROM kept").fetchall()
                 marks = [(k, v) for k, v in source._db.execute("SELECT key, value FROM meta")
                          if k not in (OPEN_MARK, "unit")]
             finally:
@@ -221,6 +243,7 @@ class Outbox:
             def move(d: sqlite3.Connection) -> None:
                 d.executemany("INSERT INTO outbox VALUES (?, ?, ?, ?, ?, ?)", rows)
                 d.executemany("INSERT INTO reported VALUES (?, ?)", keys)
+                d.executemany("INSERT INTO kept VALUES (?, ?, ?, ?, ?)", kept)
                 d.executemany(f"INSERT INTO {JOURNAL_META} VALUES (?, ?)",
                               [("unit", self.unit_id), *marks, ("migrated_from", old.name)])
             self._write(move)
@@ -239,7 +262,7 @@ class Outbox:
         """The outbox's tables, as committed in the old active file, into the new one."""
         for statement in _statements(_DDL.format(meta=JOURNAL_META)):    # inside its transaction
             new.execute(statement)
-        for table in ("outbox", JOURNAL_META, "reported"):
+        for table in ("outbox", JOURNAL_META, "reported", "kept"):
             rows = old.execute(f"SELECT * FROM {table}").fetchall()
             if rows:
                 marks = ", ".join("?" * len(rows[0]))
@@ -475,13 +498,66 @@ class Outbox:
             row = db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone()
             floor = json.loads(row[0])["outbox_seq"] if row is not None else 0
             self._keep_keys(db, seq, floor)
+            db.execute("INSERT OR REPLACE INTO kept SELECT seq, id, key, topic, payload FROM outbox "
+                       "WHERE seq <= ? AND seq > ?", (seq, floor))
+            db.execute("DELETE FROM kept WHERE seq <= ?", (seq - self.keep_confirmed,))
             n: int = db.execute("DELETE FROM outbox WHERE seq <= ? AND seq > ?", (seq, floor)).rowcount
             db.execute(f"UPDATE {self._m} SET value = ? WHERE key = 'confirmed'", (str(seq),))
+            went = db.execute(f"SELECT value FROM {self._m} WHERE key = 'went_back'").fetchone()
+            if went is not None and json.loads(went[0])["last"] <= seq:
+                db.execute(f"DELETE FROM {self._m} WHERE key = 'went_back'")     # held after all
             return n
 
         with self._lock:
             result: int = self._write(confirm, durable=False)
             return result
+
+    @property
+    def confirmed(self) -> int:
+        """The controller's mark this outbox took last: every report up to it is confirmed."""
+        result: int = self._read(lambda db: self._meta("confirmed", db))
+        return result
+
+    def reopen_after(self, through: int) -> WentBack | None:
+        """The controller confirms only through ``through``, below what it had confirmed (it
+        was restored from an older copy, or an older retained mark came back): the kept
+        reports after ``through`` go back into the outbox to be sent again, and the mark
+        goes back with the controller's. None if it is not below the mark. Seqs no longer
+        kept are recorded (``went_back``, until a mark covers them) for the link to alarm."""
+        def reopen(db: sqlite3.Connection) -> WentBack | None:
+            confirmed = self._meta("confirmed", db)
+            if through >= confirmed:
+                return None
+            row = db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone()
+            if row is not None and through < json.loads(row[0])["outbox_seq"]:
+                return None     # below a behind unit's floor the controller's seqs are others'
+            resent = db.execute("INSERT INTO outbox (seq, id, key, topic, payload) SELECT seq, id, key, topic, "
+                                "payload FROM kept WHERE seq > ? AND seq <= ?", (through, confirmed)).rowcount
+            first_kept = db.execute("SELECT MIN(seq) FROM kept WHERE seq > ?", (through,)).fetchone()[0]
+            db.execute("DELETE FROM kept WHERE seq > ?", (through,))
+            db.execute(f"UPDATE {self._m} SET value = ? WHERE key = 'confirmed'", (str(through),))
+            last_lost = (first_kept if first_kept is not None else confirmed + 1) - 1
+            lost = (through + 1, last_lost) if last_lost > through else None
+            if lost is not None:
+                db.execute(f"INSERT OR REPLACE INTO {self._m} VALUES ('went_back', ?)", (json.dumps(
+                    {"controller": through, "confirmed": confirmed, "first": lost[0], "last": lost[1]}),))
+            return WentBack(through, confirmed, resent, lost)
+
+        with self._lock:        # durable: a lost range recorded must outlive a power cut
+            result: WentBack | None = self._write(reopen)
+            return result
+
+    def kept(self) -> int:
+        """How many confirmed reports are kept whole (for a controller that goes back)."""
+        result: int = self._read(lambda db: db.execute("SELECT COUNT(*) FROM kept").fetchone()[0])
+        return result
+
+    @property
+    def went_back(self) -> dict[str, int] | None:
+        """The reports a controller that went back no longer holds and this outbox no longer
+        keeps: ``{"controller", "confirmed", "first", "last"}``, until a mark covers them."""
+        row = self._read(lambda db: db.execute(f"SELECT value FROM {self._m} WHERE key = 'went_back'").fetchone())
+        return None if row is None else dict(json.loads(row[0]))
 
     def _keep_keys(self, db: sqlite3.Connection, seq: int, floor: int = 0) -> None:
         """The keys of the reports up to ``seq`` (about to be deleted) are remembered, so a

@@ -40,7 +40,7 @@ from .journal import Journal
 from .phases import DealerPhase, SeatPhase
 from .software import software_input
 from .spots import insurance_hand, insurance_spot, seat_spots
-from .unit import BEHIND, AlreadyAnswered, Input, InputRefused, Recent, Unit, UnitState
+from .unit import BEHIND, LOST, AlreadyAnswered, Input, InputRefused, Recent, Unit, UnitState
 from .wire import (
     NEVER_HEARD,
     TABLE_LASTING,
@@ -79,7 +79,9 @@ PIT_CALLS = frozenset({
     "card_while_betting", "duplicate_card", "shuffle_in_round", "interruption_continue",
     "interruption_void", "seats_missing", "foreign_card",
     # a replayed SHUFFLED frame on the shoe's line (hal: someone on the serial line)
-    "shoe_replayed_shuffle"})
+    "shoe_replayed_shuffle",
+    # reports a jackpot controller restored from an older copy lost: money to reconcile
+    "controller_lost_reports"})
 #: The lasting table conditions that call the pit while they last (the shoe's door open:
 #: the cards may have been reached); a jam or a lost link is the technician's (seats say so).
 PIT_LASTING = frozenset({"shoe_door_opened"})
@@ -318,6 +320,8 @@ class DealerUnit(Unit, DealerState):
             return self.on_device(body)
         elif kind == BEHIND:
             return self.on_behind(body)
+        elif kind == LOST:
+            return self.on_lost(body)
         elif kind == "software":
             return self.on_software(value)
         elif kind == "boot":

@@ -42,7 +42,7 @@ from .phases import SeatPhase
 from .seatview import CONDITIONS, SeatFacts, alarm_mark, build_seat_view, worth
 from .software import software_input
 from .spots import insurance_hand, insurance_spot
-from .unit import BEHIND, Input, InputRefused, Recent, Unit, UnitState, ck_json, ck_str
+from .unit import BEHIND, LOST, Input, InputRefused, Recent, Unit, UnitState, ck_json, ck_str
 from .view import SeatView
 from .wire import (
     NEVER_HEARD,
@@ -200,6 +200,8 @@ class SeatUnit(Unit, SeatState):
             return changed
         if kind == "software":
             return self.on_software(taken.value)
+        if kind == LOST:
+            return self.on_lost(body)
         raise ValueError(f"seat: unknown input {kind!r}")
 
     def on_software(self, result: dict[str, Any]) -> bool:

@@ -231,6 +231,22 @@ def behind_from_json(value: Any) -> dict[str, int]:
     return {a: n, b: m}
 
 
+#: The input (and alarm code) of reports the jackpot controller lost and this unit no longer
+#: keeps: its confirmed mark went back (restored from an older copy) below them.
+LOST = "controller_lost_reports"
+LOST_KEYS = ("controller", "first", "last", "confirmed")
+
+
+def lost_from_json(value: Any) -> dict[str, int]:
+    """``{"controller": c, "first": f, "last": l, "confirmed": m}``, 0 <= c < f <= l <= m."""
+    if not isinstance(value, dict) or set(value) != set(LOST_KEYS):
+        raise ValueError(f"{LOST} is {{'controller': c, 'first': f, 'last': l, 'confirmed': m}}, not {_short(value)}")
+    c, f, last, m = (value[k] for k in LOST_KEYS)
+    if not (all(_is_int(n) for n in (c, f, last, m)) and 0 <= c < f <= last <= m < 2 ** 63):
+        raise ValueError(f"{LOST}: seqs {_short(value)} must be counts with controller < first <= last <= confirmed")
+    return {k: value[k] for k in LOST_KEYS}
+
+
 @dataclass(eq=False, repr=False)
 class UnitState:
     """What every unit's checkpoint holds (the roles' state dataclasses add theirs). The
@@ -500,6 +516,8 @@ class Unit(UnitState, ABC):
             raise InputRefused(f"{size} bytes: larger than the {MAX_INPUT_BYTES} an input may be")
         if kind == BEHIND:
             behind_from_json(body)
+        if kind == LOST:
+            lost_from_json(body)
         return self.read_input(kind, body, check=True)
 
     def read_input(self, kind: str, body: dict[str, Any], check: bool = False) -> Input:
@@ -660,6 +678,17 @@ class Unit(UnitState, ABC):
                    "(journal.db, with its outbox; an outbox.db of older firmware too) and restart it; if there is none, a supervisor reconciles its "
                    "rounds from the dealer's journal and `betbox jackpot report` before the unit plays again",
                    **behind)
+        return True
+
+    def on_lost(self, body: dict[str, Any]) -> bool:
+        """The jackpot controller went back (restored from an older copy) below reports this
+        unit no longer keeps: it sent again those it kept; these a supervisor reconciles."""
+        lost = lost_from_json(body)
+        self.alarm(LOST, f"the jackpot controller confirms {self.unit_id}'s reports only through seq "
+                   f"{lost['controller']} (it had confirmed through {lost['confirmed']}: restored from an older "
+                   f"copy); reports {lost['first']}-{lost['last']} are no longer kept here to send again. The "
+                   "reports after them were sent again. A supervisor reconciles these from this unit's journal "
+                   "(`betbox journal`) and `betbox jackpot report`", **lost)
         return True
 
     def checkpoint(self) -> dict[str, Any]:

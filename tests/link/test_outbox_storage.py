@@ -26,15 +26,16 @@ def rows(path) -> int:
 
 
 def test_confirmed_keys_are_pruned_and_a_report_is_still_never_stored_twice(tmp_path):
-    ob = Outbox(tmp_path / "outbox.db", UNIT, keep_keys=50)
+    ob = Outbox(tmp_path / "outbox.db", UNIT, keep_keys=50, keep_confirmed=20)
     for rnd in range(1, 201):                     # 200 rounds, a result and an alarm each
         assert ob.put(TOPIC, "round_result", {"net": "0"}, key=f"{rnd}/round_result") is not None
         assert ob.put(TOPIC, "alarm", {"alarm": "x"}, key=f"alarm/{rnd}") is not None
         if rnd % 10 == 0:
             ob.confirm_through(ob.last_seq)
     assert ob.stats()["waiting"] == 0
-    # bounded: 50 keys, one mark for the alarms, the meta rows; not one row per report
-    assert rows(tmp_path / "outbox.db") <= 50 + 10
+    # bounded: 50 keys, one mark for the alarms, the 20 newest confirmed reports kept whole
+    # (for a controller that goes back), the meta rows; not one row per report
+    assert rows(tmp_path / "outbox.db") <= 50 + 20 + 10 and ob.kept() == 20
     assert ob.put(TOPIC, "round_result", {"net": "0"}, key="200/round_result") is None   # kept
     assert ob.put(TOPIC, "alarm", {"alarm": "x"}, key="alarm/3") is None                  # under the mark
     assert ob.put(TOPIC, "alarm", {"alarm": "x"}, key="alarm/201") is not None

@@ -164,3 +164,37 @@ def test_a_dealer_restored_from_an_older_copy_is_behind_what_its_seats_heard(tmp
         assert restart_dealer(t).behind is not None      # journalled: it stays so
     finally:
         t.close()
+
+
+def test_reports_a_controller_lost_are_alarmed_and_play_goes_on(tmp_path):
+    """The jackpot controller went back (restored from an older copy) below reports this unit
+    no longer keeps (the link sent again those it kept): an alarm naming the seqs and what
+    to do, journalled (a restart recovers it); the unit is not behind: bets are taken."""
+    from firmware.runtime.unit import LOST
+
+    d = driver(tmp_path)
+    t = d.table
+    try:
+        d.play_round()
+        seat = t.seats[1]
+        for bad in ({"controller": 5, "first": 4, "last": 6, "confirmed": 9},       # first not after it
+                    {"controller": 3, "first": 4, "last": 10, "confirmed": 9},      # past what was confirmed
+                    {"controller": 3, "first": 4, "last": 6},                       # a key missing
+                    {"controller": True, "first": 4, "last": 6, "confirmed": 9}):
+            assert not seat.step(LOST, bad)
+        assert seat.rejected == 4
+        lost = {"controller": 3, "first": 4, "last": 6, "confirmed": 9}
+        assert seat.step(LOST, lost)
+        alarm = [a for a in seat.alarms if a["alarm"] == LOST]
+        assert len(alarm) == 1 and {k: alarm[0][k] for k in lost} == lost
+        assert "seq 3" in alarm[0]["detail"] and "4-6" in alarm[0]["detail"] and "reconciles" in alarm[0]["detail"]
+        assert seat.behind is None
+        played = {b.number for _ in range(4) for b in d.play_round().boxes}
+        assert 1 in played                                  # bets still taken
+        again = t.restart_seat(1)
+        assert [a for a in again.alarms if a["alarm"] == LOST] == alarm
+        assert LOST in t.dealer.pit_calls                   # the seat's alarm calls the pit
+        assert t.dealer.step(LOST, lost)
+        assert [a["alarm"] for a in t.dealer.alarms][-1] == LOST and t.dealer.pit_calls[LOST] == 2
+    finally:
+        t.close()

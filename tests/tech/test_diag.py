@@ -215,3 +215,23 @@ def test_gpio_lamps_and_a_stuck_console_button_under_gpiozeros_mock_factory(tmp_
     t.join(20)
     assert by_name(report)["console buttons"] == ("fail", "held down (stuck?): no_more_bets")
     assert code == 1
+
+
+def test_the_outbox_check_names_reports_a_controller_that_went_back_lost(tmp_path):
+    from firmware.diag import check_outbox
+    from firmware.link.outbox import Outbox
+
+    config = load_config(seat_config(tmp_path, 'backend = "mock"',
+                                     f'[link]\nbroker = "mqtt://127.0.0.1:{free_port()}"\n'))
+    outbox = Outbox(config.state_dir / "outbox.db", config.bus_id, keep_confirmed=2)
+    try:
+        for n in range(1, 7):
+            outbox.put("t", "progressive_wager", {"amount": "5"}, key=f"{n}/w")
+        outbox.confirm_through(6)
+        check = check_outbox(config)
+        assert check.status == "ok" and "2 confirmed kept" in check.detail, check
+        outbox.reopen_after(1)                      # the controller went back to 1: 2-4 no longer kept
+    finally:
+        outbox.close()
+    check = check_outbox(config)
+    assert check.status == "warn" and "reports 2-4" in check.detail and "seq 1" in check.detail, check
