@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from firmware.engine.strict import Section
+from firmware.engine.strict import Section, file_problem
 
 DEFAULT_MAX_PAYLOAD = 64 * 1024   # bytes: an incoming message larger than this is dropped unread
 MIN_PAYLOAD = 4 * 1024
@@ -91,8 +91,9 @@ class _Section(Section):
         path = Path(value)
         if base is not None and not path.is_absolute():
             path = base / path
-        if not path.is_file():
-            raise self.fail(key, f"{path} does not exist")
+        problem = file_problem(path)
+        if problem is not None:
+            raise self.fail(key, f"{path} {problem}")
         return path
 
 
