@@ -262,3 +262,12 @@ def test_a_broken_symlink_is_said_to_be_one_naming_its_target(tmp_path, capsys, 
     code, err = run(capsys, [a.format(link=link) for a in argv])
     assert code == 2 and "Traceback" not in err, err
     assert f"{link}: a broken symlink to {tmp_path / 'gone.toml'}" in err, err
+
+
+def test_an_empty_spot_name_is_refused_not_skipped_shifting_the_antennas(capsys):
+    """`device rfid --spots main,,insurance` was read as main,insurance: insurance moved from
+    antenna 2 to antenna 1 without a word. A hole in a comma list is refused, naming where."""
+    code, err = run(capsys, ["device", "rfid", "--spots", "main,,insurance", "--exit"])
+    assert code == 2 and "argument --spots: 'main,,insurance': empty name at position 2" in err, err
+    code, err = run(capsys, ["device", "rfid", "--spots", ",", "--exit"])
+    assert code == 2 and "argument --spots: ',': empty names at positions 1, 2" in err, err
