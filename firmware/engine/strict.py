@@ -33,6 +33,20 @@ def read_text(path: str | Path, limit: int, what: str) -> str:
     return text
 
 
+def redact_url(url: str) -> str:
+    """``url`` fit for a message or a log line: a password in it is ``***``
+    (``mqtts://pit:***@host:8883``), the rest as written. The user info runs to the last ``@``
+    (as urlsplit reads it: a password may hold an unescaped ``@``); the one helper every printed
+    broker or database URL goes through, so a refusal of a URL that holds a password (a mistake
+    in itself) does not spread it to the terminal and the logs."""
+    scheme, sep, rest = url.partition("://")
+    head = scheme + sep if sep else ""
+    userinfo, at, host = (rest if sep else url).rpartition("@")
+    if not at or ":" not in userinfo:
+        return url
+    return f"{head}{userinfo.split(':', 1)[0]}:***@{host}"
+
+
 _SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                   (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
