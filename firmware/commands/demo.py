@@ -22,6 +22,7 @@ from pathlib import Path
 
 from firmware.commands.limits import bounded_float, bounded_int
 from firmware.engine.profile import ProfileError, load_profile, profile_names
+from firmware.engine.strict import redact_url
 from firmware.runtime.storage import StorageError  # a journal or outbox that cannot be used (named)
 from firmware.sim.summary import Summary
 
@@ -147,7 +148,7 @@ class _Links:
                               config={"demo": unit_id, "broker": self.url}, wait=10.0)
             if not bus.connected:
                 bus.close()
-                raise OSError(f"no broker at {self.url}")
+                raise OSError(f"no broker at {redact_url(self.url)}")
             self.buses.append(bus)
             return bus
         return make
@@ -185,7 +186,7 @@ class _Links:
         while time.monotonic() < deadline and not all(b.outbox.stats()["confirmed"] == b.outbox.last_seq
                                                       for b in seats):
             time.sleep(0.05)
-        out = {"broker": self.url, "reports": sum(b.outbox.last_seq for b in seats),
+        out = {"broker": redact_url(self.url), "reports": sum(b.outbox.last_seq for b in seats),
                "at_broker": sum(b.outbox.last_seq - b.outbox.stats()["waiting"] for b in seats),
                "confirmed_by_controller": sum(b.outbox.stats()["confirmed"] for b in seats)}
         for bus in self.buses:

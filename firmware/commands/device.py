@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from firmware.commands.limits import bounded_float, bounded_int
+from firmware.commands.limits import bounded_float, bounded_int, comma_list
 from hal.errors import HalError
 from hal.sim import runner
 from hal.sim.script import ScriptError
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--baud", type=int, default=115200, choices=BAUD_RATES, metavar="BAUD",
                         help=f"one of {', '.join(map(str, BAUD_RATES))} (default 115200)")
     parser.add_argument("--script", metavar="FILE", help="commands to run, see below")
-    parser.add_argument("--spots", default="main",
+    parser.add_argument("--spots", type=comma_list("--spots"), default="main",
                         help="rfid: comma-separated spot names, antenna 0 first")
     parser.add_argument("--period", type=bounded_float("--period", 0.01, 3600), default=None,
                         help="rfid: run an inventory cycle every PERIOD seconds")
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         transport = runner.make_transport(args.port, args.baud)
         sim = runner.build(args.device, transport,
-                           spots=[s.strip() for s in args.spots.split(",") if s.strip()],
+                           spots=list(args.spots),
                            period=args.period, heartbeat=args.heartbeat or None,
                            seed=args.seed)
         return runner.serve(sim, args.script, sys.stdout, stay=not args.exit)

@@ -53,6 +53,24 @@ def bounded_float(option: str, lo: float, hi: float) -> Callable[[str], float]:
     return parse
 
 
+def comma_list(option: str) -> Callable[[str], tuple[str, ...]]:
+    """An option's ``NAME,NAME,...`` (each name stripped of white space): "" is no names, an
+    empty name anywhere (",,,", "a,,b", "a,") is a usage error naming its position, never
+    skipped (a skipped spot moves every later one to another antenna)."""
+    def parse(text: str) -> tuple[str, ...]:
+        if not text:
+            return ()
+        names = tuple(s.strip() for s in text.split(","))
+        empty = [str(i) for i, name in enumerate(names, 1) if not name]
+        if empty:
+            shown = repr(text) if len(text) <= 60 else repr(text[:60]) + "..."
+            where = f"name at position {empty[0]}" if len(empty) == 1 else f"names at positions {', '.join(empty)}"
+            raise argparse.ArgumentTypeError(f"{shown}: empty {where} (of {len(names)}; write NAME,NAME,...)")
+        return names
+    parse.__name__ = option
+    return parse
+
+
 #: The longest password a command reads (a first line longer than this is not a password).
 MAX_PASSWORD = 1024
 

@@ -35,6 +35,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from firmware.config import ConfigError, UnitConfig, load_config
+from firmware.engine.strict import redact_url
 from firmware.preflight import check_startable
 from firmware.runtime.storage import StorageError
 
@@ -380,7 +381,7 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(sig, lambda *_: stop.set())
         store = config.jackpot.store        # PostgreSQL (hot standby): its URL holds no password
         print(f"betbox: jackpot controller {config.unit_id}{where}, database "
-              f"{store.url if store is not None else config.jackpot.db}",
+              f"{redact_url(store.url) if store is not None else config.jackpot.db}",
               file=sys.stderr, flush=True)
         try:
             return run_controller(config.jackpot, stop=stop)

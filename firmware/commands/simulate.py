@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from firmware.commands.limits import bounded_int
+from firmware.commands.limits import bounded_int, comma_list
 from firmware.commands.strategy import StrategyError, read_profile
 from firmware.sim.montecarlo import Tally, run_chunks, summary
 
@@ -27,7 +27,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--rounds", type=bounded_int("--rounds", 1, 10**10), required=True)
     parser.add_argument("--boxes", type=bounded_int("--boxes", 1, 7), default=1)
     parser.add_argument("--strategy", choices=("basic",), default="basic")
-    parser.add_argument("--side-bets", default="", help="comma-separated side bets to play on every box")
+    parser.add_argument("--side-bets", type=comma_list("--side-bets"), default="",
+                        help="comma-separated side bets to play on every box (default: none)")
     parser.add_argument("--seed", type=bounded_int("--seed", 0, 2**63), default=1)
     parser.add_argument("--workers", type=bounded_int("--workers", 1, 64), default=1)
     parser.add_argument("--shuffle", choices=("cut-card", "every-round"), default="cut-card",
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     except StrategyError as exc:
         print(f"betbox simulate: error: {exc}", file=sys.stderr)
         return 2
-    side = tuple(s for s in args.side_bets.split(",") if s)
+    side: tuple[str, ...] = args.side_bets
     unknown = [s for s in side if s not in profile.side_bets]
     if unknown:
         print(f"betbox simulate: error: --side-bets {','.join(unknown)}: not offered by {profile.name} "

@@ -8,6 +8,8 @@ the source, the section and the key: ``seat.toml: [seat] box: 0 is out of range 
 from __future__ import annotations
 
 import errno
+import os
+import stat
 from pathlib import Path
 from typing import Any, Self
 
@@ -15,13 +17,64 @@ from typing import Any, Self
 def read_text(path: str | Path, limit: int, what: str) -> str:
     """A file's UTF-8 text, reading at most ``limit`` characters: a file's size says nothing of
     a special file (/dev/zero, /dev/urandom, a pipe: st_size 0), read whole it never ends.
-    Raises OSError as ``open`` does (EFBIG: larger than ``limit``, ``what`` it is not) and
-    UnicodeDecodeError."""
-    with open(path, encoding="utf-8") as f:
+    Raises OSError as ``open`` does (EFBIG: larger than ``limit``, ``what`` it is not; a dangling
+    symlink: "a broken symlink to X", not "No such file or directory") and UnicodeDecodeError."""
+    try:
+        f = open(path, encoding="utf-8")
+    except FileNotFoundError as exc:
+        problem = file_problem(path)
+        if problem is None or problem.startswith("does not exist"):
+            raise
+        raise OSError(exc.errno, problem.removeprefix("is "), str(path)) from None
+    with f:
         text = f.read(limit + 1)
     if len(text) > limit:
         raise OSError(errno.EFBIG, f"larger than {limit} bytes: not {what}", str(path))
     return text
+
+
+def redact_url(url: str) -> str:
+    """``url`` fit for a message or a log line: a password in it is ``***``
+    (``mqtts://pit:***@host:8883``), the rest as written. The user info runs to the last ``@``
+    (as urlsplit reads it: a password may hold an unescaped ``@``); the one helper every printed
+    broker or database URL goes through, so a refusal of a URL that holds a password (a mistake
+    in itself) does not spread it to the terminal and the logs."""
+    scheme, sep, rest = url.partition("://")
+    head = scheme + sep if sep else ""
+    userinfo, at, host = (rest if sep else url).rpartition("@")
+    if not at or ":" not in userinfo:
+        return url
+    return f"{head}{userinfo.split(':', 1)[0]}:***@{host}"
+
+
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def file_problem(path: str | Path) -> str | None:
+    """Why ``path`` is not a regular file this user can read, said to follow the path
+    (``f"{path} {problem}"``: "is a directory, not a regular file", "is a broken symlink to X",
+    "is not readable by this user (uid N)", "does not exist"); None when it is one. Nothing is
+    opened: a FIFO is never waited on."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"is a broken symlink to {os.readlink(path)}"
+        return "does not exist"
+    except NotADirectoryError:
+        parent = next(p for p in Path(path).parents if p.exists() or p.is_symlink())
+        return f"does not exist ({parent} is not a directory)"
+    except OSError as exc:          # ELOOP, EACCES on a directory on the way, ENAMETOOLONG
+        return f"cannot be reached: {exc.strerror}"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory, not a regular file"
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _SPECIAL_KINDS if test(st.st_mode)), "not a regular file")
+        return f"is a special file ({kind}), not a regular file"
+    if not os.access(path, os.R_OK):
+        return f"is not readable by this user (uid {os.getuid()})"
+    return None
 
 
 _KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from firmware.engine.strict import read_text
+from firmware.engine.strict import read_text, redact_url
 
 from .store import StoreError, StoreUnavailable
 
@@ -155,7 +155,10 @@ class PgTarget:
 def check_url(url: str) -> str:
     """A PostgreSQL URL fit for ``[store] url``; ValueError naming what is wrong."""
     if not _URL.match(url):
-        raise ValueError(f"{url[:60]!r} is not a postgresql:// URL")
+        raise ValueError(f"{redact_url(url)[:60]!r} is not a postgresql:// URL")
+    if redact_url(url) != url:        # before psycopg, whose refusal may quote a part of it
+        raise ValueError(f"{redact_url(url)[:60]!r}: the URL holds a password: put it in password_file (it "
+                         "must not be in the configuration or the logs)")
     if psycopg is None:
         raise ValueError("PostgreSQL needs psycopg 3 (pip install 'betbox[postgres]')")
     try:
@@ -184,12 +187,7 @@ def _connect(target: PgTarget, application: str, idle_in_transaction: float | No
         return psycopg.connect(target.url, **kw)
     except psycopg.OperationalError as exc:
         # psycopg's message names host and port, never the password
-        raise StoreUnavailable(f"PostgreSQL {redact(target.url)}: {str(exc).strip()[:300]}") from None
-
-
-def redact(url: str) -> str:
-    """The URL for a log line (check_url refuses one with a password; belt and braces)."""
-    return re.sub(r"://([^:@/]*):[^@/]*@", r"://\1:***@", url)
+        raise StoreUnavailable(f"PostgreSQL {redact_url(target.url)}: {str(exc).strip()[:300]}") from None
 
 
 class PgDatabase:
@@ -291,7 +289,7 @@ class PgDatabase:
             if have == 0 and self.execute("SELECT to_regclass('meta')").fetchone()[0] is not None:
                 kind = self.execute("SELECT value FROM meta WHERE key = 'kind'").fetchone()
                 if kind is None or kind[0] != "betbox-jackpot":
-                    raise StoreError(f"{redact(self.target.url)}: not a jackpot database (a table meta "
+                    raise StoreError(f"{redact_url(self.target.url)}: not a jackpot database (a table meta "
                                      "of something else)")
             for version in range(have + 1, len(MIGRATIONS) + 1):
                 self.conn.execute(MIGRATIONS[version - 1])

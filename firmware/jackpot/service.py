@@ -29,6 +29,7 @@ import time
 from typing import Any, Callable
 
 from firmware import wirejson
+from firmware.engine.strict import redact_url
 from firmware.link import topics
 from firmware.link.config import LinkConfig, config_hash
 from firmware.link.mqtt import MqttBus
@@ -428,7 +429,7 @@ def run_standby(cfg: JackpotConfig, stop: threading.Event) -> int:
     controller's presence (its will says ``offline`` the moment it dies), and the one taking
     over says ``online`` on the same topic with the same persistent session, so the reports
     the dead one had not acknowledged come to it."""
-    from .pg import LEASE, ActiveLock, redact
+    from .pg import LEASE, ActiveLock
 
     store = cfg.store
     assert store is not None                    # run_controller: only with [store] url
@@ -468,7 +469,7 @@ def run_standby(cfg: JackpotConfig, stop: threading.Event) -> int:
         service = JackpotService(controller, cfg.link, config_hash(cfg.raw))
         service.start(wait=None)
         log.info("jackpot controller %s: ACTIVE (epoch %d) on %s, database %s", cfg.link_id, epoch,
-                 cfg.link.url, redact(store.url))
+                 cfg.link.url, redact_url(store.url))
         watch = LeaseWatch(service, LEASE - LEASE_CHECK, since=first)
         try:
             while not stop.wait(LEASE_CHECK) and not service.store_lost.is_set():

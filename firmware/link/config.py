@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from firmware.engine.strict import Section
+from firmware.engine.strict import Section, file_problem, redact_url
 
 DEFAULT_MAX_PAYLOAD = 64 * 1024   # bytes: an incoming message larger than this is dropped unread
 MIN_PAYLOAD = 4 * 1024
@@ -50,22 +50,26 @@ class LinkConfig:
 
     @property
     def url(self) -> str:
+        """The broker for messages and logs: scheme, host and port, never the credentials."""
         return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
 
 
 def parse_broker_url(url: str, where: str = "broker") -> tuple[str, int, bool]:
-    """``mqtt://HOST:PORT`` or ``mqtts://HOST:PORT`` → (host, port, tls)."""
+    """``mqtt://HOST:PORT`` or ``mqtts://HOST:PORT`` → (host, port, tls). A refusal shows the URL
+    with any password in it redacted (:func:`redact_url`)."""
+    shown = repr(redact_url(url))
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise LinkConfigError(f"{where}: {url!r} is not a broker address ({exc})") from None
+        raise LinkConfigError(f"{where}: {shown} is not a broker address ({exc})") from None
     if parts.scheme not in ("mqtt", "mqtts"):
-        raise LinkConfigError(f"{where}: {url!r} must start with mqtt:// or mqtts://")
+        raise LinkConfigError(f"{where}: {shown} must start with mqtt:// or mqtts://")
     if not parts.hostname:
-        raise LinkConfigError(f"{where}: {url!r} names no host")
-    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
-        raise LinkConfigError(f"{where}: {url!r}: write only mqtt://HOST:PORT "
+        raise LinkConfigError(f"{where}: {shown} names no host")
+    # "@" in the address, not parts.username: "mqtt://:PASSWORD@host" has an empty user name
+    if parts.path not in ("", "/") or parts.query or parts.fragment or "@" in parts.netloc:
+        raise LinkConfigError(f"{where}: {shown}: write only mqtt://HOST:PORT "
                               "(credentials go in username/password)")
     tls = parts.scheme == "mqtts"
     return parts.hostname, port if port is not None else (8883 if tls else 1883), tls
@@ -91,8 +95,9 @@ class _Section(Section):
         path = Path(value)
         if base is not None and not path.is_absolute():
             path = base / path
-        if not path.is_file():
-            raise self.fail(key, f"{path} does not exist")
+        problem = file_problem(path)
+        if problem is not None:
+            raise self.fail(key, f"{path} {problem}")
         return path
 
 
@@ -118,7 +123,7 @@ def load_link_config(data: Mapping[str, Any], section: str = "link", base: Path 
     # #11: a password sent in clear over plain mqtt:// is said to be meant, never a default
     allow_insecure = link.get("allow_insecure", bool, False)
     if password is not None and not tls_wanted and not allow_insecure:
-        raise link.fail("password", f"sent in clear over {url}: use mqtts:// with a [{section}.tls] table "
+        raise link.fail("password", f"sent in clear over {redact_url(url)}: use mqtts:// with a [{section}.tls] table "
                                     "(ca, cert, key), or say allow_insecure = true (a lab, a loopback broker)")
     keepalive = link.int_in("keepalive", 2, 3600, 15)
     reconnect_max = link.int_in("reconnect_max", 1, 300, 5)

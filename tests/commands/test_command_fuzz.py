@@ -243,3 +243,31 @@ def test_a_special_file_is_refused_by_its_size_not_read_for_ever(tmp_path, argv)
                           timeout=120, preexec_fn=_one_gib)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "/dev/zero" in proc.stderr and "larger than" in proc.stderr, proc.stderr
+
+
+BROKEN_LINK_CASES = [
+    ["run", "--config", "{link}", "--check"],
+    ["strategy", "--profile", "{link}"],
+    ["chips", "list", "--file", "{link}"],
+    ["provision", "{link}", "--check"],
+]
+
+
+@pytest.mark.parametrize("argv", BROKEN_LINK_CASES, ids=[a[0] for a in BROKEN_LINK_CASES])
+def test_a_broken_symlink_is_said_to_be_one_naming_its_target(tmp_path, capsys, argv):
+    """A file read through engine.strict.read_text that is a dangling symlink was "No such file
+    or directory", though `ls` shows it there: the message says it is a link and to what."""
+    link = tmp_path / "file.toml"
+    link.symlink_to(tmp_path / "gone.toml")
+    code, err = run(capsys, [a.format(link=link) for a in argv])
+    assert code == 2 and "Traceback" not in err, err
+    assert f"{link}: a broken symlink to {tmp_path / 'gone.toml'}" in err, err
+
+
+def test_an_empty_spot_name_is_refused_not_skipped_shifting_the_antennas(capsys):
+    """`device rfid --spots main,,insurance` was read as main,insurance: insurance moved from
+    antenna 2 to antenna 1 without a word. A hole in a comma list is refused, naming where."""
+    code, err = run(capsys, ["device", "rfid", "--spots", "main,,insurance", "--exit"])
+    assert code == 2 and "argument --spots: 'main,,insurance': empty name at position 2" in err, err
+    code, err = run(capsys, ["device", "rfid", "--spots", ",", "--exit"])
+    assert code == 2 and "argument --spots: ',': empty names at positions 1, 2" in err, err

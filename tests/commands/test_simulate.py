@@ -108,3 +108,21 @@ def test_a_million_rounds_agree_with_the_exact_figures(name):
     not an error. Workers: BETBOX_SIMULATION_WORKERS, default 2."""
     workers = int(os.environ.get("BETBOX_SIMULATION_WORKERS", "2"))
     assert_within_ci(name, 1_000_000, 7, PROFILE_BETS[name], z=LONG_Z, workers=workers, every_round=True)
+
+
+@pytest.mark.parametrize("value, positions", [(",,,", "1, 2, 3, 4"), ("top_3,,twenty_one_plus_three", "2"),
+                                              ("twenty_one_plus_three,", "2"), (" ,top_3", "1")])
+def test_an_empty_side_bet_name_is_refused_naming_its_position(capsys, value, positions):
+    """",,," was read as no side bets at all (and "a,,b" as "a,b"): a list with a hole in it is
+    a mistake, said with where the hole is; the default "" stays no side bets."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["simulate", "--profile", "uk-4-deck", "--rounds", "10", "--side-bets", value])
+    err = capsys.readouterr()[1]
+    assert exit_.value.code == 2
+    assert f"argument --side-bets: {value!r}: empty name at position {positions}" in err or \
+        f"argument --side-bets: {value!r}: empty names at positions {positions}" in err, err
+
+
+def test_no_side_bets_is_still_the_default(capsys):
+    assert main(["simulate", "--profile", "uk-4-deck", "--rounds", "10", "--side-bets", ""]) == 0
+    assert "top_3" not in capsys.readouterr()[0]
