@@ -385,14 +385,32 @@ def check_outbox(config: UnitConfig) -> Check:
             if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outbox'").fetchone() is None:
                 return Check("outbox", OK, "empty (no outbox yet)")
             total, acked = db.execute("SELECT COUNT(*), COALESCE(SUM(acked), 0) FROM outbox").fetchone()
+            behind, kept = _outbox_marks(db, "meta" if path == old else "outbox_meta")
         finally:
             db.close()
     except sqlite3.DatabaseError as exc:
         return Check("outbox", FAIL, f"{path}: {exc}")
     waiting = total - acked
-    status = OK if waiting == 0 else WARN
-    return Check("outbox", status, f"{waiting} report(s) not yet at the broker, {acked} awaiting the "
-                                   "controller's confirmation")
+    status = OK if waiting == 0 and not behind and not kept else WARN
+    detail = f"{waiting} report(s) not yet at the broker, {acked} awaiting the controller's confirmation"
+    if behind:
+        detail += (f"; behind the controller's mark ({behind}): its reports up to it are held (docs/runtime.md: "
+                   "restore the newest state, or the pit reconciles it: betbox pit reconciled)")
+    if kept:
+        detail += (f"; {kept} report(s) kept aside at a reconciliation (held under the controller's mark; "
+                   "the supervisor's to reconcile from the journal: table kept)")
+    return Check("outbox", status, detail)
+
+
+def _outbox_marks(db: sqlite3.Connection, meta: str) -> tuple[str | None, int]:
+    """The outbox's behind mark (as stored) and how many reports a reconciliation kept."""
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    behind = None
+    if meta in tables:
+        row = db.execute(f"SELECT value FROM {meta} WHERE key = 'behind'").fetchone()
+        behind = row[0] if row is not None else None
+    kept = db.execute("SELECT COUNT(*) FROM kept").fetchone()[0] if "kept" in tables else 0
+    return behind, kept
 
 
 def check_software(config: UnitConfig) -> Iterator[Check]:

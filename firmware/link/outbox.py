@@ -80,6 +80,16 @@ CREATE TABLE IF NOT EXISTS outbox (
 -- keys of reports confirmed and deleted (reported: never again), pruned to KEEP_KEYS
 CREATE TABLE IF NOT EXISTS reported (key TEXT PRIMARY KEY, seq INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS reported_seq ON reported(seq);
+-- reports held under the controller's mark when a supervisor reconciled the unit (betbox
+-- pit reconciled): the controller holds others under those seqs; never sent, never deleted
+CREATE TABLE IF NOT EXISTS kept (
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    key TEXT,
+    topic TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    reconciled TEXT NOT NULL           -- the mark it was held under and who reconciled (JSON)
+);
 """
 
 
@@ -239,7 +249,7 @@ class Outbox:
         """The outbox's tables, as committed in the old active file, into the new one."""
         for statement in _statements(_DDL.format(meta=JOURNAL_META)):    # inside its transaction
             new.execute(statement)
-        for table in ("outbox", JOURNAL_META, "reported"):
+        for table in ("outbox", JOURNAL_META, "reported", "kept"):
             rows = old.execute(f"SELECT * FROM {table}").fetchall()
             if rows:
                 marks = ", ".join("?" * len(rows[0]))
@@ -447,6 +457,52 @@ class Outbox:
             if result is not None:
                 self._behind = dict(result)
             return result
+
+    def reconcile(self, by: str) -> int | None:
+        """A supervisor reconciled this unit's rounds (``betbox pit reconciled``): the behind
+        mark goes, and the reports held under it (up to ``outbox_seq``: the controller holds
+        others under those seqs, so they were never deleted as confirmed) move to the ``kept``
+        table, with the mark and who reconciled: never sent again, never deleted, counted
+        (:attr:`kept`, ``betbox diag``); their keys stay reported (never made again). Inside
+        the unit's step (on its thread) it is part of the step's transaction. Returns how many
+        moved, or None when the outbox was not behind."""
+        def move(db: sqlite3.Connection) -> int | None:
+            row = db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone()
+            if row is None:
+                return None
+            behind = json.loads(row[0])
+            note = json.dumps({**behind, "by": by}, sort_keys=True)
+            floor = behind["outbox_seq"]
+            self._keep_keys(db, floor)
+            n: int = db.execute("INSERT INTO kept (seq, id, key, topic, payload, reconciled) SELECT seq, id, key, "
+                                "topic, payload, ? FROM outbox WHERE seq <= ?", (note, floor)).rowcount
+            db.execute("DELETE FROM outbox WHERE seq <= ?", (floor,))
+            db.execute(f"DELETE FROM {self._m} WHERE key = 'behind'")
+            db.execute(f"INSERT OR REPLACE INTO {self._m} VALUES ('reconciled', ?)",
+                       (json.dumps({**behind, "by": by, "kept": n}, sort_keys=True),))
+            return n
+
+        def forget() -> None:
+            self._behind, self._behind_read = None, True
+
+        step = self.journal.step_db() if self.journal is not None else None
+        if step is not None:
+            result = move(step)
+            assert self.journal is not None
+            if result is not None:
+                self.journal.after_commit(forget)
+            return result
+        with self._lock:                # durable: the mark must not come back
+            result = self._write(move)
+        if result is not None:
+            forget()
+        return result
+
+    @property
+    def kept(self) -> int:
+        """How many reports were kept aside at a reconciliation (:meth:`reconcile`)."""
+        result: int = self._read(lambda db: db.execute("SELECT COUNT(*) FROM kept").fetchone()[0])
+        return result
 
     def start_after(self, through: int) -> bool:
         """A new outbox (it never numbered a report) told that the controller holds its unit
