@@ -969,6 +969,10 @@ class DealerUnit(Unit, DealerState):
             # restarted from an older copy of its state, and its seats drop what it numbers
             # again as heard already (issue #11.5)
             self.on_behind({"stream_seq": self.stream_seq, "seat_heard": seat_heard})
+        elif self.behind is not None and seat_heard > self.behind.get("seat_heard", seat_heard):
+            # another seat heard more of the lost stream: the reconciled dealer goes on after
+            # that (the alarm raised stands; the mark it names only grows)
+            self.behind = {**self.behind, "seat_heard": seat_heard}
         table = self._table_moment()
         catchup = self._catch_up(box, seat_heard, body["round"], str(body.get("phase")), heard=heard)
         if same_round and body.get("bets") is not None:

@@ -225,3 +225,35 @@ def test_a_behind_dealer_is_cleared_by_the_pit_and_deals_again(tmp_path):
         assert len([a for a in again.alarms if a["alarm"] == "reconciled"]) == 1
     finally:
         t.close()
+
+
+def test_the_dealer_goes_on_after_what_any_seat_heard(tmp_path):
+    """Two seats heard different lengths of the lost stream: the first to say hello flags
+    the dealer; one that heard more, saying hello later, raises the mark the reconciled
+    dealer goes on after (else that seat would drop its next messages as heard and flag it
+    again)."""
+    d = driver(tmp_path)
+    t = d.table
+    try:
+        d.play_round()
+        shutil.copytree(tmp_path / "dealer", tmp_path / "dealer.old")
+        d.play_round()
+        t.stop_seat(1)
+        d.play_round()                                   # seat 2 hears more than seat 1
+        t.stop_seat(2)
+        dealer = restart_dealer(t, tmp_path / "dealer.old")
+        assert dealer.behind is None                     # no seat has said hello yet
+        t.restart_seat(1)
+        low = dealer.behind
+        assert low is not None
+        seat = t.restart_seat(2)
+        assert seat.last_stream > low["seat_heard"]
+        assert dealer.behind == {"stream_seq": low["stream_seq"], "seat_heard": seat.last_stream}
+        assert len([a for a in dealer.alarms if a["alarm"] == "behind_confirmed"]) == 1
+        assert Pit(t).send("reconciled", box=None)["ok"] is True
+        assert dealer.behind is None and dealer.stream_seq > seat.last_stream - 1
+        d.play_round()
+        assert dealer.behind is None
+        assert {s.round_no for s in t.seats.values()} == {dealer.round_no}
+    finally:
+        t.close()
