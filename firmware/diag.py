@@ -387,18 +387,25 @@ def check_outbox(config: UnitConfig) -> Check:
                 return Check("outbox", OK, "empty (no outbox yet)")
             total, acked = db.execute("SELECT COUNT(*), COALESCE(SUM(acked), 0) FROM outbox").fetchone()
             kept, lost = _kept_and_lost(db, "meta" if path == old else "outbox_meta")
+            behind, aside = _outbox_marks(db, "meta" if path == old else "outbox_meta")
         finally:
             db.close()
     except sqlite3.DatabaseError as exc:
         return Check("outbox", FAIL, f"{path}: {exc}")
     waiting = total - acked
-    status = OK if waiting == 0 and lost is None else WARN
+    status = OK if waiting == 0 and lost is None and not behind and not aside else WARN
     detail = (f"{waiting} report(s) not yet at the broker, {acked} awaiting the controller's confirmation, "
               f"{kept} confirmed kept to send again should the controller go back")
     if lost is not None:
         detail += (f"; the controller went back to seq {lost['controller']} and does not hold reports "
                    f"{lost['first']}-{lost['last']}, no longer kept here: a supervisor reconciles them "
                    "from this unit's journal")
+    if behind:
+        detail += (f"; behind the controller's mark ({behind}): its reports up to it are held (docs/runtime.md: "
+                   "restore the newest state, or the pit reconciles it: betbox pit reconciled)")
+    if aside:
+        detail += (f"; {aside} report(s) set aside at a reconciliation (held under the controller's mark; "
+                   "the supervisor's to reconcile from the journal: table set_aside)")
     return Check("outbox", status, detail)
 
 
@@ -409,6 +416,17 @@ def _kept_and_lost(db: sqlite3.Connection, meta: str) -> tuple[int, dict[str, in
     kept: int = db.execute("SELECT COUNT(*) FROM kept").fetchone()[0]
     row = db.execute(f"SELECT value FROM {meta} WHERE key = 'went_back'").fetchone()
     return kept, None if row is None else json.loads(row[0])
+
+
+def _outbox_marks(db: sqlite3.Connection, meta: str) -> tuple[str | None, int]:
+    """The outbox's behind mark (as stored) and how many reports a reconciliation set aside."""
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    behind = None
+    if meta in tables:
+        row = db.execute(f"SELECT value FROM {meta} WHERE key = 'behind'").fetchone()
+        behind = row[0] if row is not None else None
+    aside = db.execute("SELECT COUNT(*) FROM set_aside").fetchone()[0] if "set_aside" in tables else 0
+    return behind, aside
 
 
 def check_software(config: UnitConfig) -> Iterator[Check]:

@@ -190,7 +190,9 @@ class Link:
             reporter = (SeatReporter if self.config.role == "seat" else DealerReporter)(unit, self.bus)
             self.reporter = reporter
             reporter.sync()
-            # a unit restarted from an older copy of its state refuses bets (issue #11.5)
+            # a unit restarted from an older copy of its state refuses bets (issue #11.5);
+            # the pit's reconciled command moves the outbox's held reports aside
+            unit.outbox = self.bus.outbox
             self.bus.add_behind_listener(lambda behind: unit.post((BEHIND, behind)))
             # reports a controller restored from an older copy lost, no longer kept to resend
             self.bus.add_lost_listener(lambda lost: unit.post((LOST, lost)))

@@ -89,6 +89,16 @@ CREATE INDEX IF NOT EXISTS reported_seq ON reported(seq);
 CREATE TABLE IF NOT EXISTS kept (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL, key TEXT, topic TEXT NOT NULL, payload TEXT NOT NULL
 );
+-- reports held under the controller's mark when a supervisor reconciled the unit (betbox
+-- pit reconciled): the controller holds others under those seqs; never sent, never deleted
+CREATE TABLE IF NOT EXISTS set_aside (
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    key TEXT,
+    topic TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    reconciled TEXT NOT NULL           -- the mark it was held under and who reconciled (JSON)
+);
 """
 
 
@@ -235,6 +245,7 @@ class Outbox:
                 rows = source._db.execute("SELECT seq, id, key, topic, payload, acked FROM outbox").fetchall()
                 keys = source._db.execute("SELECT key, seq FROM reported").fetchall()
                 kept = source._db.execute("SELECT seq, id, key, topic, payload FROM kept").fetchall()
+                aside = source._db.execute("SELECT * FROM set_aside").fetchall()
                 marks = [(k, v) for k, v in source._db.execute("SELECT key, value FROM meta")
                          if k not in (OPEN_MARK, "unit")]
             finally:
@@ -244,6 +255,7 @@ class Outbox:
                 d.executemany("INSERT INTO outbox VALUES (?, ?, ?, ?, ?, ?)", rows)
                 d.executemany("INSERT INTO reported VALUES (?, ?)", keys)
                 d.executemany("INSERT INTO kept VALUES (?, ?, ?, ?, ?)", kept)
+                d.executemany("INSERT INTO set_aside VALUES (?, ?, ?, ?, ?, ?)", aside)
                 d.executemany(f"INSERT INTO {JOURNAL_META} VALUES (?, ?)",
                               [("unit", self.unit_id), *marks, ("migrated_from", old.name)])
             self._write(move)
@@ -262,7 +274,7 @@ class Outbox:
         """The outbox's tables, as committed in the old active file, into the new one."""
         for statement in _statements(_DDL.format(meta=JOURNAL_META)):    # inside its transaction
             new.execute(statement)
-        for table in ("outbox", JOURNAL_META, "reported", "kept"):
+        for table in ("outbox", JOURNAL_META, "reported", "kept", "set_aside"):
             rows = old.execute(f"SELECT * FROM {table}").fetchall()
             if rows:
                 marks = ", ".join("?" * len(rows[0]))
@@ -470,6 +482,52 @@ class Outbox:
             if result is not None:
                 self._behind = dict(result)
             return result
+
+    def reconcile(self, by: str) -> int | None:
+        """A supervisor reconciled this unit's rounds (``betbox pit reconciled``): the behind
+        mark goes, and the reports held under it (up to ``outbox_seq``: the controller holds
+        others under those seqs, so they were never deleted as confirmed) move to the ``set_aside``
+        table, with the mark and who reconciled: never sent again, never deleted, counted
+        (:attr:`set_aside`, ``betbox diag``); their keys stay reported (never made again). Inside
+        the unit's step (on its thread) it is part of the step's transaction. Returns how many
+        moved, or None when the outbox was not behind."""
+        def move(db: sqlite3.Connection) -> int | None:
+            row = db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone()
+            if row is None:
+                return None
+            behind = json.loads(row[0])
+            note = json.dumps({**behind, "by": by}, sort_keys=True)
+            floor = behind["outbox_seq"]
+            self._keep_keys(db, floor)
+            n: int = db.execute("INSERT INTO set_aside (seq, id, key, topic, payload, reconciled) SELECT seq, id, key, "
+                                "topic, payload, ? FROM outbox WHERE seq <= ?", (note, floor)).rowcount
+            db.execute("DELETE FROM outbox WHERE seq <= ?", (floor,))
+            db.execute(f"DELETE FROM {self._m} WHERE key = 'behind'")
+            db.execute(f"INSERT OR REPLACE INTO {self._m} VALUES ('reconciled', ?)",
+                       (json.dumps({**behind, "by": by, "kept": n}, sort_keys=True),))
+            return n
+
+        def forget() -> None:
+            self._behind, self._behind_read = None, True
+
+        step = self.journal.step_db() if self.journal is not None else None
+        if step is not None:
+            result = move(step)
+            assert self.journal is not None
+            if result is not None:
+                self.journal.after_commit(forget)
+            return result
+        with self._lock:                # durable: the mark must not come back
+            result = self._write(move)
+        if result is not None:
+            forget()
+        return result
+
+    @property
+    def set_aside(self) -> int:
+        """How many reports were set aside at a reconciliation (:meth:`reconcile`)."""
+        result: int = self._read(lambda db: db.execute("SELECT COUNT(*) FROM set_aside").fetchone()[0])
+        return result
 
     def start_after(self, through: int) -> bool:
         """A new outbox (it never numbered a report) told that the controller holds its unit

@@ -137,16 +137,19 @@ def keyed_card_input(body: Any) -> dict[str, str]:
 #: Why a pit supervisor may void a round (rws-blackjack-v5 §5.4.2, §5.5.1-§5.5.4): the
 #: engine still decides (an interruption voids only while no outcome is established).
 PIT_VOID_REASONS = ("interruption", "foreign_card", "card_count", "insufficient_cards", "not_shuffled")
-PIT_COMMANDS = ("key_card", "void_round", "acknowledge")
+PIT_COMMANDS = ("key_card", "void_round", "acknowledge", "reconciled")
+#: The largest box number a table's topics carry (``seat/<1-999>/up``).
+MAX_BOX = 999
 
 
 def pit_command(kind: str, body: Any) -> dict[str, Any]:
     """A pit command's body, checked: ``tx`` (the answer echoes it), ``by`` (who), then
-    ``card`` (key_card) or ``round`` and ``reason`` (void_round). ValueError names what is wrong."""
+    ``card`` (key_card), ``round`` and ``reason`` (void_round) or ``box`` (reconciled: a box
+    number, or null for the dealer itself). ValueError names what is wrong."""
     if kind not in PIT_COMMANDS:
         raise ValueError(f"pit command {kind!r:.40}: the pit may {' or '.join(PIT_COMMANDS)}")
     fields = {"key_card": {"tx", "by", "card"}, "void_round": {"tx", "by", "round", "reason"},
-              "acknowledge": {"tx", "by"}}[kind]
+              "acknowledge": {"tx", "by"}, "reconciled": {"tx", "by", "box"}}[kind]
     if not isinstance(body, dict) or set(body) != fields:
         got = sorted(body) if isinstance(body, dict) else body
         raise ValueError(f"pit {kind}: the body has {sorted(fields)}, not {got!r:.80}")
@@ -157,6 +160,12 @@ def pit_command(kind: str, body: Any) -> dict[str, Any]:
         raise ValueError(f"pit {kind}: by names the supervisor (1-64 printable characters), not {by!r:.80}")
     if kind == "acknowledge":
         return {"tx": tx, "by": by}
+    if kind == "reconciled":
+        box = body["box"]
+        if box is not None and (isinstance(box, bool) or not isinstance(box, int) or not 1 <= box <= MAX_BOX):
+            raise ValueError(f"pit reconciled: box must be a box number (1-{MAX_BOX}) or null for the dealer, "
+                             f"not {box!r:.40}")
+        return {"tx": tx, "by": by, "box": box}
     if kind == "key_card":
         if not isinstance(body["card"], str):
             raise ValueError(f"pit key_card: card must be a card like '7C', not {body['card']!r:.40}")
@@ -220,6 +229,9 @@ class DealerState(UnitState):
     # the pit alarms raised and not yet acknowledged by the pit (code -> how many): the
     # console's pit_call lamp flashes while any is (or a PIT_LASTING condition) in force
     pit_calls: dict[str, int] = field(default_factory=dict)
+    # the pit's reconciled commands passed on to a seat and not yet answered by it: box ->
+    # the command's tx (the seat's answer is the pit's answer; format 6 on)
+    reconciling: dict[int, str] = field(default_factory=dict)
 
     @property
     def live(self) -> Round:
@@ -447,7 +459,7 @@ class DealerUnit(Unit, DealerState):
     def state_added(self) -> dict[str, Any]:
         # the rounds over and the table's conditions came with checkpoint format 3
         return {**super().state_added(), "past_rounds": (3, dict), "table_faults": (3, dict),
-                "pit_calls": (5, dict)}
+                "pit_calls": (5, dict), "reconciling": (6, dict)}
 
     def _table_faults_from_json(self, value: Any) -> dict[str, dict[str, Any]]:
         if not isinstance(value, dict) or not set(value) <= set(TABLE_LASTING):
@@ -829,6 +841,9 @@ class DealerUnit(Unit, DealerState):
         if m.kind == "acknowledge":
             self._pit_answer(tx, True, self._acknowledge(command["by"]))
             return True
+        if m.kind == "reconciled":
+            self._reconciled(command, m.seq)
+            return True
         if m.kind == "key_card":
             self._on_keyed_card(command["card"], by)
         elif command["round"] != self.round_no or self.phase != DealerPhase.PLAY:
@@ -845,6 +860,43 @@ class DealerUnit(Unit, DealerState):
             self._pit_answer(tx, True, "done", owed=self.owed, phase=self.phase,
                              expects=None if state is None or state.is_over else str(state.expecting()))
         return True
+
+    def _reconciled(self, command: dict[str, Any], seq: int) -> None:
+        """The pit reconciled a unit behind its confirmed mark. The dealer itself: its flag
+        is cleared (and its stream goes on after what a seat heard of it: the seats take its
+        next messages). A seat: told on its down topic (only the dealer writes it), with the
+        command's seq; the seat clears its own flag and its answer is the pit's answer."""
+        tx, by, box = command["tx"], command["by"], command["box"]
+        if box is not None:
+            if box not in self.online:
+                self._pit_answer(tx, False, f"reconciled: no seat of box {box} has said hello to this dealer "
+                                 "(is it running?): start it, then send the command again", unit=None)
+                return
+            self.reconciling[box] = tx
+            self.emit(down_topic(self.table, box), "reconciled", {"box": box, "tx": tx, "by": by, "seq": seq})
+            return
+        was = self.behind
+        why = self.reconcile(by)
+        if why is not None:
+            self._pit_answer(tx, False, why, unit=self.unit_id)
+            return
+        assert was is not None
+        if "seat_heard" in was:
+            # a seat heard stream messages this journal does not hold: numbering them again
+            # would have the seats drop them as heard; the stream goes on after them, and a
+            # dealer_boot has every seat say hello (its catch-up brings it to the head)
+            self.stream_seq = max(self.stream_seq, was["seat_heard"])
+            self._stream("dealer_boot", {})
+        self._pit_answer(tx, True, "reconciled: bets are taken again", unit=self.unit_id)
+
+    def _seat_reconciled(self, box: int, body: Mapping[str, Any]) -> None:
+        """A seat's answer to the pit's reconciled command (the one the dealer passed on to
+        it, by its tx; any other is not the pit's answer): passed on to the pit."""
+        if self.reconciling.get(box) != body["tx"]:
+            return
+        del self.reconciling[box]
+        self._pit_answer(body["tx"], body["ok"], body["verdict"] if body["ok"] else body["error"],
+                         unit=f"{self.table}/seat-{box}")
 
     def _pit_answer(self, tx: str, ok: bool, verdict: str, **extra: Any) -> None:
         self.emit(pit_response_topic(self.table), "pit_answer",
@@ -864,7 +916,10 @@ class DealerUnit(Unit, DealerState):
             self.catchups_in_round[box] = self.catchups_in_round.get(box, 0) + 1   # (_check_flood)
             self._on_hello(m, box, last)
             return True
-        self._seat_said(m, box)
+        if m.kind == "reconcile_answer":
+            self._seat_reconciled(box, m.body)
+        else:
+            self._seat_said(m, box)
         self._count_bytes(box, m, self._outs[sent:])
         return True
 
@@ -918,6 +973,10 @@ class DealerUnit(Unit, DealerState):
             # restarted from an older copy of its state, and its seats drop what it numbers
             # again as heard already (issue #11.5)
             self.on_behind({"stream_seq": self.stream_seq, "seat_heard": seat_heard})
+        elif self.behind is not None and seat_heard > self.behind.get("seat_heard", seat_heard):
+            # another seat heard more of the lost stream: the reconciled dealer goes on after
+            # that (the alarm raised stands; the mark it names only grows)
+            self.behind = {**self.behind, "seat_heard": seat_heard}
         table = self._table_moment()
         catchup = self._catch_up(box, seat_heard, body["round"], str(body.get("phase")), heard=heard)
         if same_round and body.get("bets") is not None:

@@ -109,6 +109,9 @@ class SeatState(UnitState):
     # rounds that ended while this seat was down, rebuilt by its engine from the
     # dealer's record in the catch-up: the seat's reporter reports them like its own
     missed_rounds: dict[int, Round] = field(default_factory=dict)
+    # the seq of the last pit reconciled command the dealer passed on (each is taken once:
+    # a redelivery is not applied twice; format 6 on)
+    reconciled_seq: int = 0
 
     @property
     def live(self) -> Round:
@@ -282,7 +285,8 @@ class SeatUnit(Unit, SeatState):
         return {**super().state_added(), "table_faults": (2, dict),
                 "table_alarms": (2, lambda: Recent(KEEP_TABLE_ALARMS)), "table_alarm_seq": (2, lambda: 0),
                 "reader_lost_round": (self._devices_format, lambda: 0),
-                "spot_faults": (self._devices_format, dict), "missed_rounds": (3, dict)}
+                "spot_faults": (self._devices_format, dict), "missed_rounds": (3, dict),
+                "reconciled_seq": (6, lambda: 0)}
 
     @property
     def _devices_format(self) -> int:
@@ -494,6 +498,8 @@ class SeatUnit(Unit, SeatState):
         if m.topic == down_topic(self.table, self.box):
             if m.kind == "catchup":
                 return self._on_catchup(m.body, value)
+            if m.kind == "reconciled":
+                return self._on_reconciled(m.body)
             if m.kind == "refused":
                 self.messages.append(f"refused: {m.body['reason']}")
                 if m.body.get("stage") != "offer" and m.body.get("bets") is not None:
@@ -503,6 +509,21 @@ class SeatUnit(Unit, SeatState):
         if m.topic == alarm_topic(self.table):
             return self._on_table_alarm(m.seq, dict(m.body))
         return self._on_stream(m.kind, m.body, value)
+
+    def _on_reconciled(self, body: Mapping[str, Any]) -> bool:
+        """The pit reconciled this seat's rounds (the dealer passes the supervisor's command
+        on; only the dealer writes this seat's down topic, :meth:`check_message`): its behind
+        flag is cleared and bets are taken again, or, not behind, the pit is told so. Each
+        command once: one whose seq is not newer than the last taken is a redelivery."""
+        if body["seq"] <= self.reconciled_seq:
+            return False
+        self.reconciled_seq = body["seq"]
+        why = self.reconcile(body["by"])
+        if why is None and self.phase == SeatPhase.OPEN:
+            self._offer()                 # bets are taken again: the chips on the spots are offered
+        said = {"error": why} if why is not None else {"verdict": "reconciled: bets are taken again"}
+        self._up("reconcile_answer", {"tx": body["tx"], "ok": why is None, **said})
+        return True
 
     def _on_table_alarm(self, seq: int, body: dict[str, Any]) -> bool:
         """A dealer's alarm (checked by :meth:`check_input`): a lasting condition is in

@@ -34,12 +34,13 @@ log = logging.getLogger(__name__)
 
 #: The checkpoint layout this firmware writes and reads (bump it, and read the old one, when
 #: the layout changes: a journal must stay readable across a firmware update).
-CHECKPOINT_FORMAT = 5
+CHECKPOINT_FORMAT = 6
 #: Older layouts this firmware still reads (state added since comes from ``state_added``).
 #: Format 4 has format 3's layout, written by one codec from the state dataclasses
 #: (``firmware/runtime/codec.py``; issue #15); a phase is read back as its enum. Format 5
-#: adds the dealer's ``pit_calls`` (its console's pit_call lamp, issue #14.4).
-READS_FORMATS = (1, 2, 3, 4, 5)
+#: adds the dealer's ``pit_calls`` (its console's pit_call lamp, issue #14.4). Format 6 the
+#: pit's ``reconciled`` command's: the seat's ``reconciled_seq``, the dealer's ``reconciling``.
+READS_FORMATS = (1, 2, 3, 4, 5, 6)
 #: Entries kept in a unit's alarm / refusal / message logs (older ones are dropped; the
 #: running counts stay).
 KEEP_RECENT = 200
@@ -213,6 +214,11 @@ def ck_json(value: Any) -> Any:
 BEHIND = "behind_confirmed"
 
 
+#: The alarm of a unit whose behind flag a supervisor cleared after reconciling its rounds
+#: (the pit's ``reconciled`` command; docs/runtime.md).
+RECONCILED = "reconciled"
+
+
 #: What a unit is behind: the controller's confirmed mark (its outbox's last seq, the mark);
 #: for a seat, what the dealer heard from it (its own last message seq, the dealer's); for
 #: the dealer, what a seat heard of its stream (its own last stream seq, the seat's).
@@ -318,6 +324,10 @@ class Unit(UnitState, ABC):
         # why this start's software verification failed (betbox verify), or None: a unit whose
         # software is not verified takes no bets (not checkpointed: each start verifies again)
         self.not_verified: str | None = None
+        # wiring: the link's durable outbox, if this unit reports (``betbox run`` sets it):
+        # a reconciliation moves the reports it holds under the controller's mark aside
+        self.outbox: Any = None
+        self._in_step: list[Callable[[], None]] = []    # written inside the step's transaction
 
     # -- entry points ------------------------------------------------------------------
 
@@ -355,7 +365,7 @@ class Unit(UnitState, ABC):
         return self._step(kind, body)
 
     def _step(self, kind: str, body: dict[str, Any]) -> bool:
-        self._outs = []
+        self._outs, self._in_step = [], []
         try:
             taken = self.check_input(kind, body)
         except AlreadyAnswered as again:         # not a step: its answer is journalled already
@@ -421,6 +431,10 @@ class Unit(UnitState, ABC):
     def _report(self) -> None:
         """Inside the step's transaction: the reports it makes (a full partition fails the
         whole step: not written, so never acted on)."""
+        if self._in_step:
+            actions, self._in_step = self._in_step, []
+            for action in actions:
+                action()
         for callback in self._step_observers:
             callback(self)
 
@@ -676,7 +690,8 @@ class Unit(UnitState, ABC):
         self.alarm(BEHIND, f"{self.unit_id} is behind its confirmed mark: {what}: it was restarted from an "
                    "older copy). Bets are refused here. Restore this unit's newest state directory "
                    "(journal.db, with its outbox; an outbox.db of older firmware too) and restart it; if there is none, a supervisor reconciles its "
-                   "rounds from the dealer's journal and `betbox jackpot report` before the unit plays again",
+                   "rounds from the dealer's journal and `betbox jackpot report` and then clears this with "
+                   "`betbox pit reconciled`",
                    **behind)
         return True
 
@@ -690,6 +705,24 @@ class Unit(UnitState, ABC):
                    "reports after them were sent again. A supervisor reconciles these from this unit's journal "
                    "(`betbox journal`) and `betbox jackpot report`", **lost)
         return True
+
+    def reconcile(self, by: str) -> str | None:
+        """A supervisor reconciled this unit's rounds (the pit's ``reconciled`` command): the
+        behind flag is cleared, bets are taken again, the alarm ``reconciled`` names who.
+        Returns why not (this unit is not behind), else None. The reports the outbox holds
+        under the controller's mark are moved aside, kept (:meth:`Outbox.reconcile`), in
+        the step's own transaction: a live step only (a replay finds them moved)."""
+        if self.behind is None:
+            return f"{self.unit_id} is not behind its confirmed mark: nothing to reconcile"
+        was, self.behind = self.behind, None
+        outbox = self.outbox
+        if outbox is not None and not self._replaying:
+            self._in_step.append(lambda: outbox.reconcile(by))
+        self.alarm(RECONCILED, f"{self.unit_id}: its rounds were reconciled by {by} (it was behind its "
+                   f"confirmed mark: {', '.join(f'{k} {v}' for k, v in sorted(was.items()))}); bets are "
+                   "taken again. The reports its outbox held under the controller's mark are set aside "
+                   "for the supervisor (betbox diag counts them)", by=by, was=was)
+        return None
 
     def checkpoint(self) -> dict[str, Any]:
         """The unit's state after the last step as plain, versioned JSON: what the next

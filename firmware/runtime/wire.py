@@ -315,6 +315,8 @@ def read_down_message(kind: str, body: Mapping[str, Any], box: int,
             except ValueError as exc:
                 raise ValueError(f"catchup: message {n}: {exc}") from None
         return Catchup(tuple(values), _read_catchup_record(body, profile_of))
+    elif kind == "reconciled":
+        _raise(check_reconciled(body))
     elif kind == "refused":
         if not isinstance(body.get("reason"), str):
             raise ValueError(f"refused: reason must be a string, not {body.get('reason')!r:.60}")
@@ -369,7 +371,28 @@ def _check_catchup_record(body: Mapping[str, Any]) -> str | None:
     return None
 
 
-UP_KINDS = ("hello", "offer", "lock", "addition", "request", "result", "alarm")
+def _tx(value: Any, name: str) -> str | None:
+    if not isinstance(value, str) or not 1 <= len(value) <= 64 or not value.isascii() or not value.isalnum():
+        return f"{name}: tx must be 1-64 letters or digits, not {value!r:.80}"
+    return None
+
+
+def check_reconciled(body: Mapping[str, Any]) -> str | None:
+    """The dealer's word to a seat that the pit reconciled it (down topic, kind
+    ``reconciled``): ``{"box", "tx", "by", "seq"}``, ``seq`` the pit command's (it grows per
+    command: the seat takes each once)."""
+    if set(body) != {"box", "tx", "by", "seq"}:
+        return f"reconciled: the body has box, tx, by and seq, not {sorted(body)!r:.80}"
+    by = body["by"]
+    if not isinstance(by, str) or not 1 <= len(by) <= 64 or not by.isprintable():
+        return f"reconciled: by names the supervisor (1-64 printable characters), not {by!r:.80}"
+    return _first(_tx(body["tx"], "reconciled"), _count(body["seq"], "reconciled: seq", 1))
+
+
+#: The longest verdict or reason a seat's answer to the pit carries.
+MAX_ANSWER = 500
+
+UP_KINDS = ("hello", "offer", "lock", "addition", "request", "result", "alarm", "reconcile_answer")
 
 
 def check_up_message(kind: str, body: Mapping[str, Any], sender: str | None = None) -> str | None:
@@ -402,6 +425,15 @@ def check_up_message(kind: str, body: Mapping[str, Any], sender: str | None = No
         return None if hand is None else _count(hand, "request: hand", 1)
     if kind == "result":
         return None
+    if kind == "reconcile_answer":
+        # the seat's answer to the pit's reconciled command: {"tx", "ok", "verdict" | "error"}
+        said = "verdict" if body.get("ok") is True else "error"
+        if not isinstance(body.get("ok"), bool) or set(body) != {"box", "round", "tx", "ok", said}:
+            return f"reconcile_answer: the body has box, round, tx, ok and verdict or error, not {sorted(body)!r:.80}"
+        text = body[said]
+        if not isinstance(text, str) or len(text) > MAX_ANSWER:
+            return f"reconcile_answer: {said} must be a string of at most {MAX_ANSWER} characters"
+        return _tx(body["tx"], "reconcile_answer")
     return f"{kind!r:.40} is not a message a seat sends (one of {', '.join(UP_KINDS)})"
 
 

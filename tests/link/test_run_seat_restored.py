@@ -3,7 +3,10 @@ a flush, a restore), as `betbox run` processes on a real mosquitto: it finds the
 controller's confirmed mark past everything its outbox numbered, raises an alarm naming
 itself, the seqs and what to do, refuses bets, and loses no report (issue #11.5: it reused
 seqs, the controller rejected them as ``seq_reused`` and the mark then made the outbox
-delete them as confirmed)."""
+delete them as confirmed). Then the pit's ``betbox pit reconciled`` clears it: the outbox's
+mark goes (a restart does not flag it again) and it plays again. (Its older copy here held
+no report under the mark: every one was confirmed before the copy; the move of held reports
+to ``set_aside`` is tests/runtime/test_reconciled_outbox.py's.)"""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ import json
 import random
 import shutil
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
@@ -23,7 +28,7 @@ from firmware.sim.shoe import SimShoe
 from .helpers import Sniffer, unit_outbox, wait_until
 from .test_run_seat_missed_round import finish_round
 from .test_run_units import TABLE, status
-from .units import Devices, TableWatch, UnitProcess, dealer_config, jackpot_config, play_round, seat_config
+from .units import ROOT, Devices, TableWatch, UnitProcess, dealer_config, jackpot_config, play_round, seat_config
 
 pytestmark = pytest.mark.slow          # kills processes and waits out their restart
 
@@ -45,6 +50,16 @@ def outbox_rows(state_dir) -> tuple[set[str], dict | None]:
         ids = {i for (i,) in db.execute("SELECT id FROM outbox")}
         row = db.execute(f"SELECT value FROM {meta} WHERE key = 'behind'").fetchone()
         return ids, None if row is None else json.loads(row[0])
+    finally:
+        db.close()
+
+
+def kept_rows(state_dir) -> dict[str, dict]:
+    """The reports a reconciliation kept aside (the outbox's ``set_aside`` table), by id."""
+    path, _ = unit_outbox(state_dir)
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return {i: json.loads(p) for i, p in db.execute("SELECT id, payload FROM set_aside")}
     finally:
         db.close()
 
@@ -140,6 +155,35 @@ def test_a_seat_restored_from_an_older_copy_alarms_refuses_bets_and_loses_no_rep
         assert before <= booked
         assert sent <= booked | kept, sent - booked - kept
         assert behind is not None and behind["confirmed"] == confirmed
+
+        # the pit, once a supervisor has reconciled it (docs/technician.md §10), clears it:
+        # the outbox's mark goes, what it held under the mark is kept aside, bets are taken
+        def behind_alarms() -> int:
+            return len([r for r in sniffer.json("/report") if r["unit"] == UNIT and r["kind"] == "alarm"
+                        and r["body"]["alarm"] == "behind_confirmed"])
+        raised = behind_alarms()          # (the dealer's heard and the controller's mark: each its own)
+        seat = seat_up("seat-1-reconciled")
+        cleared = subprocess.run([sys.executable, "-m", "firmware", "pit", "reconciled", "--box", "1", "--by", "Ann",
+                                  "--broker", broker.url, "--table", TABLE, "--password-file", "-",
+                                  "--timeout", "10", "--allow-insecure"],
+                                 input="pw\n", cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert cleared.returncode == 0 and f"{UNIT}: reconciled" in cleared.stdout, cleared
+        wait_until(lambda: [r for r in sniffer.json("/report") if r["unit"] == UNIT and r["kind"] == "alarm"
+                            and r["body"]["alarm"] == "reconciled" and "Ann" in r["body"]["detail"]],
+                   30, "the seat's reconciled alarm at the controller")
+        settled = play_round(watch, dealer, devices, cards, bets, box=1)
+        assert "1" in settled["boxes"], settled                       # its wagers taken again
+        assert seat.terminate() == 0
+        waiting, behind = outbox_rows(state)
+        assert behind is None
+        aside = kept_rows(state)
+        assert kept <= waiting | set(aside)                           # nothing it held is lost
+        assert all(r["seq"] <= confirmed for r in aside.values())     # those under the mark, aside
+        # started again (its journal replayed, its outbox read): not behind, it plays
+        seat = seat_up("seat-1-after")
+        play_round(watch, dealer, devices, cards, bets, box=1)
+        assert seat.terminate() == 0
+        assert behind_alarms() == raised
         assert [p.terminate() for p in (dealer, jackpot)] == [0, 0]
     finally:
         for p in procs:

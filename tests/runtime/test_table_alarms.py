@@ -109,7 +109,7 @@ def test_the_faults_are_in_the_checkpoint_and_a_format_1_checkpoint_still_reads(
         t.settle()
         seat = t.seats[1]
         data = seat.checkpoint()
-        assert data["format"] == CHECKPOINT_FORMAT == 5
+        assert data["format"] == CHECKPOINT_FORMAT == 6
         assert set(data["state"]["table_faults"]) == {"shoe_door_opened"}
         twin = t.seats[2]
         twin_data = twin.checkpoint()
