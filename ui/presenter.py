@@ -244,7 +244,7 @@ def _spots_with_results(lang: str, s: SeatSnapshot, spots: list[SpotLine]) -> tu
 
 #: Conditions under which the seat takes no bets: said over the spots, in place of the phase.
 BLOCKING = ("recovering", "no_dealer", "broker_down", "not_verified", "reader_down", "shoe_down",
-            "console_down")
+            "console_down", "behind_confirmed")
 
 
 def conditions(lang: str, s: SeatSnapshot) -> tuple[Condition, ...]:

@@ -33,7 +33,7 @@ class SeatScreen(Screen):
         "broker_down": ((0.85, 0.18, 0.18, 1), "×"), "not_verified": ((0.85, 0.20, 0.60, 1), "!"),
         "reader_down": ((0.95, 0.50, 0.10, 1), "?"), "shoe_down": ((0.85, 0.70, 0.10, 1), "!"),
         "console_down": ((0.10, 0.65, 0.65, 1), "!"), "storage_low": ((0.55, 0.40, 0.20, 1), "i"),
-        "behind_confirmed": ((0.30, 0.40, 0.50, 1), "…"), "jackpot_link_down": ((0.50, 0.36, 0.05, 1), "×"),
+        "behind_confirmed": ((0.30, 0.40, 0.50, 1), "!"), "jackpot_link_down": ((0.50, 0.36, 0.05, 1), "×"),
     }
 
     def on_kv_post(self, _base) -> None:

@@ -184,3 +184,27 @@ def test_an_amount_the_seat_holds_stays_on_its_spot_while_out_of_service(idle):
     s = present(snap)
     main = next(sp for sp in s.spots if sp.spot == "main")
     assert main.amount == "20" and sum(Fraction(c) for c in main.chips) == 20
+
+
+def test_a_seat_that_refuses_bets_says_so_over_its_spots(tmp_path):
+    """A seat behind its confirmed mark (restarted from an older copy of its state) takes no
+    bets; its screen said "Results are still being confirmed. Play continues." and kept the
+    betting phase, so a player put chips down that the seat never offered."""
+    from firmware.runtime.unit import BEHIND
+
+    t = Table(tmp_path, "rws-blackjack-switch", boxes=1)
+    try:
+        t.open()
+        healthy = present(t.snap())
+        assert t.seat().step(BEHIND, {"outbox_seq": 3, "confirmed": 5})
+        t.bet(1, "main", 20)
+        assert t.seat().wagers() == {} and not t.seat().offered       # the seat takes no bet
+        for lang in ("en", "zh", "ms"):
+            s = present(t.snap(), lang)
+            c = next(c for c in s.conditions if c.code == "behind_confirmed")
+            assert c.blocking and s.phase == c.title
+        s = present(t.snap())
+        c = next(c for c in s.conditions if c.code == "behind_confirmed")
+        assert s.phase != healthy.phase and "continues" not in c.text and "No bets" in c.text, c
+    finally:
+        t.close()
