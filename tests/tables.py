@@ -48,6 +48,19 @@ def place_bet(t: InProcessTable, box: int, amount: int | Fraction, spot: str = "
     t.cycle_readers(2, [box])
 
 
+def boxes_with_a_bet_on(d: TableDriver, box: int) -> set[int]:
+    """Play a round in which ``box``'s player put chips on main (the driver's players may sit
+    a round out): the boxes the dealer took wagers of."""
+    t = d.table
+    if t.dealer.phase == "idle":
+        d.clear_spots()
+        t.console.press("open_bets")
+        t.settle()
+    place_bet(t, box, 10)
+    d.play_round()
+    return {b.number for b in d.rounds[-1].boxes}
+
+
 # -- whole tables on a broker, and their books (tests/floor: the whole-table fault tests) --
 
 #: Every report the outbox ever stores, copied by a trigger in the same transaction: the

@@ -14,7 +14,7 @@ import shutil
 from firmware.runtime.bus import Message, down_topic, pit_command_topic, pit_response_topic
 from firmware.runtime.journal import open_readonly
 from firmware.runtime.unit import BEHIND
-from tests.tables import place_bet
+from tests.tables import boxes_with_a_bet_on
 
 from .test_behind import driver, restart_dealer
 
@@ -54,18 +54,6 @@ def behind_seat(tmp_path, d):
     return seat
 
 
-def boxes_of_a_round_with_a_bet_on(d, box: int) -> set[int]:
-    """A round in which ``box``'s player put chips on main (the driver's players may sit a
-    round out): the boxes the dealer took wagers of."""
-    t = d.table
-    if t.dealer.phase == "idle":
-        d.clear_spots()
-        t.console.press("open_bets")
-        t.settle()
-    place_bet(t, box, 10)
-    d.play_round()
-    return {b.number for b in d.rounds[-1].boxes}
-
 
 def seat_journal_kinds(path) -> list[tuple[str, str]]:
     j = open_readonly(path)
@@ -80,7 +68,7 @@ def test_a_behind_seat_is_cleared_by_the_pit_and_takes_bets_again(tmp_path):
     t = d.table
     try:
         seat = behind_seat(tmp_path, d)
-        assert 1 not in boxes_of_a_round_with_a_bet_on(d, 1)           # bets refused while behind
+        assert 1 not in boxes_with_a_bet_on(d, 1)           # bets refused while behind
         pit = Pit(t)
         answer = pit.send("reconciled", box=1)
         assert answer["ok"] is True, answer
@@ -100,7 +88,7 @@ def test_a_behind_seat_is_cleared_by_the_pit_and_takes_bets_again(tmp_path):
         assert ("msg", "reconciled") in seat_journal_kinds(tmp_path / "seat-1" / "journal.db")
         seat.after_step()
         assert "behind_confirmed" not in seat.view.conditions
-        assert 1 in boxes_of_a_round_with_a_bet_on(d, 1)               # bets taken again
+        assert 1 in boxes_with_a_bet_on(d, 1)               # bets taken again
         # the journal replayed gives the same state
         state = seat.checkpoint()["state"]
         again = t.restart_seat(1)
@@ -128,12 +116,12 @@ def test_a_seat_behind_its_outbox_mark_is_cleared_too(tmp_path):
         d.play_round()
         seat = t.seats[2]
         assert seat.step(BEHIND, {"outbox_seq": 7, "confirmed": 12})
-        assert 2 not in boxes_of_a_round_with_a_bet_on(d, 2)
+        assert 2 not in boxes_with_a_bet_on(d, 2)
         answer = Pit(t).send("reconciled", box=2)
         assert answer["ok"] is True, answer
         assert seat.behind is None
         assert [a["was"] for a in seat.alarms if a["alarm"] == "reconciled"] == [{"outbox_seq": 7, "confirmed": 12}]
-        assert 2 in boxes_of_a_round_with_a_bet_on(d, 2)
+        assert 2 in boxes_with_a_bet_on(d, 2)
         assert t.restart_seat(2).behind is None
     finally:
         t.close()
