@@ -56,16 +56,22 @@ def bounded_float(option: str, lo: float, hi: float) -> Callable[[str], float]:
 def comma_list(option: str) -> Callable[[str], tuple[str, ...]]:
     """An option's ``NAME,NAME,...`` (each name stripped of white space): "" is no names, an
     empty name anywhere (",,,", "a,,b", "a,") is a usage error naming its position, never
-    skipped (a skipped spot moves every later one to another antenna)."""
+    skipped (a skipped spot moves every later one to another antenna); a name twice is one too."""
     def parse(text: str) -> tuple[str, ...]:
         if not text:
             return ()
         names = tuple(s.strip() for s in text.split(","))
+        shown = repr(text) if len(text) <= 60 else repr(text[:60]) + "..."
         empty = [str(i) for i, name in enumerate(names, 1) if not name]
         if empty:
-            shown = repr(text) if len(text) <= 60 else repr(text[:60]) + "..."
             where = f"name at position {empty[0]}" if len(empty) == 1 else f"names at positions {', '.join(empty)}"
             raise argparse.ArgumentTypeError(f"{shown}: empty {where} (of {len(names)}; write NAME,NAME,...)")
+        first: dict[str, int] = {}
+        for i, name in enumerate(names, 1):
+            if name in first:           # two antennas read as one spot, a side bet played once
+                raise argparse.ArgumentTypeError(f"{shown}: {name[:40]!r} at positions {first[name]} and {i}: "
+                                                 "each name once")
+            first[name] = i
         return names
     parse.__name__ = option
     return parse

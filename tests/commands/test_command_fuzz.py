@@ -271,3 +271,13 @@ def test_an_empty_spot_name_is_refused_not_skipped_shifting_the_antennas(capsys)
     assert code == 2 and "argument --spots: 'main,,insurance': empty name at position 2" in err, err
     code, err = run(capsys, ["device", "rfid", "--spots", ",", "--exit"])
     assert code == 2 and "argument --spots: ',': empty names at positions 1, 2" in err, err
+
+
+def test_a_name_given_twice_in_a_comma_list_is_refused(capsys):
+    """`device rfid --spots main,main` had two antennas read as one spot (chips on either
+    counted as the other's); `simulate --side-bets a,a` played a once. Both are mistakes said."""
+    code, err = run(capsys, ["device", "rfid", "--spots", "main,insurance,main", "--exit"])
+    assert code == 2 and "argument --spots: 'main,insurance,main': 'main' at positions 1 and 3" in err, err
+    code, err = run(capsys, ["simulate", "--profile", "rws-perfect-pairs", "--rounds", "1",
+                             "--side-bets", "perfect_pairs,perfect_pairs"])
+    assert code == 2 and "'perfect_pairs' at positions 1 and 2" in err, err
