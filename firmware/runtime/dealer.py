@@ -140,6 +140,12 @@ PIT_VOID_REASONS = ("interruption", "foreign_card", "card_count", "insufficient_
 PIT_COMMANDS = ("key_card", "void_round", "acknowledge", "reconciled")
 #: The largest box number a table's topics carry (``seat/<1-999>/up``).
 MAX_BOX = 999
+#: How much further than this dealer's own stream a seat may say it heard (a dealer restored
+#: from an older copy lost at most this many stream messages: years of a busy table). A
+#: hello past it is no stream this table dealt (one seat's credentials, forging): refused,
+#: or it would flag the dealer behind and, once reconciled, push its stream past MAX_COUNT,
+#: where every seat refuses it.
+MAX_STREAM_LOST = 2 ** 40
 
 
 def pit_command(kind: str, body: Any) -> dict[str, Any]:
@@ -366,6 +372,9 @@ class DealerUnit(Unit, DealerState):
         problem = check_up_message(m.kind, m.body, owner)
         if problem is not None:
             raise InputRefused(problem)
+        if m.kind == "hello" and m.body["last_stream_seq"] > self.stream_seq + MAX_STREAM_LOST:
+            raise InputRefused(f"hello from box {box}: it says it heard stream seq {m.body['last_stream_seq']}, more "
+                               f"than {MAX_STREAM_LOST} past this dealer's {self.stream_seq}: no stream it dealt")
         self._check_spots(m, box)
         if m.kind == "request":
             self._check_request(m.body, box)
