@@ -597,8 +597,16 @@ class Outbox:
             last_lost = (first_kept if first_kept is not None else confirmed + 1) - 1
             lost = (through + 1, last_lost) if last_lost > through else None
             if lost is not None:
+                # a range recorded before (the mark went back before, and no mark covered it
+                # since) is still not held: the record spans both
+                was = db.execute(f"SELECT value FROM {self._m} WHERE key = 'went_back'").fetchone()
+                first, last, top = lost[0], lost[1], confirmed
+                if was is not None:
+                    before = json.loads(was[0])
+                    first, last = max(min(first, before["first"]), through + 1), max(last, before["last"])
+                    top = max(top, before["confirmed"])
                 db.execute(f"INSERT OR REPLACE INTO {self._m} VALUES ('went_back', ?)", (json.dumps(
-                    {"controller": through, "confirmed": confirmed, "first": lost[0], "last": lost[1]}),))
+                    {"controller": through, "confirmed": top, "first": first, "last": last}),))
             return WentBack(through, confirmed, resent, lost)
 
         with self._lock:        # durable: a lost range recorded must outlive a power cut
