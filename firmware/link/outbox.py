@@ -594,11 +594,23 @@ class Outbox:
             first_kept = db.execute("SELECT MIN(seq) FROM kept WHERE seq > ?", (through,)).fetchone()[0]
             db.execute("DELETE FROM kept WHERE seq > ?", (through,))
             db.execute(f"UPDATE {self._m} SET value = ? WHERE key = 'confirmed'", (str(through),))
+            # every report up to the mark it had was sent (and confirmed): a mark up to it is not
+            # beyond what this outbox sent (:meth:`sent_through`), whatever it now holds again
+            db.execute(f"INSERT INTO {self._m} VALUES ('confirmed_high', ?) ON CONFLICT(key) DO UPDATE SET value = "
+                       "MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))", (str(confirmed),))
             last_lost = (first_kept if first_kept is not None else confirmed + 1) - 1
             lost = (through + 1, last_lost) if last_lost > through else None
             if lost is not None:
+                # a range recorded before (the mark went back before, and no mark covered it
+                # since) is still not held: the record spans both
+                was = db.execute(f"SELECT value FROM {self._m} WHERE key = 'went_back'").fetchone()
+                first, last, top = lost[0], lost[1], confirmed
+                if was is not None:
+                    before = json.loads(was[0])
+                    first, last = max(min(first, before["first"]), through + 1), max(last, before["last"])
+                    top = max(top, before["confirmed"])
                 db.execute(f"INSERT OR REPLACE INTO {self._m} VALUES ('went_back', ?)", (json.dumps(
-                    {"controller": through, "confirmed": confirmed, "first": lost[0], "last": lost[1]}),))
+                    {"controller": through, "confirmed": top, "first": first, "last": last}),))
             return WentBack(through, confirmed, resent, lost)
 
         with self._lock:        # durable: a lost range recorded must outlive a power cut
@@ -655,11 +667,13 @@ class Outbox:
         return result
 
     def sent_through(self) -> int:
-        """The highest sequence number the broker acknowledged (or already confirmed): a
-        controller's mark beyond it covers reports the controller cannot hold."""
+        """The highest sequence number the broker acknowledged (or already confirmed, also
+        before a controller's mark went back): a controller's mark beyond it covers reports
+        the controller cannot hold."""
         def read(db: sqlite3.Connection) -> int:
             acked = db.execute("SELECT MAX(seq) FROM outbox WHERE acked = 1").fetchone()[0]
-            return max(acked or 0, self._meta("confirmed", db))
+            high = db.execute(f"SELECT value FROM {self._m} WHERE key = 'confirmed_high'").fetchone()
+            return max(acked or 0, self._meta("confirmed", db), int(high[0]) if high is not None else 0)
         result: int = self._read(read)
         return result
 

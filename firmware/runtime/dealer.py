@@ -140,6 +140,12 @@ PIT_VOID_REASONS = ("interruption", "foreign_card", "card_count", "insufficient_
 PIT_COMMANDS = ("key_card", "void_round", "acknowledge", "reconciled")
 #: The largest box number a table's topics carry (``seat/<1-999>/up``).
 MAX_BOX = 999
+#: How much further than this dealer's own stream a seat may say it heard (a dealer restored
+#: from an older copy lost at most this many stream messages: years of a busy table). A
+#: hello past it is no stream this table dealt (one seat's credentials, forging): refused,
+#: or it would flag the dealer behind and, once reconciled, push its stream past MAX_COUNT,
+#: where every seat refuses it.
+MAX_STREAM_LOST = 2 ** 40
 
 
 def pit_command(kind: str, body: Any) -> dict[str, Any]:
@@ -331,6 +337,10 @@ class DealerUnit(Unit, DealerState):
         elif kind == "device":
             return self.on_device(body)
         elif kind == BEHIND:
+            if self.behind is not None and "seat_heard" in self.behind and "seat_heard" not in body:
+                # behind what a seat heard of its stream already: that mark stands (the reconciled
+                # dealer's stream goes on after it); the outbox's own mark is reconciled with it
+                return False
             return self.on_behind(body)
         elif kind == LOST:
             return self.on_lost(body)
@@ -366,6 +376,9 @@ class DealerUnit(Unit, DealerState):
         problem = check_up_message(m.kind, m.body, owner)
         if problem is not None:
             raise InputRefused(problem)
+        if m.kind == "hello" and m.body["last_stream_seq"] > self.stream_seq + MAX_STREAM_LOST:
+            raise InputRefused(f"hello from box {box}: it says it heard stream seq {m.body['last_stream_seq']}, more "
+                               f"than {MAX_STREAM_LOST} past this dealer's {self.stream_seq}: no stream it dealt")
         self._check_spots(m, box)
         if m.kind == "request":
             self._check_request(m.body, box)
@@ -968,10 +981,12 @@ class DealerUnit(Unit, DealerState):
         body, same_round = m.body, m.body.get("round") == self.round_no
         self.online.add(box)
         seat_heard = int(body.get("last_stream_seq", 0))
-        if seat_heard > self.stream_seq and self.behind is None:
+        if seat_heard > self.stream_seq and (self.behind is None or "seat_heard" not in self.behind):
             # the seat holds stream messages this dealer's journal does not: the dealer was
             # restarted from an older copy of its state, and its seats drop what it numbers
-            # again as heard already (issue #11.5)
+            # again as heard already (issue #11.5); behind its outbox's mark too (its reports
+            # confirmed by the controller), this mark replaces that one: the reconciled dealer's
+            # stream must go on after what the seats heard
             self.on_behind({"stream_seq": self.stream_seq, "seat_heard": seat_heard})
         elif self.behind is not None and seat_heard > self.behind.get("seat_heard", seat_heard):
             # another seat heard more of the lost stream: the reconciled dealer goes on after
