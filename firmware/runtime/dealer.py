@@ -987,7 +987,7 @@ class DealerUnit(Unit, DealerState):
             # again as heard already (issue #11.5); behind its outbox's mark too (its reports
             # confirmed by the controller), this mark replaces that one: the reconciled dealer's
             # stream must go on after what the seats heard
-            self.on_behind({"stream_seq": self.stream_seq, "seat_heard": seat_heard})
+            self.on_behind({"stream_seq": self.stream_seq, "seat_heard": seat_heard}, box=box)
         elif self.behind is not None and seat_heard > self.behind.get("seat_heard", seat_heard):
             # another seat heard more of the lost stream: the reconciled dealer goes on after
             # that (the alarm raised stands; the mark it names only grows)

@@ -667,10 +667,11 @@ class Unit(UnitState, ABC):
             self.alarm("not_verified", f"software not verified, no bets taken: {now}"[:200])
         return True
 
-    def on_behind(self, body: dict[str, Any]) -> bool:
+    def on_behind(self, body: dict[str, Any], box: int | None = None) -> bool:
         """The link found the controller's confirmed mark past everything this unit's
         outbox ever numbered: the unit was restarted from an older copy of its state. It
-        stays so (bets refused) until its newest state is restored; the alarm says how."""
+        stays so (bets refused) until its newest state is restored; the alarm says how.
+        ``box``: the seat whose hello said so (a dealer behind what a seat heard)."""
         behind = behind_from_json(body)
         if behind == self.behind:
             return False
@@ -685,14 +686,17 @@ class Unit(UnitState, ABC):
                     f"it (messages {n + 1}-{m} are not in this unit's state")
         else:
             n, m = behind["stream_seq"], behind["seat_heard"]
-            what = (f"its journal holds its table stream through seq {n}, a seat has heard stream seq {m} "
+            who = "a seat" if box is None else f"seat {box}"
+            what = (f"its journal holds its table stream through seq {n}, {who} has heard stream seq {m} "
                     f"(stream messages {n + 1}-{m} are not in this unit's state")
         self.alarm(BEHIND, f"{self.unit_id} is behind its confirmed mark: {what}: it was restarted from an "
                    "older copy). Bets are refused here. Restore this unit's newest state directory "
                    "(journal.db, with its outbox; an outbox.db of older firmware too) and restart it; if there is none, a supervisor reconciles its "
                    "rounds from the dealer's journal and `betbox jackpot report` and then clears this with "
-                   "`betbox pit reconciled`",
-                   **behind)
+                   "`betbox pit reconciled`" + ("" if box is None else
+                   f". Only seat {box}'s hello says so: if this unit was not restored, that seat's "
+                   "credentials are misused (stop it, then reconcile)"),
+                   **behind, **({} if box is None else {"box": box}))
         return True
 
     def on_lost(self, body: dict[str, Any]) -> bool:

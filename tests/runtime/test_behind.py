@@ -157,6 +157,11 @@ def test_a_dealer_restored_from_an_older_copy_is_behind_what_its_seats_heard(tmp
         assert dealer.behind["stream_seq"] < heard
         alarm = [a for a in dealer.alarms if a["alarm"] == "behind_confirmed"]
         assert len(alarm) == 1 and "t/dealer" in alarm[0]["detail"] and "Restore" in alarm[0]["detail"]
+        # the seat whose hello said so is named: one seat's misused credentials flag the dealer
+        # too, and the pit must know which seat to stop
+        box = alarm[0]["box"]
+        assert box in (1, 2) and f"seat {box} has heard" in alarm[0]["detail"], alarm[0]
+        assert "credentials are misused" in alarm[0]["detail"]
         n = dealer.round_no
         t.console.press("open_bets")
         t.settle()
