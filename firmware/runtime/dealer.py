@@ -40,7 +40,7 @@ from .journal import Journal
 from .phases import DealerPhase, SeatPhase
 from .software import software_input
 from .spots import insurance_hand, insurance_spot, seat_spots
-from .unit import BEHIND, LOST, AlreadyAnswered, Input, InputRefused, Recent, Unit, UnitState
+from .unit import BEHIND, LOST, RECONCILED, AlreadyAnswered, Input, InputRefused, Recent, Unit, UnitState
 from .wire import (
     NEVER_HEARD,
     TABLE_LASTING,
@@ -81,7 +81,9 @@ PIT_CALLS = frozenset({
     # a replayed SHUFFLED frame on the shoe's line (hal: someone on the serial line)
     "shoe_replayed_shuffle",
     # reports a jackpot controller restored from an older copy lost: money to reconcile
-    "controller_lost_reports"})
+    "controller_lost_reports",
+    # one seat says the dealer lost stream it dealt: the dealer restored, or the seat forged
+    "stream_claimed"})
 #: The lasting table conditions that call the pit while they last (the shoe's door open:
 #: the cards may have been reached); a jam or a lost link is the technician's (seats say so).
 PIT_LASTING = frozenset({"shoe_door_opened"})
@@ -146,6 +148,9 @@ MAX_BOX = 999
 #: or it would flag the dealer behind and, once reconciled, push its stream past MAX_COUNT,
 #: where every seat refuses it.
 MAX_STREAM_LOST = 2 ** 40
+#: The alarm of one seat saying it heard more of the dealer's stream than the dealer holds
+#: (a dealer restored from an older copy, or that seat's credentials misused): a pit call.
+STREAM_CLAIMED = "stream_claimed"
 
 
 def pit_command(kind: str, body: Any) -> dict[str, Any]:
@@ -238,6 +243,11 @@ class DealerState(UnitState):
     # the pit's reconciled commands passed on to a seat and not yet answered by it: box ->
     # the command's tx (the seat's answer is the pit's answer; format 6 on)
     reconciling: dict[int, str] = field(default_factory=dict)
+    # seats whose hello says they heard more of this dealer's stream than it holds, not yet
+    # corroborated: box -> the stream seq it heard. One seat's word does not stop the table
+    # (its credentials could be misused); a second seat's, or the controller's mark (the
+    # outbox behind), flags the dealer behind (format 6 on)
+    stream_claims: dict[int, int] = field(default_factory=dict)
 
     @property
     def live(self) -> Round:
@@ -472,7 +482,7 @@ class DealerUnit(Unit, DealerState):
     def state_added(self) -> dict[str, Any]:
         # the rounds over and the table's conditions came with checkpoint format 3
         return {**super().state_added(), "past_rounds": (3, dict), "table_faults": (3, dict),
-                "pit_calls": (5, dict), "reconciling": (6, dict)}
+                "pit_calls": (5, dict), "reconciling": (6, dict), "stream_claims": (6, dict)}
 
     def _table_faults_from_json(self, value: Any) -> dict[str, dict[str, Any]]:
         if not isinstance(value, dict) or not set(value) <= set(TABLE_LASTING):
@@ -874,6 +884,33 @@ class DealerUnit(Unit, DealerState):
                              expects=None if state is None or state.is_over else str(state.expecting()))
         return True
 
+    def _stream_claimed(self, box: int, heard: int) -> None:
+        """A seat holds stream messages this dealer's journal does not: the dealer was
+        restarted from an older copy of its state, and its seats drop what it numbers again
+        as heard already (issue #11.5), or the seat's credentials are misused. Behind once a
+        second seat says so, or the controller (its outbox behind): this mark replaces that
+        one, the reconciled dealer's stream must go on after what the seats heard."""
+        if self.behind is not None and "seat_heard" in self.behind:
+            if heard > self.behind["seat_heard"]:
+                # another seat heard more of the lost stream: the reconciled dealer goes on
+                # after that (the alarm raised stands; the mark it names only grows)
+                self.behind = {**self.behind, "seat_heard": heard}
+            return
+        first = box not in self.stream_claims
+        self.stream_claims = {b: h for b, h in self.stream_claims.items() if h > self.stream_seq}
+        self.stream_claims[box] = max(heard, self.stream_claims.get(box, 0))
+        if len(self.stream_claims) >= 2 or self.behind is not None:
+            self.on_behind({"stream_seq": self.stream_seq, "seat_heard": max(self.stream_claims.values())},
+                           box=box if len(self.stream_claims) == 1 else None)
+        elif first:
+            self.alarm(STREAM_CLAIMED, f"seat {box} says it heard stream seq {heard}, past this dealer's "
+                       f"{self.stream_seq}; no other seat and not the jackpot controller says so, so the table "
+                       f"plays on (seat {box} holds those numbers as heard and takes no part until the stream "
+                       "passes them). If this dealer was restored from an older copy of its state, restore its "
+                       "newest state, or reconcile its rounds and `betbox pit reconciled --dealer`; if it was not, "
+                       f"seat {box}'s credentials are misused: stop it", box=box, stream_seq=self.stream_seq,
+                       seat_heard=heard)
+
     def _reconciled(self, command: dict[str, Any], seq: int) -> None:
         """The pit reconciled a unit behind its confirmed mark. The dealer itself: its flag
         is cleared (and its stream goes on after what a seat heard of it: the seats take its
@@ -888,17 +925,25 @@ class DealerUnit(Unit, DealerState):
             self.reconciling[box] = tx
             self.emit(down_topic(self.table, box), "reconciled", {"box": box, "tx": tx, "by": by, "seq": seq})
             return
-        was = self.behind
-        why = self.reconcile(by)
-        if why is not None:
-            self._pit_answer(tx, False, why, unit=self.unit_id)
-            return
-        assert was is not None
-        if "seat_heard" in was:
+        was, claimed = self.behind, max(self.stream_claims.values(), default=0)
+        if was is None and claimed > self.stream_seq:
+            # one seat's word only (not behind): the stream goes on after what it heard
+            self.alarm(RECONCILED, f"{self.unit_id}: reconciled by {by}: its stream goes on after stream seq "
+                       f"{claimed}, which seat(s) {sorted(self.stream_claims)} said they heard", by=by,
+                       was={"stream_seq": self.stream_seq, "seat_heard": claimed})
+        else:
+            why = self.reconcile(by)
+            if why is not None:
+                self._pit_answer(tx, False, why, unit=self.unit_id)
+                return
+            assert was is not None
+            claimed = max(claimed, was.get("seat_heard", 0))
+        self.stream_claims = {}
+        if claimed > self.stream_seq:
             # a seat heard stream messages this journal does not hold: numbering them again
             # would have the seats drop them as heard; the stream goes on after them, and a
             # dealer_boot has every seat say hello (its catch-up brings it to the head)
-            self.stream_seq = max(self.stream_seq, was["seat_heard"])
+            self.stream_seq = claimed
             self._stream("dealer_boot", {})
         self._pit_answer(tx, True, "reconciled: bets are taken again", unit=self.unit_id)
 
@@ -981,17 +1026,8 @@ class DealerUnit(Unit, DealerState):
         body, same_round = m.body, m.body.get("round") == self.round_no
         self.online.add(box)
         seat_heard = int(body.get("last_stream_seq", 0))
-        if seat_heard > self.stream_seq and (self.behind is None or "seat_heard" not in self.behind):
-            # the seat holds stream messages this dealer's journal does not: the dealer was
-            # restarted from an older copy of its state, and its seats drop what it numbers
-            # again as heard already (issue #11.5); behind its outbox's mark too (its reports
-            # confirmed by the controller), this mark replaces that one: the reconciled dealer's
-            # stream must go on after what the seats heard
-            self.on_behind({"stream_seq": self.stream_seq, "seat_heard": seat_heard}, box=box)
-        elif self.behind is not None and seat_heard > self.behind.get("seat_heard", seat_heard):
-            # another seat heard more of the lost stream: the reconciled dealer goes on after
-            # that (the alarm raised stands; the mark it names only grows)
-            self.behind = {**self.behind, "seat_heard": seat_heard}
+        if seat_heard > self.stream_seq:
+            self._stream_claimed(box, seat_heard)
         table = self._table_moment()
         catchup = self._catch_up(box, seat_heard, body["round"], str(body.get("phase")), heard=heard)
         if same_round and body.get("bets") is not None:

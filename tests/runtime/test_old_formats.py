@@ -49,7 +49,8 @@ def test_a_table_journalled_by_the_format_3_firmware_recovers_to_the_state_it_ha
             # format 4 keeps format 3's layout: the state reads back as it was written; format
             # 5 adds the dealer's pit calls (none in force in an older checkpoint); format 6 the
             # pit's reconciled commands (none passed on, none taken)
-            added = {"pit_calls": {}, "reconciling": {}} if unit.role == "dealer" else {"reconciled_seq": 0}
+            added = ({"pit_calls": {}, "reconciling": {}, "stream_claims": {}} if unit.role == "dealer"
+                         else {"reconciled_seq": 0})
             assert same.checkpoint()["state"] == live[same.unit_id]["state"] | added, unit.unit_id
             assert unit.round_no == 3
         assert table.dealer.phase == "idle" and {s.phase for s in table.seats.values()} == {"over"}

@@ -225,10 +225,10 @@ def test_a_behind_dealer_is_cleared_by_the_pit_and_deals_again(tmp_path):
 
 
 def test_the_dealer_goes_on_after_what_any_seat_heard(tmp_path):
-    """Two seats heard different lengths of the lost stream: the first to say hello flags
-    the dealer; one that heard more, saying hello later, raises the mark the reconciled
-    dealer goes on after (else that seat would drop its next messages as heard and flag it
-    again)."""
+    """Two seats heard different lengths of the lost stream: the first to say hello is one
+    seat's word (a pit call, not yet behind); the second flags the dealer, with the mark the
+    reconciled dealer goes on after: the most either heard (else that seat would drop its next
+    messages as heard and flag it again)."""
     d = driver(tmp_path)
     t = d.table
     try:
@@ -240,17 +240,45 @@ def test_the_dealer_goes_on_after_what_any_seat_heard(tmp_path):
         t.stop_seat(2)
         dealer = restart_dealer(t, tmp_path / "dealer.old")
         assert dealer.behind is None                     # no seat has said hello yet
-        t.restart_seat(1)
-        low = dealer.behind
-        assert low is not None
+        low = t.restart_seat(1).last_stream
+        assert dealer.behind is None and dealer.stream_claims == {1: low}
         seat = t.restart_seat(2)
-        assert seat.last_stream > low["seat_heard"]
-        assert dealer.behind == {"stream_seq": low["stream_seq"], "seat_heard": seat.last_stream}
+        assert seat.last_stream > low
+        assert dealer.behind == {"stream_seq": dealer.stream_seq, "seat_heard": seat.last_stream}
         assert len([a for a in dealer.alarms if a["alarm"] == "behind_confirmed"]) == 1
         assert Pit(t).send("reconciled", box=None)["ok"] is True
         assert dealer.behind is None and dealer.stream_seq > seat.last_stream - 1
         d.play_round()
         assert dealer.behind is None
         assert {s.round_no for s in t.seats.values()} == {dealer.round_no}
+    finally:
+        t.close()
+
+
+def test_one_seats_word_is_reconciled_too(tmp_path):
+    """One seat said it heard more of the stream than the dealer holds (a pit call; the table
+    plays on, that seat holds those numbers as heard): a dealer restored beside a lone seat,
+    or a forged hello. The pit's reconciled command for the dealer moves its stream past what
+    the seat said, and the seat takes part again."""
+    from firmware.runtime.bus import up_topic
+
+    d = driver(tmp_path)
+    t = d.table
+    try:
+        d.play_round()
+        dealer, seat = t.dealer, t.seats[1]
+        claim = dealer.stream_seq + 40
+        m = Message(up_topic("t", 1), "hello", seat.unit_id, seat.seq + 1,
+                    {"box": 1, "round": dealer.round_no, "phase": "over", "bets": None, "last_stream_seq": claim})
+        assert dealer.step("msg", m.to_dict())
+        seat.seq += 1                   # (as if the seat had said it: its next message follows it)
+        assert dealer.behind is None and dealer.stream_claims == {1: claim}
+        answer = Pit(t).send("reconciled", box=None)
+        assert answer["ok"] is True, answer
+        assert dealer.stream_claims == {} and dealer.stream_seq > claim
+        done = [a for a in dealer.alarms if a["alarm"] == "reconciled"]
+        assert done[-1]["by"] == "Ann" and done[-1]["was"] == {"stream_seq": claim - 40, "seat_heard": claim}
+        assert 1 in boxes_with_a_bet_on(d, 1)
+        assert Pit(t).send("reconciled", box=None)["ok"] is False        # nothing left to reconcile
     finally:
         t.close()
