@@ -411,8 +411,13 @@ class Round:
         phase = self.phase                  # (read once: the phase decides the shortcut)
         if phase is _PLAY:
             # a card or a decision on the hand in play (~15 of a 7-box round's ~33 events):
-            # the writes and the hand's flow without the general dispatch (:meth:`_in_play`)
-            done = self._in_play(event)
+            # the writes and the hand's flow without the general dispatch; by type, not
+            # isinstance (neither event type has subclasses), and no call between (one a
+            # play event less: :meth:`_card_in_play`, :meth:`_decision_in_play`)
+            if type(event) is CardDrawn:
+                done = self._card_in_play(event.card)
+            elif type(event) is Decision:
+                done = self._decision_in_play(event)
         elif phase is _INITIAL_DEAL:
             if type(event) is CardDrawn:
                 # an initial card (15 a round) writes one hand and, but for the last,
@@ -530,31 +535,20 @@ class Round:
         new.phase = closed[4]
         return new, list(closed[5])
 
-    def _in_play(self, event: Event) -> "tuple[Round, list[Outcome]] | None":
-        """``apply`` of a card for the hand in play or a plain decision on it (no amount, no
-        hand named), else None (the long way, which also gives every refusal its reason).
-        The same writes as :meth:`_card` and :meth:`_turn`; a hit, a double, a card that
-        leaves a plain hand below 21 waiting for its decision, and a card or stand that ends
-        the hand when the next hand waits for its decision, end there (what
-        :meth:`_settle_hand_flow` would find); anything else goes on through :meth:`_advance`."""
+    def _card_in_play(self, card: Card) -> "tuple[Round, list[Outcome]] | None":
+        """``apply`` of a card for the hand in play, else None (the long way, which also
+        gives every refusal its reason). The same writes as :meth:`_card`; a card that leaves
+        a plain hand below 21 waiting for its decision, and a card that ends the hand when
+        the next hand waits for its decision, end there (what :meth:`_settle_hand_flow` would
+        find); anything else goes on through :meth:`_advance`."""
         cursor = self.cursor
         if cursor is None:
             return None
         bi, hi = cursor
         box = self.boxes[bi]
         hand = box.hands[hi]
-        # (by type, not isinstance: neither event type has subclasses, and this runs per event)
-        if type(event) is CardDrawn:
-            if not hand.wants_card or hand.done:
-                return None                     # refused (or not the usual flow): the long way
-            return self._card_in_play(event.card, bi, hi, box, hand)
-        if type(event) is Decision:
-            return self._decision_in_play(event, bi, hi, box, hand)
-        return None
-
-    def _card_in_play(self, card: Card, bi: int, hi: int, box: Box,
-                      hand: Hand) -> "tuple[Round, list[Outcome]] | None":
-        """:meth:`_in_play` of a card for the hand in play, which wants one."""
+        if not hand.wants_card or hand.done:
+            return None                         # refused (or not the usual flow): the long way
         drawn = self._drawn_with(card)
         if drawn is None:
             return None                         # a foreign card voids the round: the long way
@@ -590,13 +584,20 @@ class Round:
             return new, []                      # it waits for its decision
         return new._advance_from(box, hand, [])
 
-    def _decision_in_play(self, event: Decision, bi: int, hi: int, box: Box,
-                          hand: Hand) -> "tuple[Round, list[Outcome]] | None":
-        """:meth:`_in_play` of a decision: a plain hit, stand, double, split or switch."""
+    def _decision_in_play(self, event: Decision) -> "tuple[Round, list[Outcome]] | None":
+        """``apply`` of a plain decision on the hand in play (hit, stand, double, split or
+        switch; no amount, no hand named), else None (the long way, which also gives every
+        refusal its reason): the same writes as :meth:`_turn`; a hit, a double, and a stand
+        whose next hand waits for its decision end there; anything else goes on through
+        :meth:`_advance`."""
         action = event.action
         turn_check = _TURN_CHECKS.get(action)
-        if turn_check is None:
+        cursor = self.cursor
+        if turn_check is None or cursor is None:
             return None                         # insurance, even money, surrender: the long way
+        bi, hi = cursor
+        box = self.boxes[bi]
+        hand = box.hands[hi]
         if not (_last_legal[0] is self and _last_legal[1] is event):
             # :meth:`_plain_turn_checked` on the box and hand read above
             if (event.amount is not None or event.hand is not None
@@ -645,8 +646,9 @@ class Round:
         return new, out
 
     def _advance_from(self, box: Box, hand: Hand, out: list[Outcome]) -> "tuple[Round, list[Outcome]]":
-        """The rest of :meth:`_in_play` the long way: :meth:`_advance` on this new round, whose
-        ``box`` and ``hand`` (copied in this apply) are the ones it may still write."""
+        """The rest of a play event (:meth:`_card_in_play`, :meth:`_hand_done`) the long way:
+        :meth:`_advance` on this new round, whose ``box`` and ``hand`` (copied in this apply)
+        are the ones it may still write."""
         self._fresh = {id(box), id(hand)}
         self._advance(out)
         self._fresh = None
@@ -654,7 +656,7 @@ class Round:
 
     def _hand_done(self, bi: int, hi: int, box: Box, hand: Hand,
                    out: list[Outcome]) -> "tuple[Round, list[Outcome]]":
-        """The rest of :meth:`_in_play` after hand ``hi`` of box ``bi`` (``box``, ``hand``: this
+        """The rest of a play event after hand ``hi`` of box ``bi`` (``box``, ``hand``: this
         apply's copies, the cursor's) is done, as :meth:`_advance` goes on from it: the next
         hand not done, when it waits for its decision, is in play and that is all the hand
         flow does; no hand left: the dealer's turn (:meth:`_dealer_flow`); else the long way
