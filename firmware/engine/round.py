@@ -1768,12 +1768,16 @@ class Round:
                 # a box of one live hand: settled as remembered by what decides it (_one_hand_settled)
                 risk = hand.stake if hand.doubled is ZERO else hand.at_risk
                 ledger = box.ledger
-                key = (box.number, hand.id, id(risk), hand_total(hand.cards)[0] if counts else 0, dealer,
-                       id(ledger), plan_id)
+                # what decides it (_against_dealer): its total above, below or level with the
+                # dealer's, else the dealer's Blackjack, bust or push total; not the two totals,
+                # so a box's entries are a handful, not one per pair of totals
+                total = hand_total(hand.cards)[0] if counts else 0
+                decides = (1 if total > dealer else 2 if total < dealer else 3) if counts else dealer
+                key = (box.number, hand.id, id(risk), decides, id(ledger), plan_id)
                 found = _ONE_HAND.get(key)
                 # (the entry holds the amount, ledger and plan, so their ids are not another's)
                 if found is None or found[0] is not risk or found[1] is not ledger or found[2] is not plan:
-                    found = _one_hand_settled(key, risk, ledger, plan)
+                    found = _one_hand_settled(key, risk, ledger, plan, total, dealer)
                 # (the hand's copy shares its card list: a finished round takes no card)
                 if id(box) not in fresh:        # (_whand written out: a hand is this apply's only
                     box = box.copy()            # if its box is, so both are copied)
@@ -1921,18 +1925,21 @@ def _against_dealer(total: int, risk: Fraction, dealer: int) -> tuple[str, Fract
 
 
 #: a box of one live hand settled at the end of the round, by (box, hand id, id of the
-#: amount at risk, the hand's total (0 where it does not count), the dealer as
-#: :meth:`Round._final_settlement` reads it, id of the box's ledger, id of the plan) ->
+#: amount at risk, what decides it (1, 2, 3: the hand's total above, below or level with the
+#: dealer's standing total; else the dealer as :meth:`Round._final_settlement` reads it: 0 a
+#: Blackjack, -1 a bust, -2 Switch's push total), id of the box's ledger, id of the plan) ->
 #: (amount at risk, ledger, plan, result, net, record, the new ledger): everything the
-#: settlement reads is in the key, and the entry holds each object whose id is.
+#: settlement reads is in the key (:func:`_against_dealer` reads the totals only so far), and
+#: the entry holds each object whose id is.
 OneHand = tuple[Fraction, dict[str, Fraction], "_Plan", str, Fraction, HandSettled, dict[str, Fraction]]
-_ONE_HAND: dict[tuple[int, int, int, int, int, int, int], OneHand] = {}
+_ONE_HAND: dict[tuple[int, int, int, int, int, int], OneHand] = {}
 
 
-def _one_hand_settled(key: tuple[int, int, int, int, int, int, int], risk: Fraction, ledger: dict[str, Fraction],
-                      plan: "_Plan") -> OneHand:
-    """A box of one live hand settled (:meth:`Round._settle_live_hands`), remembered in :data:`_ONE_HAND`."""
-    number, hand_id, _, total, dealer, _, _ = key
+def _one_hand_settled(key: tuple[int, int, int, int, int, int], risk: Fraction, ledger: dict[str, Fraction],
+                      plan: "_Plan", total: int, dealer: int) -> OneHand:
+    """A box of one live hand settled (:meth:`Round._settle_live_hands`), remembered in
+    :data:`_ONE_HAND`; ``total`` and ``dealer`` as :func:`_against_dealer` reads them."""
+    number, hand_id = key[0], key[1]
     result, net, clause_key = _against_dealer(total, risk, dealer)
     found = (risk, ledger, plan, result, net, _hand_settled(plan, number, hand_id, result, net, clause_key),
              _main_booked(ledger, net))
