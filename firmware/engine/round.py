@@ -1269,9 +1269,13 @@ class Round:
                 cards = hands[0].cards
                 key = (id(stakes), cards[0].rank, cards[1].rank)
                 found = quick.get(key)
-                if (found is not None and found[0] is stakes and found[2] is box.ledger
+                if not (found is not None and found[0] is stakes and found[2] is box.ledger
                         and found[3] is box.side_results and found[1] is plan and found[4] == box.number
                         and len(hands) == 1):
+                    # not by these ranks: by two ranks its side bets judge alike, if settled before
+                    found = _interim_alike(key, box, up, plan) if quick is _INTERIM_BOXES and len(hands) == 1 \
+                        else None
+                if found is not None:
                     if id(box) not in fresh:
                         box = boxes[bi] = box.copy()
                         fresh.add(id(box))
@@ -1288,13 +1292,10 @@ class Round:
                 box.ledger = nets if not ledger else _booked(ledger, nets)
                 box.side_results = results if not side_results else {**side_results, **results}
                 out.extend(records)
-                if (quick is _INTERIM_BOXES and len(hands) == 1 and plan.judges[id(stakes)][2]
-                        and not _two_card_21(cards)):
-                    if len(quick) >= 4096:  # stakes come from outside: bounded
-                        quick.clear()
+                if quick is _INTERIM_BOXES and len(hands) == 1 and plan.judges[id(stakes)][2]:
                     # (the entry holds the stakes, ledger and results, so their ids are theirs)
-                    quick[key] = (stakes, plan, ledger, side_results, box.number, box.ledger,
-                                  box.side_results, records)
+                    _remember_interim(key, (stakes, plan, ledger, side_results, box.number, box.ledger,
+                                            box.side_results, records), cards, up)
             for hi, hand in enumerate(box.hands):
                 if _two_card_21(hand.cards) and not hand.from_split and not hand.switched:   # is_blackjack
                     hand = self._whand(bi, hi)
@@ -2011,7 +2012,7 @@ class _Plan:
     ``Profile.clause`` call formats its text each time)."""
 
     __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "settled", "boxes", "interim",
-                 "closed", "judges", "by_ranks", "_clauses")
+                 "closed", "judges", "by_ranks", "ranks_judged", "_clauses")
 
     def __init__(self, p: Profile) -> None:
         self.profile = p
@@ -2042,6 +2043,10 @@ class _Plan:
         #: what :func:`_side_bets_settled` made, by (box, id of its stakes, the two ranks)
         #: where every side bet of the box reads only the ranks
         self.by_ranks: dict[tuple[int, int, str, str], SidesSettled] = {}
+        #: what side bets reading only the ranks judge on two ranks, for every box with those
+        #: side bets: their judges -> first rank -> second rank -> categories, None where the two
+        #: make 21 (:func:`_ranks_judged`)
+        self.ranks_judged: dict[tuple[Any, ...], dict[str, dict[str, tuple[str | None, ...] | None]]] = {}
         #: the last "no more bets" closed per (id of the limits, number of boxes): (limits,
         #: wagers, boxes, deal order, phase, outcomes)
         self.closed: dict[tuple[int, int], tuple[object, Wagers, tuple[Box, ...], list[tuple[int, int] | str],
@@ -2187,6 +2192,70 @@ _INTERIM_BOXES: dict[tuple[int, str, str], tuple[Mapping[str, Fraction], "_Plan"
                                                 dict[str, str | None], tuple[SideBetSettled, ...]]] = {}
 #: (what the interim settlement finds with the memos off)
 _NOTHING_REMEMBERED: dict[tuple[int, str, str], Any] = {}
+InterimBox = tuple[Mapping[str, Fraction], "_Plan", dict[str, Fraction], dict[str, str | None], int,
+                   dict[str, Fraction], dict[str, str | None], tuple[SideBetSettled, ...]]
+#: the entries of :data:`_INTERIM_BOXES` by (id of the stakes, the categories the side bets
+#: judge on the two ranks): a box's pairs of ranks judged alike settle alike, so a pair of
+#: ranks first seen at a box is found here (a handful of entries a box) rather than settled
+#: afresh (the 7 boxes of a table would otherwise settle 13 x 13 pairs each before every
+#: one is remembered)
+_INTERIM_ALIKE: dict[tuple[int, tuple[str | None, ...]], InterimBox] = {}
+
+
+def _interim_alike(key: tuple[int, str, str], box: Box, up: Card, plan: "_Plan") -> InterimBox | None:
+    """The entry of :data:`_INTERIM_ALIKE` for ``box`` (of one hand, not in
+    :data:`_INTERIM_BOXES` by its ranks: ``key``), now also kept there by its ranks; None
+    where its side bets do not all read only the ranks, the ranks make 21 or nothing alike
+    was settled from the same stakes, ledger and results."""
+    stakes = box.stakes
+    judged = plan.judges.get(id(stakes))
+    if judged is None or judged[0] is not stakes or not judged[2]:
+        return None
+    categories = _ranks_judged(plan, judged[1], box.hands[0].cards, up)
+    if categories is None:
+        return None                         # (a 21: its Blackjack is settled the long way)
+    found = _INTERIM_ALIKE.get((id(stakes), categories))
+    if (found is None or found[0] is not stakes or found[1] is not plan or found[2] is not box.ledger
+            or found[3] is not box.side_results or found[4] != box.number):
+        return None
+    if len(_INTERIM_BOXES) >= 4096:         # stakes come from outside: bounded
+        _INTERIM_BOXES.clear()
+    _INTERIM_BOXES[key] = found
+    return found
+
+
+def _remember_interim(key: tuple[int, str, str], entry: InterimBox, cards: list[Card], up: Card) -> None:
+    """Keep the interim settlement of a box of one hand whose side bets all read only the
+    ranks in :data:`_INTERIM_BOXES` by its ranks (``key``) and in :data:`_INTERIM_ALIKE` by
+    what they judge on them (no entry where the two make 21: the Blackjack is settled too)."""
+    plan = entry[1]
+    categories = _ranks_judged(plan, plan.judges[id(entry[0])][1], cards, up)
+    if categories is None:
+        return
+    if len(_INTERIM_BOXES) >= 4096:         # stakes come from outside: bounded
+        _INTERIM_BOXES.clear()
+    _INTERIM_BOXES[key] = entry
+    if len(_INTERIM_ALIKE) >= 4096:         # likewise
+        _INTERIM_ALIKE.clear()
+    _INTERIM_ALIKE[(key[0], categories)] = entry
+
+
+def _ranks_judged(plan: "_Plan", judges: tuple[Any, ...], cards: list[Card],
+                  up: Card) -> "tuple[str | None, ...] | None":
+    """What ``judges`` (side bets reading only the two ranks, :data:`RANKS_ONLY`) judge on
+    the two ``cards``, None where they make 21; remembered per judges and ranks for every box
+    (``plan.ranks_judged``: first rank -> second rank -> categories)."""
+    by_rank = plan.ranks_judged.get(judges)
+    if by_rank is None:
+        if len(plan.ranks_judged) >= 64:    # side bets come from the profile (a box's own order
+            plan.ranks_judged.clear()       # of them another tuple): bounded all the same
+        by_rank = plan.ranks_judged[judges] = {}
+    row = by_rank.setdefault(cards[0].rank, {})
+    second = cards[1].rank
+    if second not in row:
+        first_two = (cards[0], cards[1])
+        row[second] = None if _two_card_21(cards) else tuple([judge(first_two, up) for judge in judges])
+    return row[second]
 #: a Blackjack's net as worked out before: (id of the stake, id of the odds) -> (stake, odds,
 #: net). 3:2 is not whole, so the product is Fraction arithmetic (Python code, ~4 us); the same
 #: net object then also finds its remembered ``HandSettled`` record (:func:`_hand_settled`).
