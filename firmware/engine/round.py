@@ -411,8 +411,13 @@ class Round:
         phase = self.phase                  # (read once: the phase decides the shortcut)
         if phase is _PLAY:
             # a card or a decision on the hand in play (~15 of a 7-box round's ~33 events):
-            # the writes and the hand's flow without the general dispatch (:meth:`_in_play`)
-            done = self._in_play(event)
+            # the writes and the hand's flow without the general dispatch; by type, not
+            # isinstance (neither event type has subclasses), and no call between (one a
+            # play event less: :meth:`_card_in_play`, :meth:`_decision_in_play`)
+            if type(event) is CardDrawn:
+                done = self._card_in_play(event.card)
+            elif type(event) is Decision:
+                done = self._decision_in_play(event)
         elif phase is _INITIAL_DEAL:
             if type(event) is CardDrawn:
                 # an initial card (15 a round) writes one hand and, but for the last,
@@ -530,31 +535,20 @@ class Round:
         new.phase = closed[4]
         return new, list(closed[5])
 
-    def _in_play(self, event: Event) -> "tuple[Round, list[Outcome]] | None":
-        """``apply`` of a card for the hand in play or a plain decision on it (no amount, no
-        hand named), else None (the long way, which also gives every refusal its reason).
-        The same writes as :meth:`_card` and :meth:`_turn`; a hit, a double, a card that
-        leaves a plain hand below 21 waiting for its decision, and a card or stand that ends
-        the hand when the next hand waits for its decision, end there (what
-        :meth:`_settle_hand_flow` would find); anything else goes on through :meth:`_advance`."""
+    def _card_in_play(self, card: Card) -> "tuple[Round, list[Outcome]] | None":
+        """``apply`` of a card for the hand in play, else None (the long way, which also
+        gives every refusal its reason). The same writes as :meth:`_card`; a card that leaves
+        a plain hand below 21 waiting for its decision, and a card that ends the hand when
+        the next hand waits for its decision, end there (what :meth:`_settle_hand_flow` would
+        find); anything else goes on through :meth:`_advance`."""
         cursor = self.cursor
         if cursor is None:
             return None
         bi, hi = cursor
         box = self.boxes[bi]
         hand = box.hands[hi]
-        # (by type, not isinstance: neither event type has subclasses, and this runs per event)
-        if type(event) is CardDrawn:
-            if not hand.wants_card or hand.done:
-                return None                     # refused (or not the usual flow): the long way
-            return self._card_in_play(event.card, bi, hi, box, hand)
-        if type(event) is Decision:
-            return self._decision_in_play(event, bi, hi, box, hand)
-        return None
-
-    def _card_in_play(self, card: Card, bi: int, hi: int, box: Box,
-                      hand: Hand) -> "tuple[Round, list[Outcome]] | None":
-        """:meth:`_in_play` of a card for the hand in play, which wants one."""
+        if not hand.wants_card or hand.done:
+            return None                         # refused (or not the usual flow): the long way
         drawn = self._drawn_with(card)
         if drawn is None:
             return None                         # a foreign card voids the round: the long way
@@ -590,13 +584,20 @@ class Round:
             return new, []                      # it waits for its decision
         return new._advance_from(box, hand, [])
 
-    def _decision_in_play(self, event: Decision, bi: int, hi: int, box: Box,
-                          hand: Hand) -> "tuple[Round, list[Outcome]] | None":
-        """:meth:`_in_play` of a decision: a plain hit, stand, double, split or switch."""
+    def _decision_in_play(self, event: Decision) -> "tuple[Round, list[Outcome]] | None":
+        """``apply`` of a plain decision on the hand in play (hit, stand, double, split or
+        switch; no amount, no hand named), else None (the long way, which also gives every
+        refusal its reason): the same writes as :meth:`_turn`; a hit, a double, and a stand
+        whose next hand waits for its decision end there; anything else goes on through
+        :meth:`_advance`."""
         action = event.action
         turn_check = _TURN_CHECKS.get(action)
-        if turn_check is None:
+        cursor = self.cursor
+        if turn_check is None or cursor is None:
             return None                         # insurance, even money, surrender: the long way
+        bi, hi = cursor
+        box = self.boxes[bi]
+        hand = box.hands[hi]
         if not (_last_legal[0] is self and _last_legal[1] is event):
             # :meth:`_plain_turn_checked` on the box and hand read above
             if (event.amount is not None or event.hand is not None
@@ -645,8 +646,9 @@ class Round:
         return new, out
 
     def _advance_from(self, box: Box, hand: Hand, out: list[Outcome]) -> "tuple[Round, list[Outcome]]":
-        """The rest of :meth:`_in_play` the long way: :meth:`_advance` on this new round, whose
-        ``box`` and ``hand`` (copied in this apply) are the ones it may still write."""
+        """The rest of a play event (:meth:`_card_in_play`, :meth:`_hand_done`) the long way:
+        :meth:`_advance` on this new round, whose ``box`` and ``hand`` (copied in this apply)
+        are the ones it may still write."""
         self._fresh = {id(box), id(hand)}
         self._advance(out)
         self._fresh = None
@@ -654,7 +656,7 @@ class Round:
 
     def _hand_done(self, bi: int, hi: int, box: Box, hand: Hand,
                    out: list[Outcome]) -> "tuple[Round, list[Outcome]]":
-        """The rest of :meth:`_in_play` after hand ``hi`` of box ``bi`` (``box``, ``hand``: this
+        """The rest of a play event after hand ``hi`` of box ``bi`` (``box``, ``hand``: this
         apply's copies, the cursor's) is done, as :meth:`_advance` goes on from it: the next
         hand not done, when it waits for its decision, is in play and that is all the hand
         flow does; no hand left: the dealer's turn (:meth:`_dealer_flow`); else the long way
@@ -1267,9 +1269,13 @@ class Round:
                 cards = hands[0].cards
                 key = (id(stakes), cards[0].rank, cards[1].rank)
                 found = quick.get(key)
-                if (found is not None and found[0] is stakes and found[2] is box.ledger
+                if not (found is not None and found[0] is stakes and found[2] is box.ledger
                         and found[3] is box.side_results and found[1] is plan and found[4] == box.number
                         and len(hands) == 1):
+                    # not by these ranks: by two ranks its side bets judge alike, if settled before
+                    found = _interim_alike(key, box, up, plan) if quick is _INTERIM_BOXES and len(hands) == 1 \
+                        else None
+                if found is not None:
                     if id(box) not in fresh:
                         box = boxes[bi] = box.copy()
                         fresh.add(id(box))
@@ -1286,13 +1292,10 @@ class Round:
                 box.ledger = nets if not ledger else _booked(ledger, nets)
                 box.side_results = results if not side_results else {**side_results, **results}
                 out.extend(records)
-                if (quick is _INTERIM_BOXES and len(hands) == 1 and plan.judges[id(stakes)][2]
-                        and not _two_card_21(cards)):
-                    if len(quick) >= 4096:  # stakes come from outside: bounded
-                        quick.clear()
+                if quick is _INTERIM_BOXES and len(hands) == 1 and plan.judges[id(stakes)][2]:
                     # (the entry holds the stakes, ledger and results, so their ids are theirs)
-                    quick[key] = (stakes, plan, ledger, side_results, box.number, box.ledger,
-                                  box.side_results, records)
+                    _remember_interim(key, (stakes, plan, ledger, side_results, box.number, box.ledger,
+                                            box.side_results, records), cards, up)
             for hi, hand in enumerate(box.hands):
                 if _two_card_21(hand.cards) and not hand.from_split and not hand.switched:   # is_blackjack
                     hand = self._whand(bi, hi)
@@ -1766,12 +1769,16 @@ class Round:
                 # a box of one live hand: settled as remembered by what decides it (_one_hand_settled)
                 risk = hand.stake if hand.doubled is ZERO else hand.at_risk
                 ledger = box.ledger
-                key = (box.number, hand.id, id(risk), hand_total(hand.cards)[0] if counts else 0, dealer,
-                       id(ledger), plan_id)
+                # what decides it (_against_dealer): its total above, below or level with the
+                # dealer's, else the dealer's Blackjack, bust or push total; not the two totals,
+                # so a box's entries are a handful, not one per pair of totals
+                total = hand_total(hand.cards)[0] if counts else 0
+                decides = (1 if total > dealer else 2 if total < dealer else 3) if counts else dealer
+                key = (box.number, hand.id, id(risk), decides, id(ledger), plan_id)
                 found = _ONE_HAND.get(key)
                 # (the entry holds the amount, ledger and plan, so their ids are not another's)
                 if found is None or found[0] is not risk or found[1] is not ledger or found[2] is not plan:
-                    found = _one_hand_settled(key, risk, ledger, plan)
+                    found = _one_hand_settled(key, risk, ledger, plan, total, dealer)
                 # (the hand's copy shares its card list: a finished round takes no card)
                 if id(box) not in fresh:        # (_whand written out: a hand is this apply's only
                     box = box.copy()            # if its box is, so both are copied)
@@ -1919,18 +1926,21 @@ def _against_dealer(total: int, risk: Fraction, dealer: int) -> tuple[str, Fract
 
 
 #: a box of one live hand settled at the end of the round, by (box, hand id, id of the
-#: amount at risk, the hand's total (0 where it does not count), the dealer as
-#: :meth:`Round._final_settlement` reads it, id of the box's ledger, id of the plan) ->
+#: amount at risk, what decides it (1, 2, 3: the hand's total above, below or level with the
+#: dealer's standing total; else the dealer as :meth:`Round._final_settlement` reads it: 0 a
+#: Blackjack, -1 a bust, -2 Switch's push total), id of the box's ledger, id of the plan) ->
 #: (amount at risk, ledger, plan, result, net, record, the new ledger): everything the
-#: settlement reads is in the key, and the entry holds each object whose id is.
+#: settlement reads is in the key (:func:`_against_dealer` reads the totals only so far), and
+#: the entry holds each object whose id is.
 OneHand = tuple[Fraction, dict[str, Fraction], "_Plan", str, Fraction, HandSettled, dict[str, Fraction]]
-_ONE_HAND: dict[tuple[int, int, int, int, int, int, int], OneHand] = {}
+_ONE_HAND: dict[tuple[int, int, int, int, int, int], OneHand] = {}
 
 
-def _one_hand_settled(key: tuple[int, int, int, int, int, int, int], risk: Fraction, ledger: dict[str, Fraction],
-                      plan: "_Plan") -> OneHand:
-    """A box of one live hand settled (:meth:`Round._settle_live_hands`), remembered in :data:`_ONE_HAND`."""
-    number, hand_id, _, total, dealer, _, _ = key
+def _one_hand_settled(key: tuple[int, int, int, int, int, int], risk: Fraction, ledger: dict[str, Fraction],
+                      plan: "_Plan", total: int, dealer: int) -> OneHand:
+    """A box of one live hand settled (:meth:`Round._settle_live_hands`), remembered in
+    :data:`_ONE_HAND`; ``total`` and ``dealer`` as :func:`_against_dealer` reads them."""
+    number, hand_id = key[0], key[1]
     result, net, clause_key = _against_dealer(total, risk, dealer)
     found = (risk, ledger, plan, result, net, _hand_settled(plan, number, hand_id, result, net, clause_key),
              _main_booked(ledger, net))
@@ -2002,7 +2012,7 @@ class _Plan:
     ``Profile.clause`` call formats its text each time)."""
 
     __slots__ = ("profile", "bet_names", "side", "limits", "hands_per_box", "settled", "boxes", "interim",
-                 "closed", "judges", "by_ranks", "_clauses")
+                 "closed", "judges", "by_ranks", "ranks_judged", "_clauses")
 
     def __init__(self, p: Profile) -> None:
         self.profile = p
@@ -2033,6 +2043,10 @@ class _Plan:
         #: what :func:`_side_bets_settled` made, by (box, id of its stakes, the two ranks)
         #: where every side bet of the box reads only the ranks
         self.by_ranks: dict[tuple[int, int, str, str], SidesSettled] = {}
+        #: what side bets reading only the ranks judge on two ranks, for every box with those
+        #: side bets: their judges -> first rank -> second rank -> categories, None where the two
+        #: make 21 (:func:`_ranks_judged`)
+        self.ranks_judged: dict[tuple[Any, ...], dict[str, dict[str, tuple[str | None, ...] | None]]] = {}
         #: the last "no more bets" closed per (id of the limits, number of boxes): (limits,
         #: wagers, boxes, deal order, phase, outcomes)
         self.closed: dict[tuple[int, int], tuple[object, Wagers, tuple[Box, ...], list[tuple[int, int] | str],
@@ -2178,6 +2192,70 @@ _INTERIM_BOXES: dict[tuple[int, str, str], tuple[Mapping[str, Fraction], "_Plan"
                                                 dict[str, str | None], tuple[SideBetSettled, ...]]] = {}
 #: (what the interim settlement finds with the memos off)
 _NOTHING_REMEMBERED: dict[tuple[int, str, str], Any] = {}
+InterimBox = tuple[Mapping[str, Fraction], "_Plan", dict[str, Fraction], dict[str, str | None], int,
+                   dict[str, Fraction], dict[str, str | None], tuple[SideBetSettled, ...]]
+#: the entries of :data:`_INTERIM_BOXES` by (id of the stakes, the categories the side bets
+#: judge on the two ranks): a box's pairs of ranks judged alike settle alike, so a pair of
+#: ranks first seen at a box is found here (a handful of entries a box) rather than settled
+#: afresh (the 7 boxes of a table would otherwise settle 13 x 13 pairs each before every
+#: one is remembered)
+_INTERIM_ALIKE: dict[tuple[int, tuple[str | None, ...]], InterimBox] = {}
+
+
+def _interim_alike(key: tuple[int, str, str], box: Box, up: Card, plan: "_Plan") -> InterimBox | None:
+    """The entry of :data:`_INTERIM_ALIKE` for ``box`` (of one hand, not in
+    :data:`_INTERIM_BOXES` by its ranks: ``key``), now also kept there by its ranks; None
+    where its side bets do not all read only the ranks, the ranks make 21 or nothing alike
+    was settled from the same stakes, ledger and results."""
+    stakes = box.stakes
+    judged = plan.judges.get(id(stakes))
+    if judged is None or judged[0] is not stakes or not judged[2]:
+        return None
+    categories = _ranks_judged(plan, judged[1], box.hands[0].cards, up)
+    if categories is None:
+        return None                         # (a 21: its Blackjack is settled the long way)
+    found = _INTERIM_ALIKE.get((id(stakes), categories))
+    if (found is None or found[0] is not stakes or found[1] is not plan or found[2] is not box.ledger
+            or found[3] is not box.side_results or found[4] != box.number):
+        return None
+    if len(_INTERIM_BOXES) >= 4096:         # stakes come from outside: bounded
+        _INTERIM_BOXES.clear()
+    _INTERIM_BOXES[key] = found
+    return found
+
+
+def _remember_interim(key: tuple[int, str, str], entry: InterimBox, cards: list[Card], up: Card) -> None:
+    """Keep the interim settlement of a box of one hand whose side bets all read only the
+    ranks in :data:`_INTERIM_BOXES` by its ranks (``key``) and in :data:`_INTERIM_ALIKE` by
+    what they judge on them (no entry where the two make 21: the Blackjack is settled too)."""
+    plan = entry[1]
+    categories = _ranks_judged(plan, plan.judges[id(entry[0])][1], cards, up)
+    if categories is None:
+        return
+    if len(_INTERIM_BOXES) >= 4096:         # stakes come from outside: bounded
+        _INTERIM_BOXES.clear()
+    _INTERIM_BOXES[key] = entry
+    if len(_INTERIM_ALIKE) >= 4096:         # likewise
+        _INTERIM_ALIKE.clear()
+    _INTERIM_ALIKE[(key[0], categories)] = entry
+
+
+def _ranks_judged(plan: "_Plan", judges: tuple[Any, ...], cards: list[Card],
+                  up: Card) -> "tuple[str | None, ...] | None":
+    """What ``judges`` (side bets reading only the two ranks, :data:`RANKS_ONLY`) judge on
+    the two ``cards``, None where they make 21; remembered per judges and ranks for every box
+    (``plan.ranks_judged``: first rank -> second rank -> categories)."""
+    by_rank = plan.ranks_judged.get(judges)
+    if by_rank is None:
+        if len(plan.ranks_judged) >= 64:    # side bets come from the profile (a box's own order
+            plan.ranks_judged.clear()       # of them another tuple): bounded all the same
+        by_rank = plan.ranks_judged[judges] = {}
+    row = by_rank.setdefault(cards[0].rank, {})
+    second = cards[1].rank
+    if second not in row:
+        first_two = (cards[0], cards[1])
+        row[second] = None if _two_card_21(cards) else tuple([judge(first_two, up) for judge in judges])
+    return row[second]
 #: a Blackjack's net as worked out before: (id of the stake, id of the odds) -> (stake, odds,
 #: net). 3:2 is not whole, so the product is Fraction arithmetic (Python code, ~4 us); the same
 #: net object then also finds its remembered ``HandSettled`` record (:func:`_hand_settled`).

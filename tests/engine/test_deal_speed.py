@@ -145,6 +145,36 @@ def test_the_interim_memo_is_bounded_and_right_when_emptied():
     assert 0 < len(engine_round._INTERIM_BOXES) <= 4096
 
 
+def test_two_ranks_first_seen_at_a_box_settle_as_two_ranks_judged_alike_and_as_the_long_way(monkeypatch):
+    """Box 1's side bets read only the ranks and judge 8-3 and 5-6 alike (no pair, 11: under
+    13): dealt 5-6 after a deal of 8-3, with nothing remembered by the ranks 5-6, it takes the
+    new ledger, results and records 8-3 made (``_INTERIM_ALIKE``) without settling its side
+    bets again, is then remembered by its ranks, and every round of the deal is the long
+    way's byte for byte."""
+    eights, fives = list(CARDS), list(CARDS)
+    eights[0], eights[8] = "8S", "3S"
+    fives[0], fives[8] = "5H", "6C"
+    engine_round._INTERIM_BOXES.clear()
+    engine_round._INTERIM_ALIKE.clear()
+    first = _deal(eights)
+    engine_round._INTERIM_BOXES.clear()         # (so not by the ranks: by what they judge)
+    settled = engine_round._sides_settled
+    afresh: list[int] = []
+    monkeypatch.setattr(engine_round, "_sides_settled",
+                        lambda number, *a: (afresh.append(number), settled(number, *a))[1])
+    again = _deal(fives)
+    monkeypatch.setattr(engine_round, "_sides_settled", settled)
+    assert afresh == [4]                        # (box 4's Blackjack goes the long way)
+    with memos_off(), long_way():
+        slow = _deal(fives)
+    for (a, a_out), (b, b_out) in zip(again, slow, strict=True):
+        assert serialised(a) == serialised(b)
+        assert a_out == b_out
+    box, before = again[-1][0].box(1), first[-1][0].box(1)
+    assert box.ledger is before.ledger and box.side_results is before.side_results
+    assert (id(box.stakes), "5", "6") in engine_round._INTERIM_BOXES
+
+
 def test_amounts_as_fractions_deal_as_ints_do():
     as_fractions = {n: {k: Fraction(v) for k, v in bets.items()} for n, bets in WAGERS.items()}
     a = _deal(CARDS, as_fractions)

@@ -1,7 +1,7 @@
 """The hand in play's shortcuts (issue 17 speed, session 9 "play") give what the long way gives.
 
-``Round._in_play`` settles a card that busts the hand in play, makes 21 or completes a double,
-and takes a plain double, without the general ``_advance``; ``Round.expecting_hand`` answers
+``Round._card_in_play`` and ``Round._decision_in_play`` settle a card that busts the hand in play,
+makes 21 or completes a double, and take a plain double, without the general ``_advance``; ``Round.expecting_hand`` answers
 ``expecting()`` and ``hand_in_play()`` in one call. Each is compared here with the long way,
 event by event, on rounds of every shipped profile (turning a shortcut wrong makes these fail: the bust's record, a
 21's or a double's status, the hand moved to, the double's amount).

@@ -715,7 +715,8 @@ def replaced(**methods: Any) -> Iterator[None]:
 def long_way() -> Any:
     """Within: ``Round.apply`` without its shortcuts for the initial deal and the hand in play
     (each answers "not mine")."""
-    return replaced(_initial_card=lambda self, card: None, _in_play=lambda self, event: None)
+    return replaced(_initial_card=lambda self, card: None, _card_in_play=lambda self, card: None,
+                    _decision_in_play=lambda self, event: None)
 
 
 @given_rounds(examples=60)
