@@ -43,6 +43,17 @@ def booked(path) -> dict[int, str]:
         db.close()
 
 
+def six_confirmed(bus, pit) -> str:
+    """Six reports acknowledged, then confirmed by a mark the test publishes: its topic."""
+    for rnd in range(1, 7):
+        report(bus, rnd)
+    wait_until(bus.drained, 30, "six reports acknowledged")
+    mark = topics.confirmed_topic(bus.link_id, UNIT)
+    pit.publish_raw(mark, f'{{"unit": "{UNIT}", "through_seq": 6}}')
+    wait_until(lambda: bus.outbox.stats()["confirmed"] == 6, 30, "confirmed through 6")
+    return mark
+
+
 def test_reports_confirmed_by_a_controller_that_went_back_are_sent_again_and_booked(tmp_path):
     b = Broker(tmp_path / "mosquitto").start()
     db_path = tmp_path / "jackpot.db"
@@ -120,12 +131,7 @@ def test_a_lower_mark_the_controller_corrects_raises_no_alarm(tmp_path):
     try:
         bus.lost_grace = 2.0
         bus.add_lost_listener(lost.append)
-        for rnd in range(1, 7):
-            report(bus, rnd)
-        wait_until(bus.drained, 30, "six reports acknowledged")
-        mark = topics.confirmed_topic(bus.link_id, UNIT)
-        pit.publish_raw(mark, f'{{"unit": "{UNIT}", "through_seq": 6}}')
-        wait_until(lambda: bus.outbox.stats()["confirmed"] == 6, 30, "confirmed through 6")
+        mark = six_confirmed(bus, pit)
         pit.publish_raw(mark, f'{{"unit": "{UNIT}", "through_seq": 2}}')
         wait_until(lambda: bus.outbox.stats()["confirmed"] == 2, 30, "the lower mark taken")
         wait_until(lambda: bus.outbox.stats()["waiting"] == 0 and len(bus.outbox.pending()) == 2, 30,
@@ -150,12 +156,7 @@ def test_reports_no_longer_kept_are_alarmed_once_the_lower_mark_stands(tmp_path)
     try:
         bus.lost_grace = 0.5
         bus.add_lost_listener(lambda body: (lost.append(body), called.set()))
-        for rnd in range(1, 7):
-            report(bus, rnd)
-        wait_until(bus.drained, 30, "six reports acknowledged")
-        mark = topics.confirmed_topic(bus.link_id, UNIT)
-        pit.publish_raw(mark, f'{{"unit": "{UNIT}", "through_seq": 6}}')
-        wait_until(lambda: bus.outbox.stats()["confirmed"] == 6, 30, "confirmed through 6")
+        mark = six_confirmed(bus, pit)
         pit.publish_raw(mark, f'{{"unit": "{UNIT}", "through_seq": 1}}')
         assert called.wait(10), "the reports the unit no longer keeps are alarmed"
         assert lost == [{"controller": 1, "confirmed": 6, "first": 2, "last": 4}]

@@ -134,6 +134,19 @@ def restart_dealer(t: InProcessTable, restore: Path | None = None):
     return t.dealer
 
 
+def older_dealer_copy(tmp_path: Path) -> TableDriver:
+    """A table that played a round, copied the dealer's state directory (``dealer.old``),
+    then played two more: the copy is behind what the seats heard."""
+    import shutil
+
+    d = driver(tmp_path)
+    d.play_round()
+    shutil.copytree(tmp_path / "dealer", tmp_path / "dealer.old")
+    for _ in range(2):
+        d.play_round()
+    return d
+
+
 def test_a_dealer_restored_from_an_older_copy_is_behind_what_its_seats_heard(tmp_path):
     """A dealer restarted from an older copy of its journal numbers its stream again from
     where the copy ends: its seats drop those messages as heard already (its dealer_boot

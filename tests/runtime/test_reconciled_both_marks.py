@@ -6,22 +6,15 @@ next rounds as heard already."""
 
 from __future__ import annotations
 
-import shutil
-
 from firmware.runtime.unit import BEHIND
 
-from .test_behind import driver, restart_dealer
+from .test_behind import older_dealer_copy, restart_dealer
 from .test_reconciled import Pit
 
 
 def _restored(tmp_path):
-    d = driver(tmp_path)
-    t = d.table
-    d.play_round()
-    shutil.copytree(tmp_path / "dealer", tmp_path / "dealer.old")
-    for _ in range(2):
-        d.play_round()
-    return d, t
+    d = older_dealer_copy(tmp_path)
+    return d, d.table
 
 
 def _deals_again(d, t, dealer, heard: int) -> None:
