@@ -386,8 +386,7 @@ def check_outbox(config: UnitConfig) -> Check:
             if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outbox'").fetchone() is None:
                 return Check("outbox", OK, "empty (no outbox yet)")
             total, acked = db.execute("SELECT COUNT(*), COALESCE(SUM(acked), 0) FROM outbox").fetchone()
-            kept, lost = _kept_and_lost(db, "meta" if path == old else "outbox_meta")
-            behind, aside = _outbox_marks(db, "meta" if path == old else "outbox_meta")
+            kept, lost, behind, aside = _outbox_marks(db, "meta" if path == old else "outbox_meta")
         finally:
             db.close()
     except sqlite3.DatabaseError as exc:
@@ -409,24 +408,17 @@ def check_outbox(config: UnitConfig) -> Check:
     return Check("outbox", status, detail)
 
 
-def _kept_and_lost(db: sqlite3.Connection, meta: str) -> tuple[int, dict[str, int] | None]:
-    """The confirmed reports kept, and the reports a controller that went back lost (if any)."""
-    if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kept'").fetchone() is None:
-        return 0, None                     # an outbox of firmware before: nothing kept
-    kept: int = db.execute("SELECT COUNT(*) FROM kept").fetchone()[0]
-    row = db.execute(f"SELECT value FROM {meta} WHERE key = 'went_back'").fetchone()
-    return kept, None if row is None else json.loads(row[0])
-
-
-def _outbox_marks(db: sqlite3.Connection, meta: str) -> tuple[str | None, int]:
-    """The outbox's behind mark (as stored) and how many reports a reconciliation set aside."""
+def _outbox_marks(db: sqlite3.Connection, meta: str) -> tuple[int, dict[str, int] | None, str | None, int]:
+    """The confirmed reports kept (for a controller that goes back), the reports such a
+    controller lost (if any), the outbox's behind mark (as stored) and how many reports a
+    reconciliation set aside; an outbox of firmware before has none of the tables."""
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    behind = None
-    if meta in tables:
-        row = db.execute(f"SELECT value FROM {meta} WHERE key = 'behind'").fetchone()
-        behind = row[0] if row is not None else None
+    marks = dict(db.execute(f"SELECT key, value FROM {meta} WHERE key IN ('went_back', 'behind')")) \
+        if meta in tables else {}
+    kept = db.execute("SELECT COUNT(*) FROM kept").fetchone()[0] if "kept" in tables else 0
     aside = db.execute("SELECT COUNT(*) FROM set_aside").fetchone()[0] if "set_aside" in tables else 0
-    return behind, aside
+    lost = json.loads(marks["went_back"]) if "went_back" in marks else None
+    return kept, lost, marks.get("behind"), aside
 
 
 def check_software(config: UnitConfig) -> Iterator[Check]:
