@@ -362,6 +362,11 @@ class Outbox:
         with self._lock:
             return query(self._db)
 
+    def _mark(self, db: sqlite3.Connection, key: str) -> dict[str, Any] | None:
+        """A mark kept as JSON in the meta table (``behind``, ``went_back``), or None."""
+        row = db.execute(f"SELECT value FROM {self._m} WHERE key = ?", (key,)).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
     def _meta(self, key: str, db: sqlite3.Connection | None = None) -> int:
         row = (db or self._db).execute(f"SELECT value FROM {self._m} WHERE key = ?", (key,)).fetchone()
         return int(row[0])
@@ -450,9 +455,7 @@ class Outbox:
         restarted from an older copy): ``{"outbox_seq": n, "confirmed": m}``."""
         # set once, never cleared, and only by this outbox (mark_behind): read once, then known
         if self._behind is None and not self._behind_read:
-            row = self._read(lambda db: db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone())
-            if row is not None:
-                self._behind = json.loads(row[0])
+            self._behind = self._read(lambda db: self._mark(db, "behind"))
             self._behind_read = True
         return None if self._behind is None else dict(self._behind)
 
@@ -468,10 +471,10 @@ class Outbox:
         after ``through``, so no seq is reused. Returns the mark (the first one stands)."""
         def mark(db: sqlite3.Connection) -> dict[str, int] | None:
             last = self._meta("next_seq") - 1
-            row = db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone()
+            was = self._mark(db, "behind")
             if through <= last:
-                return None if row is None else json.loads(row[0])
-            behind = json.loads(row[0]) if row is not None else {"outbox_seq": last, "confirmed": through}
+                return was
+            behind = was if was is not None else {"outbox_seq": last, "confirmed": through}
             behind["confirmed"] = max(behind["confirmed"], through)
             db.execute(f"INSERT OR REPLACE INTO {self._m} VALUES ('behind', ?)", (json.dumps(behind),))
             db.execute(f"UPDATE {self._m} SET value = ? WHERE key = 'next_seq'", (str(through + 1),))
@@ -492,10 +495,9 @@ class Outbox:
         the unit's step (on its thread) it is part of the step's transaction. Returns how many
         moved, or None when the outbox was not behind."""
         def move(db: sqlite3.Connection) -> int | None:
-            row = db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone()
-            if row is None:
+            behind = self._mark(db, "behind")
+            if behind is None:
                 return None
-            behind = json.loads(row[0])
             note = json.dumps({**behind, "by": by}, sort_keys=True)
             floor = behind["outbox_seq"]
             self._keep_keys(db, floor)
@@ -553,16 +555,16 @@ class Outbox:
         def confirm(db: sqlite3.Connection) -> int:
             if seq <= self._meta("confirmed"):
                 return 0
-            row = db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone()
-            floor = json.loads(row[0])["outbox_seq"] if row is not None else 0
+            behind = self._mark(db, "behind")
+            floor = behind["outbox_seq"] if behind is not None else 0
             self._keep_keys(db, seq, floor)
             db.execute("INSERT OR REPLACE INTO kept SELECT seq, id, key, topic, payload FROM outbox "
                        "WHERE seq <= ? AND seq > ?", (seq, floor))
             db.execute("DELETE FROM kept WHERE seq <= ?", (seq - self.keep_confirmed,))
             n: int = db.execute("DELETE FROM outbox WHERE seq <= ? AND seq > ?", (seq, floor)).rowcount
             db.execute(f"UPDATE {self._m} SET value = ? WHERE key = 'confirmed'", (str(seq),))
-            went = db.execute(f"SELECT value FROM {self._m} WHERE key = 'went_back'").fetchone()
-            if went is not None and json.loads(went[0])["last"] <= seq:
+            went = self._mark(db, "went_back")
+            if went is not None and went["last"] <= seq:
                 db.execute(f"DELETE FROM {self._m} WHERE key = 'went_back'")     # held after all
             return n
 
@@ -586,8 +588,8 @@ class Outbox:
             confirmed = self._meta("confirmed", db)
             if through >= confirmed:
                 return None
-            row = db.execute(f"SELECT value FROM {self._m} WHERE key = 'behind'").fetchone()
-            if row is not None and through < json.loads(row[0])["outbox_seq"]:
+            behind = self._mark(db, "behind")
+            if behind is not None and through < behind["outbox_seq"]:
                 return None     # below a behind unit's floor the controller's seqs are others'
             resent = db.execute("INSERT INTO outbox (seq, id, key, topic, payload) SELECT seq, id, key, topic, "
                                 "payload FROM kept WHERE seq > ? AND seq <= ?", (through, confirmed)).rowcount
@@ -603,10 +605,9 @@ class Outbox:
             if lost is not None:
                 # a range recorded before (the mark went back before, and no mark covered it
                 # since) is still not held: the record spans both
-                was = db.execute(f"SELECT value FROM {self._m} WHERE key = 'went_back'").fetchone()
+                before = self._mark(db, "went_back")
                 first, last, top = lost[0], lost[1], confirmed
-                if was is not None:
-                    before = json.loads(was[0])
+                if before is not None:
                     first, last = max(min(first, before["first"]), through + 1), max(last, before["last"])
                     top = max(top, before["confirmed"])
                 db.execute(f"INSERT OR REPLACE INTO {self._m} VALUES ('went_back', ?)", (json.dumps(
@@ -626,8 +627,8 @@ class Outbox:
     def went_back(self) -> dict[str, int] | None:
         """The reports a controller that went back no longer holds and this outbox no longer
         keeps: ``{"controller", "confirmed", "first", "last"}``, until a mark covers them."""
-        row = self._read(lambda db: db.execute(f"SELECT value FROM {self._m} WHERE key = 'went_back'").fetchone())
-        return None if row is None else dict(json.loads(row[0]))
+        result: dict[str, int] | None = self._read(lambda db: self._mark(db, "went_back"))
+        return result
 
     def _keep_keys(self, db: sqlite3.Connection, seq: int, floor: int = 0) -> None:
         """The keys of the reports up to ``seq`` (about to be deleted) are remembered, so a
