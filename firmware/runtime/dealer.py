@@ -48,12 +48,14 @@ from .wire import (
     as_json_value,
     bets_from_json,
     bets_to_json,
+    by_problem,
     check_table_alarm,
     check_up_message,
     controller_input,
     limits_to_json,
     round_to_json,
     shoe_to_json,
+    tx_problem,
 )
 
 TURN_BUTTONS = {"hit": Action.HIT, "stand": Action.STAND, "double": Action.DOUBLE,
@@ -165,10 +167,9 @@ def pit_command(kind: str, body: Any) -> dict[str, Any]:
         got = sorted(body) if isinstance(body, dict) else body
         raise ValueError(f"pit {kind}: the body has {sorted(fields)}, not {got!r:.80}")
     tx, by = body["tx"], body["by"]
-    if not isinstance(tx, str) or not 1 <= len(tx) <= 64 or not tx.isascii() or not tx.isalnum():
-        raise ValueError(f"pit {kind}: tx must be 1-64 letters or digits, not {tx!r:.80}")
-    if not isinstance(by, str) or not 1 <= len(by) <= 64 or not by.isprintable():
-        raise ValueError(f"pit {kind}: by names the supervisor (1-64 printable characters), not {by!r:.80}")
+    problem = tx_problem(tx, f"pit {kind}") or by_problem(by, f"pit {kind}")
+    if problem is not None:
+        raise ValueError(problem)
     if kind == "acknowledge":
         return {"tx": tx, "by": by}
     if kind == "reconciled":

@@ -371,9 +371,17 @@ def _check_catchup_record(body: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _tx(value: Any, name: str) -> str | None:
+def tx_problem(value: Any, name: str) -> str | None:
+    """What is wrong with a pit command's ``tx`` (the answer echoes it), or None."""
     if not isinstance(value, str) or not 1 <= len(value) <= 64 or not value.isascii() or not value.isalnum():
         return f"{name}: tx must be 1-64 letters or digits, not {value!r:.80}"
+    return None
+
+
+def by_problem(value: Any, name: str) -> str | None:
+    """What is wrong with a pit command's ``by`` (the supervisor), or None."""
+    if not isinstance(value, str) or not 1 <= len(value) <= 64 or not value.isprintable():
+        return f"{name}: by names the supervisor (1-64 printable characters), not {value!r:.80}"
     return None
 
 
@@ -383,10 +391,8 @@ def check_reconciled(body: Mapping[str, Any]) -> str | None:
     command: the seat takes each once)."""
     if set(body) != {"box", "tx", "by", "seq"}:
         return f"reconciled: the body has box, tx, by and seq, not {sorted(body)!r:.80}"
-    by = body["by"]
-    if not isinstance(by, str) or not 1 <= len(by) <= 64 or not by.isprintable():
-        return f"reconciled: by names the supervisor (1-64 printable characters), not {by!r:.80}"
-    return _first(_tx(body["tx"], "reconciled"), _count(body["seq"], "reconciled: seq", 1))
+    return _first(by_problem(body["by"], "reconciled"), tx_problem(body["tx"], "reconciled"),
+                  _count(body["seq"], "reconciled: seq", 1))
 
 
 #: The longest verdict or reason a seat's answer to the pit carries.
@@ -433,7 +439,7 @@ def check_up_message(kind: str, body: Mapping[str, Any], sender: str | None = No
         text = body[said]
         if not isinstance(text, str) or len(text) > MAX_ANSWER:
             return f"reconcile_answer: {said} must be a string of at most {MAX_ANSWER} characters"
-        return _tx(body["tx"], "reconcile_answer")
+        return tx_problem(body["tx"], "reconcile_answer")
     return f"{kind!r:.40} is not a message a seat sends (one of {', '.join(UP_KINDS)})"
 
 
