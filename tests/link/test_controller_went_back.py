@@ -166,3 +166,29 @@ def test_reports_no_longer_kept_are_alarmed_once_the_lower_mark_stands(tmp_path)
         pit.close()
         bus.close()
         b.stop()
+
+
+def test_hostile_marks_reopen_nothing_and_stop_nothing(tmp_path):
+    """Marks nobody's controller sends (nested 10,000 deep, NaN, 1e400, an integer of 400
+    digits, negative, a boolean) are refused and counted; a repeated mark is nothing new;
+    the outbox keeps its mark and its sender runs on."""
+    b = Broker(tmp_path / "mosquitto").start()
+    bus = connect_bus(b.url, UNIT, outbox=Outbox(tmp_path / "outbox.db", UNIT, keep_confirmed=2))
+    pit = connect_bus(b.url, "table-1/pit")
+    try:
+        mark = six_confirmed(bus, pit)
+        hostile = ["[" * 10_000 + "]" * 10_000, f'{{"unit": "{UNIT}", "through_seq": NaN}}',
+                   f'{{"unit": "{UNIT}", "through_seq": 1e400}}', f'{{"unit": "{UNIT}", "through_seq": {"9" * 400}}}',
+                   f'{{"unit": "{UNIT}", "through_seq": -3}}', f'{{"unit": "{UNIT}", "through_seq": true}}']
+        for payload in hostile:
+            pit.publish_raw(mark, payload)
+        wait_until(lambda: bus.bad_marks >= len(hostile), 30, "every hostile mark refused")
+        pit.publish_raw(mark, f'{{"unit": "{UNIT}", "through_seq": 6}}')                 # the same again
+        report(bus, 7)
+        wait_until(bus.drained, 30, "the next report sent: the sender runs on")
+        assert bus.outbox.confirmed == 6 and bus.controller_went_back == 0 and bus.outbox.went_back is None
+        assert bus.outbox.kept() == 2 and bus._sender is not None and bus._sender.is_alive()
+    finally:
+        pit.close()
+        bus.close()
+        b.stop()
